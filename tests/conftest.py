@@ -1,0 +1,52 @@
+"""Project-wide fixtures: the real tools the component and e2e layers need.
+
+A missing tool skips its tests locally, but under WORKFLOW_BENCH_REQUIRE_SANDBOX=1
+(set by .ci/run) a skip becomes a failure: CI must never pass by not running
+the containment and end-to-end layers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REQUIRE = os.environ.get("WORKFLOW_BENCH_REQUIRE_SANDBOX") == "1"
+
+
+def _missing(what: str) -> None:
+    if REQUIRE:
+        pytest.fail(f"{what} is required (WORKFLOW_BENCH_REQUIRE_SANDBOX=1) but unavailable")
+    pytest.skip(f"{what} unavailable")
+
+
+@pytest.fixture(scope="session")
+def bwrap_bin() -> str:
+    from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
+
+    try:
+        return preflight(SandboxKind.BWRAP)
+    except SandboxError as exc:
+        _missing(f"bubblewrap ({exc})")
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> Path:
+    from workflow_bench.claude_cli import ClaudeCliError, claude_version, locate_claude
+
+    try:
+        binary = locate_claude(None)
+        claude_version(binary)
+        return binary
+    except ClaudeCliError as exc:
+        _missing(f"the pinned Claude Code CLI ({exc})")
+
+
+@pytest.fixture(scope="session")
+def git_bin() -> str:
+    found = shutil.which("git")
+    if not found:
+        _missing("git")
+    return found

@@ -1,0 +1,206 @@
+"""Owned, bounded subprocess execution — the only place that spawns processes.
+
+Owns: starting a child in its own process group, feeding stdin, capturing
+stdout completely up to a cap (overflow is reported, never silently
+truncated), keeping a bounded stderr tail, enforcing a wall-clock timeout and
+honouring the sweep's cancellation event by killing the whole group.
+
+Never raises for the child's behaviour: a timeout, a cancellation or a
+spawn failure is a ``ProcessResult.state``, so callers record it as data.
+Everything in the sweep that runs a program (git, bwrap, the CLI) goes
+through ``run_process``; ruff bans ``subprocess.Popen`` elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+ProcessState = Literal["exited", "timeout", "cancelled", "spawn-failure"]
+
+# 2000 chars mirrors the reference's error_detail tails: enough to read a
+# Python traceback's last frames, small enough to keep rows readable.
+STDERR_TAIL_BYTES = 4000
+# After SIGTERM a process group gets this long before SIGKILL. The CLI flushes
+# its final events within ~1 s when terminated (measured on 2.1.332).
+TERMINATE_GRACE_S = 3.0
+_POLL_S = 0.05
+
+
+class SweepCancelled(Exception):
+    """Raised by code that notices the sweep's cancellation event between steps."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessResult:
+    """What one child process did. ``returncode`` is None unless it exited."""
+
+    argv: tuple[str, ...]
+    state: ProcessState
+    returncode: int | None
+    stdout: bytes
+    stdout_overflow: bool
+    stderr_tail: str
+    duration_s: float
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "exited" and self.returncode == 0
+
+    def describe(self) -> str:
+        """One-line reason, for error details (never includes stdout)."""
+        if self.state == "exited":
+            return f"exit {self.returncode}: {self.stderr_tail[-1500:]}".rstrip()
+        return f"{self.state}: {self.detail or self.stderr_tail[-1500:]}".rstrip()
+
+
+def _drain(stream, sink: bytearray, *, cap: int, keep_tail: bool, flags: dict, on_line) -> None:
+    pending = b""
+    for chunk in iter(lambda: stream.read1(65536), b""):
+        if keep_tail:
+            sink.extend(chunk)
+            if len(sink) > cap:
+                del sink[: len(sink) - cap]
+        elif len(sink) + len(chunk) > cap:
+            sink.extend(chunk[: max(0, cap - len(sink))])
+            flags["overflow"] = True
+        else:
+            sink.extend(chunk)
+        if on_line is not None:
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                on_line(line)
+    stream.close()
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig, grace in ((signal.SIGTERM, TERMINATE_GRACE_S), (signal.SIGKILL, TERMINATE_GRACE_S)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    timeout_s: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+    max_stdout_bytes: int = 8 * 1024 * 1024,
+    cancel: threading.Event | None = None,
+    on_stdout_line: Callable[[bytes], None] | None = None,
+) -> ProcessResult:
+    """Run ``argv`` to completion, timeout or cancellation; never raises for the child.
+
+    ``env`` replaces the environment entirely when given (callers build
+    allowlists; ``os.environ`` is never inherited implicitly by sandboxed
+    children). The child gets its own session so a timeout kills its whole
+    process tree, not just the direct child.
+    """
+    argv = tuple(str(a) for a in argv)
+    started = time.monotonic()
+    if cancel is not None and cancel.is_set():
+        return ProcessResult(argv, "cancelled", None, b"", False, "", 0.0, "cancelled before start")
+    try:
+        proc = subprocess.Popen(  # noqa: TID251 — this module is the sanctioned spawner
+            argv,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return ProcessResult(argv, "spawn-failure", None, b"", False, "", 0.0, f"{type(exc).__name__}: {exc}")
+    out, err, flags = bytearray(), bytearray(), {"overflow": False}
+    readers = [
+        threading.Thread(
+            target=_drain,
+            args=(proc.stdout, out),
+            kwargs={"cap": max_stdout_bytes, "keep_tail": False, "flags": flags, "on_line": on_stdout_line},
+            daemon=True,
+        ),
+        threading.Thread(
+            target=_drain,
+            args=(proc.stderr, err),
+            kwargs={"cap": STDERR_TAIL_BYTES, "keep_tail": True, "flags": {}, "on_line": None},
+            daemon=True,
+        ),
+    ]
+    for reader in readers:
+        reader.start()
+    if stdin is not None:
+        threading.Thread(target=_feed, args=(proc, stdin), daemon=True).start()
+    state: ProcessState = "exited"
+    deadline = started + timeout_s
+    while proc.poll() is None:
+        if cancel is not None and cancel.is_set():
+            state = "cancelled"
+        elif time.monotonic() > deadline:
+            state = "timeout"
+        if state != "exited":
+            _kill_group(proc)
+            break
+        time.sleep(_POLL_S)
+    else:
+        # The leader exited; make sure no orphan it left in its group survives it.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()
+    for reader in readers:
+        reader.join(timeout=5)
+    detail = {"timeout": f"exceeded {timeout_s:.0f} s", "cancelled": "sweep cancelled"}.get(state, "")
+    return ProcessResult(
+        argv=argv,
+        state=state,
+        returncode=proc.returncode if state == "exited" else None,
+        stdout=bytes(out),
+        stdout_overflow=flags["overflow"],
+        stderr_tail=err.decode("utf-8", "replace"),
+        duration_s=time.monotonic() - started,
+        detail=detail,
+    )
+
+
+def _feed(proc: subprocess.Popen, data: bytes) -> None:
+    try:
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        # The child closed stdin early (or died); its result says why.
+        pass
+
+
+class ProcessError(RuntimeError):
+    """A harness-owned step (git, setup, verify) did not complete normally."""
+
+    def __init__(self, what: str, result: ProcessResult) -> None:
+        super().__init__(f"{what}: {result.describe()}")
+        self.result = result
+
+
+def run_checked(argv: Sequence[str], *, what: str, timeout_s: float = 120, **kwargs) -> ProcessResult:
+    """``run_process`` for trusted helper commands that must succeed."""
+    result = run_process(argv, timeout_s=timeout_s, **kwargs)
+    if not result.ok:
+        raise ProcessError(what, result)
+    return result

@@ -1,0 +1,265 @@
+"""workflow-bench runner: measure skill workflows against a plain agent on repository tasks.
+
+Every (task, arm, run) cell runs real headless Claude Code sessions in a fresh,
+sanitized clone inside bubblewrap; each is judged by the task's authored
+verify command and a hidden oracle staged only after the model exits.
+Writes results.jsonl (one fsynced row per cell), per-cell patches and
+redacted transcripts, and report.md into --out.
+
+Exit codes: 0 done; 1 outage breaker tripped or an arm produced no usable
+measurement; 2 bad arguments or input (nothing was run); 130 cancelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .access import CellKey, ModelAccess
+from .arms import ARMS, DEFAULT_ARMS, Toolkit, UnknownArmError, resolve_arm
+from .claude_cli import ClaudeCliError, claude_version, locate_claude
+from .output import OutputDirError, prepare_output_dir
+from .provider import Script, ScriptedProvider, ScriptError, load_script
+from .sandbox import SandboxError, SandboxKind, preflight
+from .schedule import DEFAULT_OUTAGE_STREAK, MAX_WORKERS
+from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
+from .tasks import TaskFileError, bind_tasks, load_task_file, select_tasks
+
+EXIT_USAGE = 2
+CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
+DEMO_SCRIPT = CORPUS_DIR / "scripts" / "demo.yaml"
+DEMO_TOOLKIT = CORPUS_DIR / "toolkit"
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+# 5400 s: the reference raised its session ceiling from 3600 after paid runs
+# lost incumbent cells to it.
+DEFAULT_SESSION_TIMEOUT_S = 5400
+DEFAULT_VERIFY_TIMEOUT_S = 600
+DEFAULT_MAX_RETRIES = 3
+ANTHROPIC_KEY_ENV = "WORKFLOW_BENCH_ANTHROPIC_API_KEY"
+AUTH_TOKEN_ENV = "WORKFLOW_BENCH_AUTH_TOKEN"
+
+
+class UsageError(ValueError):
+    """Bad arguments or input: exit 2, nothing run."""
+
+
+def _workers(value: str) -> int:
+    workers = int(value)
+    if not 1 <= workers <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_WORKERS}")
+    return workers
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+def _non_negative_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return number
+
+
+def _arm(value: str) -> str:
+    try:
+        return resolve_arm(value).name
+    except UnknownArmError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m workflow_bench.runner",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--tasks", required=True, type=Path, help="task file (YAML), e.g. tasks.scenarios.yaml")
+    parser.add_argument("--runs", type=_positive_int, default=1, help="repetitions per task × arm (default 1)")
+    parser.add_argument("--workers", type=_workers, default=1, help=f"cells in parallel, 1..{MAX_WORKERS} (default 1)")
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        type=_arm,
+        default=list(DEFAULT_ARMS),
+        metavar="ARM",
+        help=f"arms to run (default: {' '.join(DEFAULT_ARMS)}; known: {', '.join(ARMS)})",
+    )
+    parser.add_argument("--out", type=Path, help="output directory (default results/wfbench-<UTC timestamp>/)")
+    parser.add_argument("--include-expensive", action="store_true", help="also run tasks marked expensive: true")
+    parser.add_argument(
+        "--provider",
+        choices=("anthropic", "scripted"),
+        default="anthropic",
+        help="anthropic: a real Anthropic(-compatible) endpoint; scripted: the embedded scripted model (offline)",
+    )
+    parser.add_argument("--script", type=Path, help=f"scripted provider script (default: {DEMO_SCRIPT.name})")
+    parser.add_argument("--model", help="model id (default for --provider scripted: the script's model)")
+    parser.add_argument("--effort", choices=EFFORTS, help="Claude Code --effort level (default: the CLI's own)")
+    parser.add_argument(
+        "--timeout", type=_positive_int, default=DEFAULT_SESSION_TIMEOUT_S, help="per-session timeout, s (5400)"
+    )
+    parser.add_argument(
+        "--verify-timeout", type=_positive_int, default=DEFAULT_VERIFY_TIMEOUT_S, help="verify/oracle timeout, s"
+    )
+    parser.add_argument(
+        "--max-retries", type=_non_negative_int, default=DEFAULT_MAX_RETRIES, help="CLI API retries per request (3)"
+    )
+    parser.add_argument(
+        "--outage-streak",
+        type=_non_negative_int,
+        default=DEFAULT_OUTAGE_STREAK,
+        help="abort after this many consecutive systemic failures (0 disables; default 5)",
+    )
+    parser.add_argument("--claude-bin", help="Claude Code binary (default: the pinned version installed by ./dev)")
+    parser.add_argument("--bwrap-bin", default="bwrap", help=argparse.SUPPRESS)
+    parser.add_argument("--base-url", help="Anthropic-compatible endpoint (default https://api.anthropic.com)")
+    parser.add_argument(
+        "--anthropic-api-key", help=f"API key (default: ${ANTHROPIC_KEY_ENV}); reaches only the CLI process"
+    )
+    parser.add_argument("--auth-token", help=f"bearer token instead of an API key (default: ${AUTH_TOKEN_ENV})")
+    parser.add_argument("--toolkit", type=Path, default=DEMO_TOOLKIT, help="toolkit dir with skills/<name>/SKILL.md")
+    return parser
+
+
+def _toolkit(root: Path) -> Toolkit:
+    roles = {"plan": "plan", "work": "work", "review": "review"}
+    for name in roles.values():
+        if not (root / "skills" / name / "SKILL.md").is_file():
+            raise UsageError(f"--toolkit {root}: missing skills/{name}/SKILL.md")
+    return Toolkit(root=str(root.resolve()), roles=roles)
+
+
+def _default_out() -> Path:
+    return Path("results") / f"wfbench-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+
+
+@contextlib.contextmanager
+def _model_access(args: argparse.Namespace, script: Script | None) -> Iterator[tuple[ModelAccess, str]]:
+    """Yield (access, model) for the sweep; starts the scripted provider when asked."""
+    if script is not None:
+        with ScriptedProvider(script) as provider:
+
+            def mint(key: CellKey) -> str:
+                return provider.mint_key(task=key.task_id, arm=key.arm, run=key.run)
+
+            yield ModelAccess(provider="scripted", base_url=provider.base_url, mint=mint), args.model or script.model
+        return
+    api_key = args.anthropic_api_key or os.environ.get(ANTHROPIC_KEY_ENV)
+    auth_token = args.auth_token or os.environ.get(AUTH_TOKEN_ENV)
+    yield (
+        ModelAccess(
+            provider="anthropic",
+            base_url=args.base_url or "https://api.anthropic.com",
+            api_key=api_key,
+            auth_token=auth_token,
+        ),
+        args.model,
+    )
+
+
+def _validate_args(args: argparse.Namespace) -> None:
+    if len(set(args.arms)) != len(args.arms):
+        raise UsageError(f"--arms lists an arm twice: {' '.join(args.arms)}")
+    if args.provider == "scripted":
+        if args.base_url or args.anthropic_api_key or args.auth_token:
+            raise UsageError("--provider scripted serves the model itself; drop --base-url/--anthropic-api-key/--auth-token")
+        return
+    if args.script:
+        raise UsageError("--script only applies to --provider scripted")
+    if not args.model:
+        raise UsageError("--model is required with --provider anthropic")
+    if not (args.anthropic_api_key or os.environ.get(ANTHROPIC_KEY_ENV) or args.auth_token or os.environ.get(AUTH_TOKEN_ENV)):
+        raise UsageError(f"--provider anthropic needs --anthropic-api-key (or ${ANTHROPIC_KEY_ENV}) or --auth-token")
+
+
+def prepare(args: argparse.Namespace) -> tuple:
+    """Everything that can reject the input, in order; creates nothing but the repo cache."""
+    _validate_args(args)
+    toolkit = _toolkit(args.toolkit)
+    specs = load_task_file(args.tasks)
+    selected, skipped = select_tasks(specs, include_expensive=args.include_expensive)
+    if not selected:
+        raise UsageError(f"{args.tasks}: no task selected (all are expensive; pass --include-expensive)")
+    bwrap = preflight(SandboxKind.BWRAP, bwrap_bin=args.bwrap_bin)
+    claude_bin = locate_claude(args.claude_bin)
+    version = claude_version(claude_bin)
+    script = load_script(args.script or DEMO_SCRIPT) if args.provider == "scripted" else None
+    bindings = bind_tasks(selected)
+    return toolkit, bindings, tuple(skipped), bwrap, claude_bin, version, script
+
+
+@contextlib.contextmanager
+def _signals_cancel(cancel: threading.Event) -> Iterator[None]:
+    """SIGINT/SIGTERM set the sweep's cancellation event; a second SIGINT stops hard."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, _frame) -> None:
+        if cancel.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        print(f"[cancel] signal {signum}: stopping; in-flight cells are recorded as cancelled", flush=True)
+        cancel.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        toolkit, bindings, skipped, bwrap, claude_bin, version, script = prepare(args)
+        out_dir = prepare_output_dir(args.out or _default_out())
+    except TaskFileError as exc:
+        print(f"error: invalid task file:\n{exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (UsageError, SandboxError, ClaudeCliError, OutputDirError, ScriptError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    cancel = threading.Event()
+    try:
+        with _model_access(args, script) as (access, model), _signals_cancel(cancel):
+            config = SweepConfig(
+                tasks=bindings,
+                skipped_expensive=skipped,
+                arms=tuple(resolve_arm(a) for a in args.arms),
+                runs=args.runs,
+                workers=args.workers,
+                out_dir=out_dir,
+                model=model,
+                effort=args.effort,
+                session_timeout_s=args.timeout,
+                verify_timeout_s=args.verify_timeout,
+                max_retries=args.max_retries,
+                outage_streak=args.outage_streak,
+                claude_bin=claude_bin,
+                claude_version=version,
+                bwrap_bin=bwrap,
+                toolkit=toolkit,
+            )
+            print(f"workflow-bench: {args.provider} provider, model {model}, Claude Code {version}, out {out_dir}")
+            _, exit_code = run_sweep(config, access=access, cancel=cancel)
+            return exit_code
+    except KeyboardInterrupt:
+        print("[cancel] interrupted", file=sys.stderr)
+        return EXIT_CANCELLED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

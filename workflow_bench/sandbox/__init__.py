@@ -1,0 +1,76 @@
+"""Sandbox backends for every process that touches a clone.
+
+Public surface: the ``Sandbox`` protocol, the ``RunPolicy``/``Mount`` value
+types, ``create_sandbox`` and ``preflight``. Backends stay private. Only
+``bwrap`` exists today; it is the default and fails closed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Protocol
+
+from ..process import ProcessResult
+from ._bwrap import BwrapSandbox, Mount, RunPolicy, SandboxError, preflight_bwrap
+from ._environment import (
+    SANDBOX_CLAUDE_BIN,
+    SANDBOX_HOME,
+    SANDBOX_WORKSPACE,
+    claude_environment,
+    tool_environment,
+)
+
+__all__ = [
+    "SANDBOX_CLAUDE_BIN",
+    "SANDBOX_HOME",
+    "SANDBOX_WORKSPACE",
+    "Mount",
+    "RunPolicy",
+    "Sandbox",
+    "SandboxError",
+    "SandboxKind",
+    "claude_environment",
+    "create_sandbox",
+    "preflight",
+    "tool_environment",
+]
+
+
+class SandboxKind(str, Enum):
+    BWRAP = "bwrap"
+
+
+class Sandbox(Protocol):
+    """Runs commands against one clone under a per-call ``RunPolicy``."""
+
+    kind: str
+    workspace: Path
+
+    def run(
+        self,
+        command: Sequence[str],
+        *,
+        policy: RunPolicy,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+        max_stdout_bytes: int = ...,
+        cancel: threading.Event | None = None,
+        on_stdout_line: Callable[[bytes], None] | None = None,
+    ) -> ProcessResult: ...
+
+
+def create_sandbox(kind: SandboxKind, *, workspace: Path, claude_bin: Path | None, bwrap_bin: str) -> Sandbox:
+    if kind is SandboxKind.BWRAP:
+        return BwrapSandbox(workspace=workspace, claude_bin=claude_bin, bwrap_bin=bwrap_bin)
+    raise SandboxError(f"unknown sandbox kind {kind!r}; known: {[k.value for k in SandboxKind]}")
+
+
+def preflight(kind: SandboxKind, *, bwrap_bin: str = "bwrap") -> str:
+    """Fail closed before any clone or model call; returns the backend binary path."""
+    if kind is SandboxKind.BWRAP:
+        return preflight_bwrap(bwrap_bin)
+    raise SandboxError(f"unknown sandbox kind {kind!r}")

@@ -1,0 +1,175 @@
+"""Bubblewrap backend: builds the bwrap argv for one sandboxed process.
+
+Owns the mount table and namespace flags. Every process the harness starts
+against a clone (setup, the CLI, verify, the hidden oracle, git helpers)
+runs through here, each in a fresh set of namespaces with a private HOME and
+/tmp (tmpfs), so no two sessions share state and nothing outlives its run.
+
+Identity: bwrap maps the caller's uid to ``SANDBOX_UID`` inside a user
+namespace. The CLI refuses bypass permission modes as uid 0, and git's
+ownership check passes because the root-owned clone appears owned by the
+mapped uid.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..process import ProcessResult, run_process
+from ._environment import (
+    SANDBOX_CLAUDE_BIN,
+    SANDBOX_HOME,
+    SANDBOX_TMP,
+    SANDBOX_UID,
+    SANDBOX_WORKSPACE,
+    tool_environment,
+)
+
+# System paths visible read-only. /etc is NOT bound whole: inside the user
+# namespace the sandbox uid owns every host root-owned file, so a whole-/etc
+# bind would expose root-only files such as /etc/shadow to the agent.
+_ETC_ALLOWLIST = (
+    "/etc/alternatives",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+)
+_MERGED_USR_LINKS = (("usr/bin", "/bin"), ("usr/lib", "/lib"), ("usr/lib64", "/lib64"), ("usr/sbin", "/sbin"))
+PREFLIGHT_TIMEOUT_S = 10
+INSTALL_HINT = "install it with: sudo apt-get install -y bubblewrap"
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not be built or verified; nothing may run unsandboxed instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """A host path bound into the sandbox (read-only unless ``writable``)."""
+
+    source: Path
+    target: str
+    writable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RunPolicy:
+    """What one sandboxed process may touch.
+
+    ``network``: True shares the host network namespace (the CLI must reach
+    the model endpoint on loopback); False unshares it (verify, oracle, setup).
+    """
+
+    workspace_writable: bool
+    network: bool = False
+    mounts: tuple[Mount, ...] = ()
+    with_claude: bool = False
+
+
+def _system_args() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for source, target in _MERGED_USR_LINKS:
+        if Path("/" + source).exists():
+            args += ["--symlink", source, target]
+    for path in _ETC_ALLOWLIST:
+        if Path(path).exists():
+            args += ["--ro-bind", path, path]
+    return args
+
+
+class BwrapSandbox:
+    """Runs commands against one clone. Holds no per-process state; thread-safe."""
+
+    kind = "bwrap"
+
+    def __init__(self, *, workspace: Path, claude_bin: Path | None = None, bwrap_bin: str = "bwrap") -> None:
+        self.workspace = workspace
+        self.claude_bin = claude_bin
+        self.bwrap_bin = bwrap_bin
+
+    def argv(self, command: Sequence[str], *, policy: RunPolicy, env: Mapping[str, str]) -> list[str]:
+        args = [
+            self.bwrap_bin,
+            "--unshare-user",
+            "--uid",
+            str(SANDBOX_UID),
+            "--gid",
+            str(SANDBOX_UID),
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+        ]
+        if not policy.network:
+            args.append("--unshare-net")
+        args += _system_args()
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
+        args += ["--tmpfs", SANDBOX_TMP, "--tmpfs", "/home", "--dir", SANDBOX_HOME]
+        args += ["--bind" if policy.workspace_writable else "--ro-bind", str(self.workspace), SANDBOX_WORKSPACE]
+        if policy.with_claude:
+            if self.claude_bin is None:
+                raise SandboxError("no Claude Code binary configured for this sandbox")
+            args += ["--ro-bind", str(self.claude_bin), SANDBOX_CLAUDE_BIN]
+        for mount in policy.mounts:
+            args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
+        args += ["--chdir", SANDBOX_WORKSPACE, "--clearenv"]
+        for key, value in sorted(env.items()):
+            args += ["--setenv", key, value]
+        return [*args, "--", *command]
+
+    def run(
+        self,
+        command: Sequence[str],
+        *,
+        policy: RunPolicy,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+        max_stdout_bytes: int = 8 * 1024 * 1024,
+        cancel: threading.Event | None = None,
+        on_stdout_line: Callable[[bytes], None] | None = None,
+    ) -> ProcessResult:
+        argv = self.argv(command, policy=policy, env=tool_environment() if env is None else env)
+        # The bwrap process itself gets an empty environment: --setenv above
+        # is the only way values reach the sandbox.
+        return run_process(
+            argv,
+            timeout_s=timeout_s,
+            env={"PATH": "/usr/bin:/bin"},
+            stdin=stdin,
+            max_stdout_bytes=max_stdout_bytes,
+            cancel=cancel,
+            on_stdout_line=on_stdout_line,
+        )
+
+
+def preflight_bwrap(bwrap_bin: str = "bwrap") -> str:
+    """Fail closed unless bwrap exists and can create every namespace we use.
+
+    Returns the resolved bwrap path. Runs before any clone or model call.
+    """
+    resolved = shutil.which(bwrap_bin)
+    if resolved is None:
+        raise SandboxError(f"bubblewrap ({bwrap_bin!r}) was not found on PATH; {INSTALL_HINT}")
+    probe = Path("/")
+    sandbox = BwrapSandbox(workspace=probe, bwrap_bin=resolved)
+    argv = sandbox.argv(["/usr/bin/true"], policy=RunPolicy(workspace_writable=False), env={})
+    result = run_process(argv, timeout_s=PREFLIGHT_TIMEOUT_S, env={"PATH": "/usr/bin:/bin"})
+    if not result.ok:
+        raise SandboxError(
+            "bubblewrap cannot create the sandbox namespaces (user, pid, net, ipc, uts): "
+            f"{result.describe()}; check that unprivileged user namespaces are enabled, or {INSTALL_HINT}"
+        )
+    return resolved

@@ -1,0 +1,215 @@
+"""One sweep: bound tasks → per-task templates → cells on the scheduler → rows → reports.
+
+``SweepConfig`` is the whole validated input (built by the runner from
+argv); ``run_sweep`` does the work and returns the status and exit code.
+Everything that could reject the input has already happened before this
+module is entered: no clone, no session and no output exist on bad input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .access import CellKey, ModelAccess
+from .aggregate import HealthStatus, aggregate_all, arm_health
+from .arms import ArmSpec, Toolkit
+from .cell import CellResult, SweepSettings, TaskContext, run_cell
+from .output import OutputDir
+from .report import ReportProvenance, render_markdown
+from .schedule import SweepOutcome, run_cells
+from .tasks import TaskBinding
+from .workspace import build_template, seed_skills
+
+EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
+
+
+@dataclass(frozen=True, slots=True)
+class SweepConfig:
+    tasks: tuple[TaskBinding, ...]
+    skipped_expensive: tuple[str, ...]
+    arms: tuple[ArmSpec, ...]
+    runs: int
+    workers: int
+    out_dir: Path
+    model: str
+    effort: str | None
+    session_timeout_s: float
+    verify_timeout_s: float
+    max_retries: int
+    outage_streak: int
+    claude_bin: Path
+    claude_version: str
+    bwrap_bin: str
+    toolkit: Toolkit
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCell:
+    task: TaskContext
+    arm: ArmSpec
+    key: CellKey
+
+
+def plan_cells(tasks: Sequence[TaskContext], arms: Sequence[ArmSpec], runs: int) -> tuple[PlannedCell, ...]:
+    """Task-major, then run, then arm (reference order)."""
+    return tuple(
+        PlannedCell(task=t, arm=a, key=CellKey(task_id=t.binding.spec.task_id, run=r, arm=a.name))
+        for t in tasks
+        for r in range(runs)
+        for a in arms
+    )
+
+
+class _Console:
+    """Thread-safe live progress lines with elapsed time."""
+
+    def __init__(self, started: float, secrets: Sequence[str]) -> None:
+        self._lock = threading.Lock()
+        self._started = started
+        self._secrets = tuple(secrets)
+
+    def __call__(self, line: str) -> None:
+        from .redaction import redact_text
+
+        with self._lock:
+            print(redact_text(line, self._secrets), flush=True)
+
+    def elapsed(self) -> str:
+        seconds = int(time.monotonic() - self._started)
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+@contextlib.contextmanager
+def _task_templates(config: SweepConfig, work_root: Path, console: _Console) -> Iterator[list[TaskContext]]:
+    contexts = []
+    for binding in config.tasks:
+        template = work_root / "templates" / binding.spec.task_id
+        sanitized = build_template(source_repo=binding.repo_path, sha=binding.resolved_sha, dest=template)
+        seed_skills(template, skills_root=Path(config.toolkit.root) / "skills", names=config.toolkit.skill_names)
+        contexts.append(TaskContext(binding=binding, template=template, sanitized_sha=sanitized))
+        console(f"[{binding.spec.task_id}] sanitized snapshot {sanitized[:12]} of {binding.resolved_sha[:12]}")
+    yield contexts
+
+
+def cell_summary(key: CellKey, row: dict) -> str:
+    def show(value, fmt="{}"):
+        return "n/a" if value is None else fmt.format(value)
+
+    return (
+        f"{key.label} resolved={row.get('resolved')} authored={row.get('authored_tests_passed')} "
+        f"oracle={row.get('oracle_passed')} in={show(row.get('input_tokens'))} "
+        f"out={show(row.get('output_tokens'))} cost={show(row.get('cost_usd'), '${:.4f}')} "
+        f"took={show(row.get('duration_s'), '{:.1f}s')} turns={show(row.get('num_turns'))} "
+        f"error_kind={row.get('error_kind') or 'none'}"
+    )
+
+
+def run_sweep(
+    config: SweepConfig,
+    *,
+    access: ModelAccess,
+    cancel: threading.Event,
+    on_rows_written: Callable[[], None] | None = None,
+) -> tuple[SweepOutcome, int]:
+    started_at, started = datetime.now(UTC), time.monotonic()
+    console = _Console(started, access.static_secrets)
+    output = OutputDir(config.out_dir)
+    work_root = Path(tempfile.mkdtemp(prefix="wfbench-cells-"))
+    settings = SweepSettings(
+        model=config.model,
+        effort=config.effort,
+        session_timeout_s=config.session_timeout_s,
+        verify_timeout_s=config.verify_timeout_s,
+        max_retries=config.max_retries,
+        claude_bin=config.claude_bin,
+        claude_version=config.claude_version,
+        bwrap_bin=config.bwrap_bin,
+        access=access,
+        toolkit=config.toolkit,
+        work_root=work_root,
+        cancel=cancel,
+        progress=console,
+    )
+    rows: list[dict] = []
+    try:
+        with _task_templates(config, work_root, console) as contexts:
+            cells = plan_cells(contexts, config.arms, config.runs)
+            total = len(cells)
+            console(f"{total} cells: {len(contexts)} tasks × {config.runs} runs × {len(config.arms)} arms")
+
+            def on_start(cell: PlannedCell, index: int) -> None:
+                console(f"{cell.key.label} starting ({index + 1}/{total}, {console.elapsed()} elapsed)")
+
+            def persist(cell: PlannedCell, result: CellResult) -> None:
+                stored = output.persist(cell.key.slug, result.row, result.artifacts)
+                rows.append(stored)
+                console(cell_summary(cell.key, stored) + f" ({len(rows)}/{total} done, {console.elapsed()})")
+                if stored.get("error_kind") and stored.get("error_detail"):
+                    console(f"{cell.key.label} detail: {str(stored['error_detail'])[:1200]}")
+                if on_rows_written is not None:
+                    on_rows_written()
+
+            outcome = run_cells(
+                cells,
+                execute=lambda c: run_cell(settings, c.task, c.arm, c.key),
+                persist=persist,
+                row_of=lambda r: r.row,
+                workers=config.workers,
+                cancel=cancel,
+                outage_streak=config.outage_streak,
+                on_start=on_start,
+            )
+    finally:
+        shutil.rmtree(work_root, ignore_errors=True)
+    if outcome.status == "aborted":
+        console(f"[systemic-outage] {outcome.detail}; sweep aborted, partial evidence kept")
+    exit_code = _write_reports(config, access, outcome, rows, output, started_at, started, console)
+    return outcome, exit_code
+
+
+def _write_reports(config, access, outcome, rows, output, started_at, started, console) -> int:
+    ordered = sorted(rows, key=lambda r: (_task_index(config, r["task"]), r["run"], _arm_index(config, r["arm"])))
+    results = aggregate_all(ordered)
+    provenance = ReportProvenance(
+        model=config.model,
+        effort=config.effort,
+        provider=access.provider,
+        claude_code_version=config.claude_version,
+        selected_tasks=[t.spec.task_id for t in config.tasks],
+        skipped_expensive=config.skipped_expensive,
+        runs=config.runs,
+        arms=[a.name for a in config.arms],
+        started_at=started_at,
+        finished_at=datetime.now(UTC),
+        wall_s=round(time.monotonic() - started, 1),
+        status=outcome.status,
+        status_detail=outcome.detail,
+    )
+    report = output.write_text("report.md", render_markdown(results, provenance=provenance))
+    console(f"wrote {len(rows)} rows to {output.root / 'results.jsonl'} and {report}")
+    if outcome.status == "aborted":
+        return EXIT_FAILED
+    if outcome.status == "cancelled":
+        return EXIT_CANCELLED
+    health = arm_health(results, arms=[a.name for a in config.arms])
+    unusable = sorted(name for name, h in health.items() if h.status is HealthStatus.UNUSABLE)
+    if unusable:
+        console(f"no usable measurement for arm(s): {', '.join(unusable)}")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _task_index(config: SweepConfig, task_id: str) -> int:
+    return next((i for i, t in enumerate(config.tasks) if t.spec.task_id == task_id), len(config.tasks))
+
+
+def _arm_index(config: SweepConfig, arm: str) -> int:
+    return next((i for i, a in enumerate(config.arms) if a.name == arm), len(config.arms))
