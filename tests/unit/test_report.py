@@ -1,0 +1,261 @@
+"""render_markdown and ReportProvenance."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from workflow_bench.aggregate import REVIEW_METRICS, aggregate_all
+from workflow_bench.report import MAIN_LOOP_WARNING, SCRIPTED_NOTICE, ReportProvenance, render_markdown
+
+pytestmark = pytest.mark.unit
+
+STARTED = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+FINISHED = datetime(2025, 3, 1, 12, 10, tzinfo=UTC)
+
+
+def provenance(**overrides: Any) -> ReportProvenance:
+    fields: dict[str, Any] = {
+        "model": "claude-sonnet-4-5",
+        "effort": "high",
+        "provider": "anthropic",
+        "claude_code_version": "2.0.14",
+        "selected_tasks": ["t1", "t2"],
+        "skipped_expensive": [],
+        "runs": 2,
+        "arms": ["baseline", "workflow"],
+        "started_at": STARTED,
+        "finished_at": FINISHED,
+        "wall_s": 600.0,
+        "status": "complete",
+    }
+    fields.update(overrides)
+    return ReportProvenance(**fields)
+
+
+def row(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "task": "t1",
+        "class": "bugfix",
+        "arm": "workflow",
+        "run": 0,
+        "ok": True,
+        "resolved": True,
+        "error_kind": None,
+        "input_tokens": 100,
+        "cache_creation_input_tokens": 10,
+        "cache_read_input_tokens": 1000,
+        "output_tokens": 50,
+        "cost_usd": 0.25,
+        "duration_s": 30.0,
+        "num_turns": 4,
+        "diff_files": 2,
+        "diff_insertions": 10,
+        "diff_deletions": 1,
+        "authored_tests_passed": True,
+        "oracle_passed": True,
+        "transcript_missing": False,
+        "reused": False,
+    }
+    base.update(overrides)
+    return base
+
+
+def render(rows: list[dict[str, Any]], **prov: Any) -> str:
+    return render_markdown(aggregate_all(rows), provenance=provenance(**prov))
+
+
+def table_row(report: str, prefix: str) -> list[str]:
+    """The cells of the first table line starting with `prefix`."""
+    line = next(line for line in report.splitlines() if line.startswith(prefix))
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def summary_row(report: str, arm: str) -> list[str]:
+    section = report.split("## Outcome summary", 1)[1].split("\n## ", 1)[0]
+    return table_row(section, f"| {arm} |")
+
+
+def test_title_and_main_loop_warning() -> None:
+    report = render([row()])
+    assert report.startswith("# workflow-bench report\n")
+    assert "\n".join(MAIN_LOOP_WARNING) in report
+    assert report.endswith("\n")
+
+
+@pytest.mark.parametrize(
+    ("provider", "expected"), [("scripted", True), ("anthropic", False), ("openai", False)]
+)
+def test_scripted_notice_only_for_scripted_provider(provider: str, expected: bool) -> None:
+    report = render([row()], provider=provider)
+    assert (SCRIPTED_NOTICE[0] in report) is expected
+    assert ("NOT A MODEL MEASUREMENT" in report) is expected
+
+
+def test_scripted_notice_sits_right_under_title() -> None:
+    lines = render([row()], provider="scripted").splitlines()
+    assert lines[0] == "# workflow-bench report"
+    assert lines[2] == SCRIPTED_NOTICE[0]
+
+
+def test_unknown_values_render_as_na() -> None:
+    report = render([row(cost_usd=None, diff_files=None)])
+    cells = table_row(report, "| t1 | bugfix | workflow |")
+    assert cells[8] == "n/a"  # cost $
+    assert cells[11] == "n/a"  # churn
+    assert cells[4] == "100"  # input tokens still measured
+
+
+def test_all_excluded_renders_na_not_zero() -> None:
+    report = render([row(ok=False, resolved=False, error_kind="session-error")])
+    cells = table_row(report, "| t1 | bugfix | workflow |")
+    assert cells[3] == "0/0 (1 excluded)"
+    assert cells[4:11] == ["n/a"] * 7
+
+
+def test_excluded_count_in_resolved_cell_and_footer() -> None:
+    report = render([row(), row(run=1, ok=False, resolved=False, error_kind="infra-error")])
+    cells = table_row(report, "| t1 | bugfix | workflow |")
+    assert cells[3] == "1/1 (1 excluded)"
+    assert cells[12] == "infra-error×1"
+    assert "1 run(s) hit session/infra errors" in report
+
+
+def test_no_excluded_marker_without_exclusions() -> None:
+    report = render([row()])
+    assert table_row(report, "| t1 | bugfix | workflow |")[3] == "1/1"
+    assert "excluded)" not in report
+
+
+def test_oracle_failed_counted_in_summary() -> None:
+    rows = [
+        row(arm="baseline", resolved=False, error_kind="oracle-failed", oracle_passed=False),
+        row(arm="baseline", task="t2", resolved=False, error_kind="oracle-failed", oracle_passed=False),
+        row(arm="workflow"),
+        row(
+            arm="workflow", task="t2", resolved=False, error_kind="verify-failed", authored_tests_passed=False
+        ),
+    ]
+    report = render(rows)
+    baseline = summary_row(report, "baseline")
+    assert baseline[1:4] == ["2", "0/2", "2"]
+    assert baseline[5] == "oracle-failed×2"
+    assert summary_row(report, "workflow")[1:4] == ["2", "1/2", "0"]
+    assert "**2 run(s) passed their authored tests but failed the hidden oracle** (baseline 2)" in report
+
+
+def test_summary_says_when_no_oracle_failure() -> None:
+    assert "No run passed its authored tests while failing the hidden oracle." in render([row()])
+
+
+def test_summary_shows_health_and_declared_arm_without_rows() -> None:
+    report = render([row(), row(run=1, ok=False, resolved=False, error_kind="session-error")])
+    assert summary_row(report, "workflow")[4] == "DEGRADED"
+    assert summary_row(report, "baseline")[1:5] == ["0", "0/0", "0", "UNKNOWN"]
+
+
+def test_legend_lists_only_kinds_that_occurred() -> None:
+    report = render(
+        [row(resolved=False, error_kind="oracle-failed", oracle_passed=False), row(error_kind="weird")]
+    )
+    legend = report.split("### Error kinds in this sweep", 1)[1].split("\n## ", 1)[0]
+    assert "`oracle-failed`: the authored tests passed but the hidden oracle" in legend
+    assert "`weird`: not in the error-kind vocabulary" in legend
+    assert "session-error" not in legend
+
+
+def test_no_legend_without_errors() -> None:
+    assert "### Error kinds" not in render([row()])
+
+
+def test_savings_rows_only_with_baseline() -> None:
+    rows = [row(arm="baseline", input_tokens=200, cost_usd=None), row(input_tokens=150)]
+    cells = table_row(render(rows), "| t1 | bugfix | **workflow savings %** |")
+    assert cells[4] == "25.0"
+    assert cells[8] == "n/a"
+    assert "savings %" not in render([row()])
+
+
+def test_review_section_only_with_review_data() -> None:
+    assert "## Review quality" not in render([row()])
+    metrics = {f"review_{name}": 0.5 for name in REVIEW_METRICS}
+    report = render([row(arm="review", **{**metrics, "review_precision": None})])
+    cells = table_row(report.split("## Review quality", 1)[1], "| t1 | review |")
+    assert cells[2] == "0.5"
+    assert cells[5] == "n/a"
+    assert cells[9] == "0.500"
+
+
+def test_transcripts_missing_footer() -> None:
+    assert "1 run(s) had no locatable session transcript" in render([row(transcript_missing=True)])
+
+
+def test_empty_results() -> None:
+    report = render_markdown({}, provenance=provenance())
+    assert "No rows were recorded." in report
+    assert summary_row(report, "workflow")[4] == "UNKNOWN"
+
+
+def test_pipes_in_ids_are_escaped() -> None:
+    report = render([row(task="a|b")])
+    assert "| a\\|b | bugfix | workflow |" in report
+
+
+# --- provenance --------------------------------------------------------------------------------
+
+
+def test_provenance_section() -> None:
+    report = render([row()], skipped_expensive=["huge"], effort=None, claude_code_version=None)
+    section = report.split("## Run provenance", 1)[1]
+    assert "- Benchmark model: `claude-sonnet-4-5`" in section
+    assert "- Model provider: `anthropic`" in section
+    assert "- Reasoning effort: not set" in section
+    assert "- Claude Code CLI: unknown" in section
+    assert "- Selected tasks (2): `t1`, `t2`" in section
+    assert "- Skipped expensive tasks (1): `huge`" in section
+    assert "- Sweep status: `complete`" in section
+    assert "2025-03-01T12:00:00+00:00" in section
+
+
+@pytest.mark.parametrize(
+    ("status", "sentence"),
+    [
+        ("aborted", "Sweep aborted: partial evidence; promotion is disabled."),
+        ("cancelled", "Sweep cancelled: partial evidence; promotion is disabled."),
+    ],
+)
+def test_partial_sweep_is_flagged_at_top_and_in_provenance(status: str, sentence: str) -> None:
+    report = render([row()], status=status, status_detail="5 systemic failures in a row")
+    head, provenance_section = report.split("## Run provenance", 1)
+    assert sentence in head.split("## Outcome summary", 1)[0]
+    assert sentence in provenance_section
+    assert "5 systemic failures in a row" in provenance_section
+
+
+def test_complete_sweep_has_no_partial_notice() -> None:
+    assert "partial evidence" not in render([row()])
+
+
+def test_provenance_freezes_sequences() -> None:
+    tasks = ["t1"]
+    prov = provenance(selected_tasks=tasks)
+    tasks.append("t2")
+    assert prov.selected_tasks == ("t1",)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"status": "done"}, "not one of complete, aborted, cancelled"),
+        ({"started_at": datetime(2025, 3, 1)}, "timezone-aware"),  # noqa: DTZ001 - the naive value under test
+        ({"finished_at": datetime(2025, 2, 1, tzinfo=UTC)}, "before started_at"),
+        ({"arms": "workflow"}, "sequence of ids"),
+        ({"wall_s": -1.0}, "wall_s"),
+        ({"provider": ""}, "provider"),
+    ],
+)
+def test_provenance_rejects_bad_values(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        provenance(**overrides)

@@ -1,0 +1,49 @@
+"""Scripted model provider: a loopback Anthropic Messages server that answers from a YAML script.
+
+Tests and the offline demo fake exactly one thing, the model. The real Claude Code CLI talks to
+this server and really executes the tool calls it scripts. Each cell gets its own minted API key,
+so every request is attributed to one cell, and the ledger records what was served per key.
+
+Public surface: ``load_script`` / ``parse_script`` → ``Script``; ``ScriptedProvider`` (context
+manager: ``base_url``, ``mint_key``, ``ledger``, ``all_ledger``, ``request_count``);
+``LedgerEntry``; ``ScriptError``.
+"""
+
+from workflow_bench.provider._ledger import EXHAUSTED_TEXT, LedgerEntry, unscripted_text
+from workflow_bench.provider._load import load_script, parse_script
+from workflow_bench.provider._script import (
+    CWD_TOKEN,
+    SCHEMA_VERSION,
+    Cell,
+    Fault,
+    Match,
+    Script,
+    ScriptError,
+    Session,
+    ToolCall,
+    Turn,
+    Usage,
+    substitute_cwd,
+)
+from workflow_bench.provider._server import ScriptedProvider
+
+__all__ = [
+    "CWD_TOKEN",
+    "EXHAUSTED_TEXT",
+    "SCHEMA_VERSION",
+    "Cell",
+    "Fault",
+    "LedgerEntry",
+    "Match",
+    "Script",
+    "ScriptError",
+    "ScriptedProvider",
+    "Session",
+    "ToolCall",
+    "Turn",
+    "Usage",
+    "load_script",
+    "parse_script",
+    "substitute_cwd",
+    "unscripted_text",
+]
