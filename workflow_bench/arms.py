@@ -79,7 +79,9 @@ class ArmSpec:
             raise ValueError(f"arm {self.name!r} has no sessions")
         phases = [s.phase for s in self.sessions]
         if "plan" in phases and phases != ["plan", "work"]:
-            raise ValueError(f"arm {self.name!r}: a plan session must be followed by exactly one work session")
+            raise ValueError(
+                f"arm {self.name!r}: a plan session must be followed by exactly one work session"
+            )
 
     @property
     def plans_first(self) -> bool:

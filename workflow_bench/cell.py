@@ -42,6 +42,7 @@ from .workspace import (
     changed_paths,
     copy_clone,
     head_sha,
+    remove_cli_stubs,
     remove_tree,
     skill_fingerprint,
     workspace_snapshot,
@@ -161,7 +162,9 @@ def _run_in_clone(settings, task, arm, key, sandbox, cell_dir, credentials, cell
     outcomes, plan_doc = _run_sessions(settings, task, arm, key, sandbox, env, skill_digest, cell_secrets)
     for index, outcome in enumerate(outcomes):
         if outcome.transcript:
-            artifacts[f"transcripts/{key.slug}-s{index}-{outcome.session_id or 'unknown'}.jsonl"] = outcome.transcript
+            artifacts[f"transcripts/{key.slug}-s{index}-{outcome.session_id or 'unknown'}.jsonl"] = (
+                outcome.transcript
+            )
     row = sum_sessions(outcomes)
     row["plan_produced"] = (not arm.plans_first) or plan_doc is not None
     row["plan_doc"] = plan_doc
@@ -217,7 +220,7 @@ def _run_sessions(settings, task, arm, key, sandbox, env, skill_digest, cell_sec
             cancel=settings.cancel,
             on_event=_progress_observer(settings.progress, f"{key.label} {spec.phase}"),
         )
-        after = workspace_snapshot(sandbox.workspace)
+        after = remove_cli_stubs(sandbox, before, workspace_snapshot(sandbox.workspace))
         try:
             if skill_fingerprint(after) != skill_digest:
                 kind = "plan-evidence-invalid" if spec.phase == "plan" else "implementation-evidence-invalid"
@@ -253,7 +256,11 @@ def _accepted_plan_doc(changed: tuple[str, ...], after: Mapping[str, str]) -> st
     """Planning may add or modify exactly one ``docs/plans/*.md`` file (plus its new dirs)."""
     files = [p for p in changed if after.get(p, "").startswith("file:") or p not in after]
     dirs = [p for p in changed if p not in files]
-    plans = [p for p in files if p.startswith(PLAN_DIR + "/") and p.endswith(".md") and "/" not in p[len(PLAN_DIR) + 1 :]]
+    plans = [
+        p
+        for p in files
+        if p.startswith(PLAN_DIR + "/") and p.endswith(".md") and "/" not in p[len(PLAN_DIR) + 1 :]
+    ]
     others = [p for p in files if p not in plans] + [d for d in dirs if not PLAN_DIR.startswith(d)]
     if len(plans) != 1 or others:
         raise EvidenceError(
@@ -315,12 +322,16 @@ def _progress_observer(progress: Callable[[str], None], label: str) -> Callable[
         if event.get("type") == "assistant":
             message = event.get("message") or {}
             content = message.get("content") if isinstance(message, dict) else None
-            tools = [b.get("name") for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
+            tools = [
+                b.get("name") for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_use"
+            ]
             if tools:
                 turns["n"] += 1
                 progress(f"{label}: tool call {turns['n']}: {', '.join(str(t) for t in tools)}")
         elif event.get("type") == "system" and event.get("subtype") == "api_retry":
-            progress(f"{label}: API retry {event.get('attempt')}/{event.get('max_retries')} (status {event.get('error_status')})")
+            progress(
+                f"{label}: API retry {event.get('attempt')}/{event.get('max_retries')} (status {event.get('error_status')})"
+            )
 
     return observe
 
@@ -337,7 +348,9 @@ def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
     costs = [o.cost_usd for o in outcomes]
     row["cost_usd"] = None if not costs or any(c is None for c in costs) else round(sum(costs), 6)
     durations = [o.duration_s for o in outcomes]
-    row["duration_s"] = None if not durations or any(d is None for d in durations) else round(sum(durations), 3)
+    row["duration_s"] = (
+        None if not durations or any(d is None for d in durations) else round(sum(durations), 3)
+    )
     turns = [o.num_turns for o in outcomes]
     row["num_turns"] = None if not turns or any(t is None for t in turns) else sum(turns)
     row["ok"] = bool(outcomes) and all(o.ok for o in outcomes)
@@ -347,7 +360,11 @@ def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
     row["session_ids"] = [o.session_id for o in outcomes if o.session_id]
     invoked = [o.skill_invoked for o in outcomes]
     row["skill_invoked"] = (
-        False if any(v is False for v in invoked) else None if not invoked or any(v is None for v in invoked) else True
+        False
+        if any(v is False for v in invoked)
+        else None
+        if not invoked or any(v is None for v in invoked)
+        else True
     )
     row["transcript_missing"] = any(o.transcript_missing for o in outcomes)
     counts: dict[str, int] = {}
@@ -389,7 +406,9 @@ def _infra_error_row(exc: BaseException, cell_secrets) -> dict[str, Any]:
     return row
 
 
-def _identity_fields(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: CellKey) -> dict[str, Any]:
+def _identity_fields(
+    settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: CellKey
+) -> dict[str, Any]:
     binding = task.binding
     spec = binding.spec
     return {

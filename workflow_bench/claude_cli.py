@@ -54,7 +54,9 @@ def locate_claude(explicit: str | None) -> Path:
 
 def claude_version(binary: Path) -> str:
     """``--version`` of ``binary``; must equal the pinned version."""
-    result = run_process([str(binary), "--version"], timeout_s=30, env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+    result = run_process(
+        [str(binary), "--version"], timeout_s=30, env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+    )
     match = _VERSION.match(result.stdout.decode("utf-8", "replace").strip())
     if not result.ok or match is None:
         raise ClaudeCliError(f"{binary} --version failed: {result.describe()}")

@@ -84,9 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--tasks", required=True, type=Path, help="task file (YAML), e.g. tasks.scenarios.yaml")
-    parser.add_argument("--runs", type=_positive_int, default=1, help="repetitions per task × arm (default 1)")
-    parser.add_argument("--workers", type=_workers, default=1, help=f"cells in parallel, 1..{MAX_WORKERS} (default 1)")
+    parser.add_argument(
+        "--tasks", required=True, type=Path, help="task file (YAML), e.g. tasks.scenarios.yaml"
+    )
+    parser.add_argument(
+        "--runs", type=_positive_int, default=1, help="repetitions per task × arm (default 1)"
+    )
+    parser.add_argument(
+        "--workers", type=_workers, default=1, help=f"cells in parallel, 1..{MAX_WORKERS} (default 1)"
+    )
     parser.add_argument(
         "--arms",
         nargs="+",
@@ -95,8 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ARM",
         help=f"arms to run (default: {' '.join(DEFAULT_ARMS)}; known: {', '.join(ARMS)})",
     )
-    parser.add_argument("--out", type=Path, help="output directory (default results/wfbench-<UTC timestamp>/)")
-    parser.add_argument("--include-expensive", action="store_true", help="also run tasks marked expensive: true")
+    parser.add_argument(
+        "--out", type=Path, help="output directory (default results/wfbench-<UTC timestamp>/)"
+    )
+    parser.add_argument(
+        "--include-expensive", action="store_true", help="also run tasks marked expensive: true"
+    )
     parser.add_argument(
         "--provider",
         choices=("anthropic", "scripted"),
@@ -105,15 +115,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--script", type=Path, help=f"scripted provider script (default: {DEMO_SCRIPT.name})")
     parser.add_argument("--model", help="model id (default for --provider scripted: the script's model)")
-    parser.add_argument("--effort", choices=EFFORTS, help="Claude Code --effort level (default: the CLI's own)")
     parser.add_argument(
-        "--timeout", type=_positive_int, default=DEFAULT_SESSION_TIMEOUT_S, help="per-session timeout, s (5400)"
+        "--effort", choices=EFFORTS, help="Claude Code --effort level (default: the CLI's own)"
     )
     parser.add_argument(
-        "--verify-timeout", type=_positive_int, default=DEFAULT_VERIFY_TIMEOUT_S, help="verify/oracle timeout, s"
+        "--timeout",
+        type=_positive_int,
+        default=DEFAULT_SESSION_TIMEOUT_S,
+        help="per-session timeout, s (5400)",
     )
     parser.add_argument(
-        "--max-retries", type=_non_negative_int, default=DEFAULT_MAX_RETRIES, help="CLI API retries per request (3)"
+        "--verify-timeout",
+        type=_positive_int,
+        default=DEFAULT_VERIFY_TIMEOUT_S,
+        help="verify/oracle timeout, s",
+    )
+    parser.add_argument(
+        "--max-retries",
+        type=_non_negative_int,
+        default=DEFAULT_MAX_RETRIES,
+        help="CLI API retries per request (3)",
     )
     parser.add_argument(
         "--outage-streak",
@@ -121,14 +142,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_OUTAGE_STREAK,
         help="abort after this many consecutive systemic failures (0 disables; default 5)",
     )
-    parser.add_argument("--claude-bin", help="Claude Code binary (default: the pinned version installed by ./dev)")
+    parser.add_argument(
+        "--claude-bin", help="Claude Code binary (default: the pinned version installed by ./dev)"
+    )
     parser.add_argument("--bwrap-bin", default="bwrap", help=argparse.SUPPRESS)
-    parser.add_argument("--base-url", help="Anthropic-compatible endpoint (default https://api.anthropic.com)")
+    parser.add_argument(
+        "--base-url", help="Anthropic-compatible endpoint (default https://api.anthropic.com)"
+    )
     parser.add_argument(
         "--anthropic-api-key", help=f"API key (default: ${ANTHROPIC_KEY_ENV}); reaches only the CLI process"
     )
-    parser.add_argument("--auth-token", help=f"bearer token instead of an API key (default: ${AUTH_TOKEN_ENV})")
-    parser.add_argument("--toolkit", type=Path, default=DEMO_TOOLKIT, help="toolkit dir with skills/<name>/SKILL.md")
+    parser.add_argument(
+        "--auth-token", help=f"bearer token instead of an API key (default: ${AUTH_TOKEN_ENV})"
+    )
+    parser.add_argument(
+        "--toolkit", type=Path, default=DEMO_TOOLKIT, help="toolkit dir with skills/<name>/SKILL.md"
+    )
     return parser
 
 
@@ -153,7 +182,10 @@ def _model_access(args: argparse.Namespace, script: Script | None) -> Iterator[t
             def mint(key: CellKey) -> str:
                 return provider.mint_key(task=key.task_id, arm=key.arm, run=key.run)
 
-            yield ModelAccess(provider="scripted", base_url=provider.base_url, mint=mint), args.model or script.model
+            yield (
+                ModelAccess(provider="scripted", base_url=provider.base_url, mint=mint),
+                args.model or script.model,
+            )
         return
     api_key = args.anthropic_api_key or os.environ.get(ANTHROPIC_KEY_ENV)
     auth_token = args.auth_token or os.environ.get(AUTH_TOKEN_ENV)
@@ -173,14 +205,23 @@ def _validate_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--arms lists an arm twice: {' '.join(args.arms)}")
     if args.provider == "scripted":
         if args.base_url or args.anthropic_api_key or args.auth_token:
-            raise UsageError("--provider scripted serves the model itself; drop --base-url/--anthropic-api-key/--auth-token")
+            raise UsageError(
+                "--provider scripted serves the model itself; drop --base-url/--anthropic-api-key/--auth-token"
+            )
         return
     if args.script:
         raise UsageError("--script only applies to --provider scripted")
     if not args.model:
         raise UsageError("--model is required with --provider anthropic")
-    if not (args.anthropic_api_key or os.environ.get(ANTHROPIC_KEY_ENV) or args.auth_token or os.environ.get(AUTH_TOKEN_ENV)):
-        raise UsageError(f"--provider anthropic needs --anthropic-api-key (or ${ANTHROPIC_KEY_ENV}) or --auth-token")
+    if not (
+        args.anthropic_api_key
+        or os.environ.get(ANTHROPIC_KEY_ENV)
+        or args.auth_token
+        or os.environ.get(AUTH_TOKEN_ENV)
+    ):
+        raise UsageError(
+            f"--provider anthropic needs --anthropic-api-key (or ${ANTHROPIC_KEY_ENV}) or --auth-token"
+        )
 
 
 def prepare(args: argparse.Namespace) -> tuple:
@@ -253,7 +294,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 bwrap_bin=bwrap,
                 toolkit=toolkit,
             )
-            print(f"workflow-bench: {args.provider} provider, model {model}, Claude Code {version}, out {out_dir}")
+            print(
+                f"workflow-bench: {args.provider} provider, model {model}, Claude Code {version}, out {out_dir}"
+            )
             _, exit_code = run_sweep(config, access=access, cancel=cancel)
             return exit_code
     except KeyboardInterrupt:

@@ -85,7 +85,9 @@ def run_cells(
                 results[index] = result
             while folded in results:
                 row = row_of(results[folded])
-                streak = next_streak(row.get("error_kind"), streak, review_evidence_valid=row.get("review_evidence_valid"))
+                streak = next_streak(
+                    row.get("error_kind"), streak, review_evidence_valid=row.get("review_evidence_valid")
+                )
                 folded += 1
                 if outage_streak and streak >= outage_streak and tripped is None:
                     tripped = f"{streak} consecutive systemic failures (last: {row.get('error_kind')})"
@@ -101,5 +103,7 @@ def run_cells(
     if tripped:
         return SweepOutcome("aborted", ordered, tripped)
     if cancel.is_set() or submitted < len(cells):
-        return SweepOutcome("cancelled", ordered, f"{len(cells) - len(results)} of {len(cells)} cells not run")
+        return SweepOutcome(
+            "cancelled", ordered, f"{len(cells) - len(results)} of {len(cells)} cells not run"
+        )
     return SweepOutcome("complete", ordered)

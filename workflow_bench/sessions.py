@@ -215,7 +215,9 @@ def _session_error(result: ProcessResult, detail: str, *, transcript: bytes, kin
     )
 
 
-def parse_session(result: ProcessResult, *, expected_skill: str | None, secrets: Sequence[str]) -> SessionOutcome:
+def parse_session(
+    result: ProcessResult, *, expected_skill: str | None, secrets: Sequence[str]
+) -> SessionOutcome:
     """Turn a finished CLI process into a SessionOutcome (pure; unit-tested)."""
     if result.stdout_overflow:
         return _session_error(result, f"stream exceeded {MAX_STREAM_BYTES} bytes", transcript=b"")
@@ -228,7 +230,9 @@ def parse_session(result: ProcessResult, *, expected_skill: str | None, secrets:
         return _session_error(result, f"process {result.state}", transcript=transcript)
     results = [i for i, e in enumerate(events) if e.get("type") == "result"]
     if len(results) != 1:
-        return _session_error(result, f"expected exactly one result event, saw {len(results)}", transcript=transcript)
+        return _session_error(
+            result, f"expected exactly one result event, saw {len(results)}", transcript=transcript
+        )
     index = results[0]
     if any(e.get("type") != "system" for e in events[index + 1 :]):
         return _session_error(result, "non-system events follow the result event", transcript=transcript)
@@ -238,7 +242,9 @@ def parse_session(result: ProcessResult, *, expected_skill: str | None, secrets:
         return _session_error(result, failure, transcript=transcript)
     usage = _usage(final)
     if usage is None:
-        return _session_error(result, "result usage lacks one of the four usage fields", transcript=transcript)
+        return _session_error(
+            result, "result usage lacks one of the four usage fields", transcript=transcript
+        )
     session_id = final.get("session_id")
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         return _session_error(result, "result has no usable session_id", transcript=transcript)
@@ -349,7 +355,8 @@ def skill_evidence(events: Sequence[Mapping[str, Any]], expected: str) -> tuple[
         inputs = block.get("input") if isinstance(block.get("input"), dict) else {}
         if isinstance(name, str) and name.lower() == "skill":
             requested = next(
-                (normalize_skill_name(inputs.get(k)) for k in ("skill", "command", "name") if inputs.get(k)), None
+                (normalize_skill_name(inputs.get(k)) for k in ("skill", "command", "name") if inputs.get(k)),
+                None,
             )
             if requested == expected.lower():
                 requests[tool_id] = pos

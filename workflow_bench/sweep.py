@@ -93,9 +93,13 @@ def _task_templates(config: SweepConfig, work_root: Path, console: _Console) -> 
     for binding in config.tasks:
         template = work_root / "templates" / binding.spec.task_id
         sanitized = build_template(source_repo=binding.repo_path, sha=binding.resolved_sha, dest=template)
-        seed_skills(template, skills_root=Path(config.toolkit.root) / "skills", names=config.toolkit.skill_names)
+        seed_skills(
+            template, skills_root=Path(config.toolkit.root) / "skills", names=config.toolkit.skill_names
+        )
         contexts.append(TaskContext(binding=binding, template=template, sanitized_sha=sanitized))
-        console(f"[{binding.spec.task_id}] sanitized snapshot {sanitized[:12]} of {binding.resolved_sha[:12]}")
+        console(
+            f"[{binding.spec.task_id}] sanitized snapshot {sanitized[:12]} of {binding.resolved_sha[:12]}"
+        )
     yield contexts
 
 
@@ -176,7 +180,9 @@ def run_sweep(
 
 
 def _write_reports(config, access, outcome, rows, output, started_at, started, console) -> int:
-    ordered = sorted(rows, key=lambda r: (_task_index(config, r["task"]), r["run"], _arm_index(config, r["arm"])))
+    ordered = sorted(
+        rows, key=lambda r: (_task_index(config, r["task"]), r["run"], _arm_index(config, r["arm"]))
+    )
     results = aggregate_all(ordered)
     provenance = ReportProvenance(
         model=config.model,

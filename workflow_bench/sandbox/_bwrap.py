@@ -117,7 +117,11 @@ class BwrapSandbox:
         args += _system_args()
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
         args += ["--tmpfs", SANDBOX_TMP, "--tmpfs", "/home", "--dir", SANDBOX_HOME]
-        args += ["--bind" if policy.workspace_writable else "--ro-bind", str(self.workspace), SANDBOX_WORKSPACE]
+        args += [
+            "--bind" if policy.workspace_writable else "--ro-bind",
+            str(self.workspace),
+            SANDBOX_WORKSPACE,
+        ]
         if policy.with_claude:
             if self.claude_bin is None:
                 raise SandboxError("no Claude Code binary configured for this sandbox")
