@@ -42,7 +42,6 @@ from .workspace import (
     changed_paths,
     copy_clone,
     head_sha,
-    remove_cli_stubs,
     remove_tree,
     skill_fingerprint,
     workspace_snapshot,
@@ -69,6 +68,7 @@ class SweepSettings:
     access: ModelAccess
     toolkit: Toolkit
     work_root: Path
+    runtime_dir: Path
     cancel: threading.Event = field(default_factory=threading.Event)
     progress: Callable[[str], None] = print
 
@@ -106,7 +106,11 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         workspace = cell_dir / "workspace"
         copy_clone(task.template, workspace)
         sandbox = create_sandbox(
-            _Kind.BWRAP, workspace=workspace, claude_bin=settings.claude_bin, bwrap_bin=settings.bwrap_bin
+            _Kind.BWRAP,
+            workspace=workspace,
+            claude_bin=settings.claude_bin,
+            runtime_dir=settings.runtime_dir,
+            bwrap_bin=settings.bwrap_bin,
         )
         row = _run_in_clone(settings, task, arm, key, sandbox, cell_dir, credentials, cell_secrets, artifacts)
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
@@ -220,7 +224,7 @@ def _run_sessions(settings, task, arm, key, sandbox, env, skill_digest, cell_sec
             cancel=settings.cancel,
             on_event=_progress_observer(settings.progress, f"{key.label} {spec.phase}"),
         )
-        after = remove_cli_stubs(sandbox, before, workspace_snapshot(sandbox.workspace))
+        after = workspace_snapshot(sandbox.workspace)
         try:
             if skill_fingerprint(after) != skill_digest:
                 kind = "plan-evidence-invalid" if spec.phase == "plan" else "implementation-evidence-invalid"

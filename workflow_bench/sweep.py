@@ -24,6 +24,7 @@ from .arms import ArmSpec, Toolkit
 from .cell import CellResult, SweepSettings, TaskContext, run_cell
 from .output import OutputDir
 from .report import ReportProvenance, render_markdown
+from .sandbox import write_runtime_dir
 from .schedule import SweepOutcome, run_cells
 from .tasks import TaskBinding
 from .workspace import build_template, seed_skills
@@ -139,6 +140,7 @@ def run_sweep(
         access=access,
         toolkit=config.toolkit,
         work_root=work_root,
+        runtime_dir=write_runtime_dir(work_root / "runtime"),
         cancel=cancel,
         progress=console,
     )

@@ -191,64 +191,6 @@ def skill_fingerprint(snapshot: Mapping[str, str]) -> str | None:
     return digest.hexdigest()
 
 
-# Empty stubs Claude Code 2.1.332 creates at the workspace root when
-# CLAUDE_CODE_SUBPROCESS_ENV_SCRUB is on (it lists them in .git/info/exclude
-# under "claude-code scrub-mode stubs"), plus the empty directories it makes.
-# Only *new, empty* entries with these exact names are bootstrap noise; a stub
-# with content, or one that existed before the session, is the agent's work.
-CLI_STUB_FILES = (
-    "bunfig.toml",
-    "package.json",
-    ".npmrc",
-    ".yarnrc",
-    ".yarnrc.yml",
-    ".gitmodules",
-    "package-lock.json",
-    "yarn.lock",
-    "pnpm-lock.yaml",
-    ".env",
-    ".env.local",
-    ".env.development",
-    ".env.development.local",
-    ".env.test",
-    ".env.test.local",
-    ".env.production",
-    ".env.production.local",
-)
-CLI_STUB_DIRS = (".claude/.cc-writes", ".claude/agents", ".claude/commands", "node_modules/.bin", "node_modules")
-_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
-
-
-def cli_stub_paths(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[str, ...]:
-    """New, empty CLI bootstrap stubs in ``after`` (files first, then dirs deepest-first)."""
-    files = [p for p in CLI_STUB_FILES if p not in before and after.get(p, "").endswith(":" + _EMPTY_SHA256)]
-    dirs = [p for p in CLI_STUB_DIRS if p not in before and after.get(p, "").startswith("dir:")]
-    if ".claude" not in before and after.get(".claude", "").startswith("dir:"):
-        dirs.append(".claude")
-    return (*files, *dirs)
-
-
-def remove_cli_stubs(sandbox: Sandbox, before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str]:
-    """Delete the CLI's bootstrap stubs (inside the sandbox) and return the fresh snapshot.
-
-    Removal runs in the sandbox because the workspace is untrusted: a host-side
-    unlink could follow a planted symlinked parent out of the clone. ``rmdir``
-    only removes empty directories, so a stub directory the agent filled stays.
-    """
-    stubs = cli_stub_paths(before, after)
-    if not stubs:
-        return dict(after)
-    script = 'for p in "$@"; do if [ -d "$p" ] && [ ! -L "$p" ]; then rmdir -- "$p" 2>/dev/null; ' + (
-        'elif [ -f "$p" ] && [ ! -L "$p" ] && [ ! -s "$p" ]; then rm -f -- "$p"; fi; done; true'
-    )
-    result = sandbox.run(
-        ["/bin/sh", "-c", script, "stubs", *stubs], policy=RunPolicy(workspace_writable=True), timeout_s=GIT_TIMEOUT_S
-    )
-    if not result.ok:
-        raise ProcessError("remove CLI bootstrap stubs", result)
-    return workspace_snapshot(sandbox.workspace)
-
-
 # ── capture (inside the sandbox: the clone is untrusted now) ───────────────
 
 

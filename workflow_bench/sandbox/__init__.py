@@ -21,6 +21,7 @@ from ._environment import (
     SANDBOX_WORKSPACE,
     claude_environment,
     tool_environment,
+    write_runtime_dir,
 )
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "create_sandbox",
     "preflight",
     "tool_environment",
+    "write_runtime_dir",
 ]
 
 
@@ -63,9 +65,17 @@ class Sandbox(Protocol):
     ) -> ProcessResult: ...
 
 
-def create_sandbox(kind: SandboxKind, *, workspace: Path, claude_bin: Path | None, bwrap_bin: str) -> Sandbox:
+def create_sandbox(
+    kind: SandboxKind,
+    *,
+    workspace: Path,
+    claude_bin: Path | None,
+    bwrap_bin: str,
+    runtime_dir: Path | None = None,
+) -> Sandbox:
+    """A sandbox over ``workspace``; ``claude_bin``/``runtime_dir`` are needed only for CLI sessions."""
     if kind is SandboxKind.BWRAP:
-        return BwrapSandbox(workspace=workspace, claude_bin=claude_bin, bwrap_bin=bwrap_bin)
+        return BwrapSandbox(workspace=workspace, claude_bin=claude_bin, runtime_dir=runtime_dir, bwrap_bin=bwrap_bin)
     raise SandboxError(f"unknown sandbox kind {kind!r}; known: {[k.value for k in SandboxKind]}")
 
 

@@ -23,6 +23,7 @@ from ..process import ProcessResult, run_process
 from ._environment import (
     SANDBOX_CLAUDE_BIN,
     SANDBOX_HOME,
+    SANDBOX_RUNTIME_DIR,
     SANDBOX_TMP,
     SANDBOX_UID,
     SANDBOX_WORKSPACE,
@@ -92,9 +93,17 @@ class BwrapSandbox:
 
     kind = "bwrap"
 
-    def __init__(self, *, workspace: Path, claude_bin: Path | None = None, bwrap_bin: str = "bwrap") -> None:
+    def __init__(
+        self,
+        *,
+        workspace: Path,
+        claude_bin: Path | None = None,
+        runtime_dir: Path | None = None,
+        bwrap_bin: str = "bwrap",
+    ) -> None:
         self.workspace = workspace
         self.claude_bin = claude_bin
+        self.runtime_dir = runtime_dir
         self.bwrap_bin = bwrap_bin
 
     def argv(self, command: Sequence[str], *, policy: RunPolicy, env: Mapping[str, str]) -> list[str]:
@@ -123,9 +132,10 @@ class BwrapSandbox:
             SANDBOX_WORKSPACE,
         ]
         if policy.with_claude:
-            if self.claude_bin is None:
-                raise SandboxError("no Claude Code binary configured for this sandbox")
+            if self.claude_bin is None or self.runtime_dir is None:
+                raise SandboxError("no Claude Code binary or runtime dir configured for this sandbox")
             args += ["--ro-bind", str(self.claude_bin), SANDBOX_CLAUDE_BIN]
+            args += ["--ro-bind", str(self.runtime_dir), SANDBOX_RUNTIME_DIR]
         for mount in policy.mounts:
             args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
         args += ["--chdir", SANDBOX_WORKSPACE, "--clearenv"]

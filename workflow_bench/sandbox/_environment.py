@@ -8,7 +8,9 @@ explicitly (the model endpoint and key for the CLI process only).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
+from pathlib import Path
 from types import MappingProxyType
 
 SANDBOX_WORKSPACE = "/workspace"
@@ -38,9 +40,18 @@ BASE_ENVIRONMENT: Mapping[str, str] = MappingProxyType(
     }
 )
 
+SANDBOX_RUNTIME_DIR = f"{SANDBOX_CLAUDE_DIR}/runtime"
+SHELL_PREFIX = f"{SANDBOX_RUNTIME_DIR}/shell-prefix"
+
 # Claude Code knobs for every session. Each was observed on 2.1.332:
 # - NONESSENTIAL_TRAFFIC: otherwise it probes HEAD /api/hello and telemetry hosts;
-# - SUBPROCESS_ENV_SCRUB: strips the model credentials from Bash children;
+# - SUBPROCESS_ENV_SCRUB=0: scrub mode wraps every Bash child in a nested
+#   bwrap, which cannot mount /proc inside our sandbox ("Can't mount proc on
+#   /newroot/proc"), so every Bash call failed; the shell prefix below does
+#   the scrubbing instead;
+# - SHELL_PREFIX: every Bash command runs through ``shell_prefix_script()``,
+#   which starts it from an empty environment plus the tool allowlist, so the
+#   model credentials in the CLI's own environment never reach agent tools;
 # - CONFIG_DIR: keeps all CLI state under the private, per-session HOME.
 CLAUDE_ENVIRONMENT: Mapping[str, str] = MappingProxyType(
     {
@@ -48,10 +59,26 @@ CLAUDE_ENVIRONMENT: Mapping[str, str] = MappingProxyType(
         "DISABLE_AUTOUPDATER": "1",
         "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB": "1",
+        "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB": "0",
+        "CLAUDE_CODE_SHELL_PREFIX": SHELL_PREFIX,
         "CLAUDE_CONFIG_DIR": f"{SANDBOX_HOME}/.claude",
     }
 )
+
+
+def shell_prefix_script() -> str:
+    """The Bash-tool wrapper: the CLI passes the whole command as one argument."""
+    assignments = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(BASE_ENVIRONMENT.items()))
+    return f'#!/bin/sh\nexec /usr/bin/env -i {assignments} /bin/bash -c "$1"\n'
+
+
+def write_runtime_dir(path: Path) -> Path:
+    """Create the read-only runtime files mounted at SANDBOX_RUNTIME_DIR (once per sweep)."""
+    path.mkdir(parents=True, exist_ok=True)
+    prefix = path / "shell-prefix"
+    prefix.write_text(shell_prefix_script())
+    prefix.chmod(0o555)
+    return path
 
 
 def tool_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:

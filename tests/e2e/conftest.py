@@ -1,0 +1,55 @@
+"""E2E helpers: task files carved out of the demo corpus, and output-directory scans."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEMO_TASKS = REPO_ROOT / "tasks.scenarios.yaml"
+
+
+@pytest.fixture
+def task_file_for(tmp_path):
+    """Write a task file holding the named demo tasks, with its oracles copied beside it."""
+
+    def make(*task_ids: str, **overrides) -> Path:
+        corpus = yaml.safe_load(DEMO_TASKS.read_text())
+        folder = tmp_path / "corpus"
+        (folder / "oracles").mkdir(parents=True, exist_ok=True)
+        tasks = []
+        for task in corpus["tasks"]:
+            if task["id"] not in task_ids:
+                continue
+            task = {**task, "repo": str((REPO_ROOT / task["repo"]).resolve()), **overrides}
+            for entry in task["oracle"]["files"]:
+                source = REPO_ROOT / entry["source"]
+                shutil.copy(source, folder / "oracles" / source.name)
+                entry["source"] = f"oracles/{source.name}"
+            tasks.append(task)
+        path = folder / "tasks.yaml"
+        path.write_text(yaml.safe_dump({"tasks": tasks}, sort_keys=False))
+        return path
+
+    return make
+
+
+def tool_results(transcript: bytes) -> str:
+    """Only what tools returned to the agent (not the commands it sent, which quote their own patterns)."""
+    outputs = []
+    for line in transcript.decode().splitlines():
+        event = json.loads(line)
+        if event.get("type") != "user":
+            continue
+        for block in event.get("message", {}).get("content", []):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                outputs.append(json.dumps(block.get("content")))
+    return "\n".join(outputs)
+
+
+def output_bytes(out_dir: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(out_dir.rglob("*")) if p.is_file())
