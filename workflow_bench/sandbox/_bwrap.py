@@ -106,7 +106,7 @@ class BwrapSandbox:
         self.runtime_dir = runtime_dir
         self.bwrap_bin = bwrap_bin
 
-    def argv(self, command: Sequence[str], *, policy: RunPolicy, env: Mapping[str, str]) -> list[str]:
+    def argv(self, command: Sequence[str], *, policy: RunPolicy) -> list[str]:
         args = [
             self.bwrap_bin,
             "--unshare-user",
@@ -138,9 +138,7 @@ class BwrapSandbox:
             args += ["--ro-bind", str(self.runtime_dir), SANDBOX_RUNTIME_DIR]
         for mount in policy.mounts:
             args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
-        args += ["--chdir", SANDBOX_WORKSPACE, "--clearenv"]
-        for key, value in sorted(env.items()):
-            args += ["--setenv", key, value]
+        args += ["--chdir", SANDBOX_WORKSPACE]
         return [*args, "--", *command]
 
     def run(
@@ -155,13 +153,15 @@ class BwrapSandbox:
         cancel: threading.Event | None = None,
         on_stdout_line: Callable[[bytes], None] | None = None,
     ) -> ProcessResult:
-        argv = self.argv(command, policy=policy, env=tool_environment() if env is None else env)
-        # The bwrap process itself gets an empty environment: --setenv above
-        # is the only way values reach the sandbox.
+        argv = self.argv(command, policy=policy)
+        # The environment travels as bwrap's own environment (exactly the
+        # allowlist; bwrap passes it through unchanged), never as --setenv
+        # arguments: argv is readable by every process in the sandbox through
+        # /proc/1/cmdline, and the hunt test found the model key there.
         return run_process(
             argv,
             timeout_s=timeout_s,
-            env={"PATH": "/usr/bin:/bin"},
+            env=tool_environment() if env is None else env,
             stdin=stdin,
             max_stdout_bytes=max_stdout_bytes,
             cancel=cancel,
@@ -179,7 +179,7 @@ def preflight_bwrap(bwrap_bin: str = "bwrap") -> str:
         raise SandboxError(f"bubblewrap ({bwrap_bin!r}) was not found on PATH; {INSTALL_HINT}")
     probe = Path("/")
     sandbox = BwrapSandbox(workspace=probe, bwrap_bin=resolved)
-    argv = sandbox.argv(["/usr/bin/true"], policy=RunPolicy(workspace_writable=False), env={})
+    argv = sandbox.argv(["/usr/bin/true"], policy=RunPolicy(workspace_writable=False))
     result = run_process(argv, timeout_s=PREFLIGHT_TIMEOUT_S, env={"PATH": "/usr/bin:/bin"})
     if not result.ok:
         raise SandboxError(
