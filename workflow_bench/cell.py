@@ -125,9 +125,9 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
             "ok": False,
             "resolved": False,
             "error_kind": "cleanup-failure",
-            "error_detail": f"primary={row.get('error_kind')}: {row.get('error_detail')}; cleanup: {cleanup_error}"[
-                :2000
-            ],
+            "error_detail": (
+                f"primary={row.get('error_kind')}: {row.get('error_detail')}; cleanup: {cleanup_error}"
+            )[:2000],
         }
     row.update(_identity_fields(settings, task, arm, key))
     return CellResult(row=redact_value(row, cell_secrets), artifacts=artifacts)
@@ -334,7 +334,8 @@ def _progress_observer(progress: Callable[[str], None], label: str) -> Callable[
                 progress(f"{label}: tool call {turns['n']}: {', '.join(str(t) for t in tools)}")
         elif event.get("type") == "system" and event.get("subtype") == "api_retry":
             progress(
-                f"{label}: API retry {event.get('attempt')}/{event.get('max_retries')} (status {event.get('error_status')})"
+                f"{label}: API retry {event.get('attempt')}/{event.get('max_retries')} "
+                f"(status {event.get('error_status')})"
             )
 
     return observe

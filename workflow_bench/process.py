@@ -13,6 +13,7 @@ through ``run_process``; ruff bans ``subprocess.Popen`` elsewhere.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -118,7 +119,7 @@ def run_process(
     if cancel is not None and cancel.is_set():
         return ProcessResult(argv, "cancelled", None, b"", False, "", 0.0, "cancelled before start")
     try:
-        proc = subprocess.Popen(  # noqa: TID251 — this module is the sanctioned spawner
+        proc = subprocess.Popen(
             argv,
             cwd=cwd,
             env=dict(env) if env is not None else None,
@@ -161,10 +162,8 @@ def run_process(
         time.sleep(_POLL_S)
     else:
         # The leader exited; make sure no orphan it left in its group survives it.
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     proc.wait()
     for reader in readers:
         reader.join(timeout=5)

@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from .provider import Script, ScriptedProvider, ScriptError, load_script
 from .sandbox import SandboxError, SandboxKind, preflight
 from .schedule import DEFAULT_OUTAGE_STREAK, MAX_WORKERS
 from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
-from .tasks import TaskFileError, bind_tasks, load_task_file, select_tasks
+from .tasks import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
 
 EXIT_USAGE = 2
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
@@ -111,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--provider",
         choices=("anthropic", "scripted"),
         default="anthropic",
-        help="anthropic: a real Anthropic(-compatible) endpoint; scripted: the embedded scripted model (offline)",
+        help="anthropic: a real Anthropic(-compatible) endpoint; scripted: the embedded scripted model "
+        "(offline)",
     )
     parser.add_argument("--script", type=Path, help=f"scripted provider script (default: {DEMO_SCRIPT.name})")
     parser.add_argument("--model", help="model id (default for --provider scripted: the script's model)")
@@ -206,7 +208,8 @@ def _validate_args(args: argparse.Namespace) -> None:
     if args.provider == "scripted":
         if args.base_url or args.anthropic_api_key or args.auth_token:
             raise UsageError(
-                "--provider scripted serves the model itself; drop --base-url/--anthropic-api-key/--auth-token"
+                "--provider scripted serves the model itself; "
+                "drop --base-url/--anthropic-api-key/--auth-token"
             )
         return
     if args.script:
@@ -224,7 +227,20 @@ def _validate_args(args: argparse.Namespace) -> None:
         )
 
 
-def prepare(args: argparse.Namespace) -> tuple:
+@dataclass(frozen=True, slots=True)
+class PreparedInput:
+    """Everything validated from argv and the task file, before any clone or model call."""
+
+    toolkit: Toolkit
+    bindings: tuple[TaskBinding, ...]
+    skipped_expensive: tuple[str, ...]
+    bwrap_bin: str
+    claude_bin: Path
+    claude_version: str
+    script: Script | None
+
+
+def prepare(args: argparse.Namespace) -> PreparedInput:
     """Everything that can reject the input, in order; creates nothing but the repo cache."""
     _validate_args(args)
     toolkit = _toolkit(args.toolkit)
@@ -237,7 +253,38 @@ def prepare(args: argparse.Namespace) -> tuple:
     version = claude_version(claude_bin)
     script = load_script(args.script or DEMO_SCRIPT) if args.provider == "scripted" else None
     bindings = bind_tasks(selected)
-    return toolkit, bindings, tuple(skipped), bwrap, claude_bin, version, script
+    return PreparedInput(
+        toolkit=toolkit,
+        bindings=bindings,
+        skipped_expensive=tuple(skipped),
+        bwrap_bin=bwrap,
+        claude_bin=claude_bin,
+        claude_version=version,
+        script=script,
+    )
+
+
+def _sweep_config(
+    args: argparse.Namespace, ready: PreparedInput, *, out_dir: Path, model: str
+) -> SweepConfig:
+    return SweepConfig(
+        tasks=ready.bindings,
+        skipped_expensive=ready.skipped_expensive,
+        arms=tuple(resolve_arm(a) for a in args.arms),
+        runs=args.runs,
+        workers=args.workers,
+        out_dir=out_dir,
+        model=model,
+        effort=args.effort,
+        session_timeout_s=args.timeout,
+        verify_timeout_s=args.verify_timeout,
+        max_retries=args.max_retries,
+        outage_streak=args.outage_streak,
+        claude_bin=ready.claude_bin,
+        claude_version=ready.claude_version,
+        bwrap_bin=ready.bwrap_bin,
+        toolkit=ready.toolkit,
+    )
 
 
 @contextlib.contextmanager
@@ -265,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        toolkit, bindings, skipped, bwrap, claude_bin, version, script = prepare(args)
+        ready = prepare(args)
         out_dir = prepare_output_dir(args.out or _default_out())
     except TaskFileError as exc:
         print(f"error: invalid task file:\n{exc}", file=sys.stderr)
@@ -275,28 +322,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     cancel = threading.Event()
     try:
-        with _model_access(args, script) as (access, model), _signals_cancel(cancel):
-            config = SweepConfig(
-                tasks=bindings,
-                skipped_expensive=skipped,
-                arms=tuple(resolve_arm(a) for a in args.arms),
-                runs=args.runs,
-                workers=args.workers,
-                out_dir=out_dir,
-                model=model,
-                effort=args.effort,
-                session_timeout_s=args.timeout,
-                verify_timeout_s=args.verify_timeout,
-                max_retries=args.max_retries,
-                outage_streak=args.outage_streak,
-                claude_bin=claude_bin,
-                claude_version=version,
-                bwrap_bin=bwrap,
-                toolkit=toolkit,
-            )
-            print(
-                f"workflow-bench: {args.provider} provider, model {model}, Claude Code {version}, out {out_dir}"
-            )
+        with _model_access(args, ready.script) as (access, model), _signals_cancel(cancel):
+            config = _sweep_config(args, ready, out_dir=out_dir, model=model)
+            print(f"workflow-bench: {access.provider} provider, model {model}, CLI {ready.claude_version}")
+            print(f"workflow-bench: writing to {out_dir}")
             _, exit_code = run_sweep(config, access=access, cancel=cancel)
             return exit_code
     except KeyboardInterrupt:

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.sandbox import RunPolicy, SandboxError, SandboxKind, create_sandbox, preflight, tool_environment
+from workflow_bench.sandbox import (
+    RunPolicy,
+    SandboxError,
+    SandboxKind,
+    create_sandbox,
+    preflight,
+    tool_environment,
+)
 
 pytestmark = pytest.mark.component
 
@@ -21,8 +28,12 @@ def sandbox(tmp_path, bwrap_bin):
 
 
 def _sh(sandbox, script, *, writable=True, network=False, env=None):
-    return sandbox.run(["/bin/sh", "-c", script], policy=RunPolicy(workspace_writable=writable, network=network),
-                       timeout_s=30, env=env)
+    return sandbox.run(
+        ["/bin/sh", "-c", script],
+        policy=RunPolicy(workspace_writable=writable, network=network),
+        timeout_s=30,
+        env=env,
+    )
 
 
 def test_runs_as_non_root_in_workspace(sandbox):
@@ -76,7 +87,9 @@ def test_network_unshared_by_default(sandbox):
 
 
 def test_timeout_kills_the_sandbox(sandbox):
-    result = sandbox.run(["/bin/sh", "-c", "sleep 30"], policy=RunPolicy(workspace_writable=False), timeout_s=1)
+    result = sandbox.run(
+        ["/bin/sh", "-c", "sleep 30"], policy=RunPolicy(workspace_writable=False), timeout_s=1
+    )
     assert result.state == "timeout"
     assert result.duration_s < 10
 

@@ -24,8 +24,14 @@ CANARY = "WFBENCH-HISTORY-CANARY-7f3a"
 
 
 def _git(cwd: Path, *args: str) -> str:
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(cwd),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     out = subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True).stdout
     return out.decode("utf-8", "replace")
 

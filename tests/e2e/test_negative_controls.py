@@ -27,8 +27,20 @@ def test_negative_controls(task_file_for, tmp_path, bwrap_bin, claude_bin, capsy
     out = tmp_path / "out"
     code = runner.main(
         [
-            "--tasks", str(tasks), "--provider", "scripted", "--script", str(SCRIPT),
-            "--arms", "workflow", "workflow_direct", "baseline", "--max-retries", "1", "--out", str(out),
+            "--tasks",
+            str(tasks),
+            "--provider",
+            "scripted",
+            "--script",
+            str(SCRIPT),
+            "--arms",
+            "workflow",
+            "workflow_direct",
+            "baseline",
+            "--max-retries",
+            "1",
+            "--out",
+            str(out),
         ]
     )
     rows = {r["arm"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}

@@ -17,7 +17,12 @@ from workflow_bench.sessions import (
 
 pytestmark = pytest.mark.unit
 
-USAGE = {"input_tokens": 10, "cache_creation_input_tokens": 1, "cache_read_input_tokens": 2, "output_tokens": 3}
+USAGE = {
+    "input_tokens": 10,
+    "cache_creation_input_tokens": 1,
+    "cache_read_input_tokens": 2,
+    "output_tokens": 3,
+}
 
 
 def _result_event(**overrides):
@@ -39,7 +44,9 @@ def _result_event(**overrides):
 def _skill_use(tool_id="toolu_1", skill="plan"):
     return {
         "type": "assistant",
-        "message": {"content": [{"type": "tool_use", "id": tool_id, "name": "Skill", "input": {"skill": skill}}]},
+        "message": {
+            "content": [{"type": "tool_use", "id": tool_id, "name": "Skill", "input": {"skill": skill}}]
+        },
     }
 
 
@@ -52,7 +59,9 @@ def _tool_result(tool_id="toolu_1", is_error=False):
 
 def _process(events, *, returncode=0, state="exited", overflow=False, raw=None):
     stdout = raw if raw is not None else "\n".join(json.dumps(e) for e in events).encode() + b"\n"
-    return ProcessResult(("claude",), state, returncode if state == "exited" else None, stdout, overflow, "", 1.0)
+    return ProcessResult(
+        ("claude",), state, returncode if state == "exited" else None, stdout, overflow, "", 1.0
+    )
 
 
 def test_clean_session_is_measured():
@@ -86,7 +95,15 @@ def test_api_error_with_subtype_success_is_a_session_error():
         [_result_event(terminal_reason="max_turns")],
         [_result_event(session_id="../../etc")],
     ],
-    ids=["no-result", "two-results", "event-after-result", "missing-usage", "bool-usage", "bad-terminal", "bad-id"],
+    ids=[
+        "no-result",
+        "two-results",
+        "event-after-result",
+        "missing-usage",
+        "bool-usage",
+        "bad-terminal",
+        "bad-id",
+    ],
 )
 def test_malformed_streams_are_session_errors(events):
     outcome = parse_session(_process(events), expected_skill=None, secrets=())
@@ -104,7 +121,9 @@ def test_non_utf8_and_nan_streams_are_rejected():
 
 
 def test_overflow_and_timeout_are_not_measurements():
-    assert parse_session(_process([_result_event()], overflow=True), expected_skill=None, secrets=()).ok is False
+    assert (
+        parse_session(_process([_result_event()], overflow=True), expected_skill=None, secrets=()).ok is False
+    )
     timed_out = parse_session(_process([_result_event()], state="timeout"), expected_skill=None, secrets=())
     assert timed_out.error_kind == "session-error"
     cancelled = parse_session(_process([], state="cancelled"), expected_skill=None, secrets=())
@@ -134,13 +153,16 @@ def test_result_before_request_or_duplicates_make_evidence_unverified():
     invoked, _ = skill_evidence([_skill_use(), _tool_result(is_error="no")], "plan")
     assert invoked is None
     outcome = parse_session(
-        _process([_skill_use(), _tool_result(is_error="no"), _result_event()]), expected_skill="plan", secrets=()
+        _process([_skill_use(), _tool_result(is_error="no"), _result_event()]),
+        expected_skill="plan",
+        secrets=(),
     )
     assert outcome.error_kind == "evidence-unverified" and outcome.transcript_missing
 
 
 @pytest.mark.parametrize(
-    ("raw", "expected"), [("plan", "plan"), ("/plan now", "plan"), ("toolkit:Plan", "plan"), ("", None), (3, None)]
+    ("raw", "expected"),
+    [("plan", "plan"), ("/plan now", "plan"), ("toolkit:Plan", "plan"), ("", None), (3, None)],
 )
 def test_skill_name_normalization(raw, expected):
     assert normalize_skill_name(raw) == expected

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
-from ..process import ProcessResult
+from workflow_bench.process import ProcessResult
+
 from ._bwrap import BwrapSandbox, Mount, RunPolicy, SandboxError, preflight_bwrap
 from ._environment import (
     SANDBOX_CLAUDE_BIN,
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 
-class SandboxKind(str, Enum):
+class SandboxKind(StrEnum):
     BWRAP = "bwrap"
 
 
@@ -75,7 +76,9 @@ def create_sandbox(
 ) -> Sandbox:
     """A sandbox over ``workspace``; ``claude_bin``/``runtime_dir`` are needed only for CLI sessions."""
     if kind is SandboxKind.BWRAP:
-        return BwrapSandbox(workspace=workspace, claude_bin=claude_bin, runtime_dir=runtime_dir, bwrap_bin=bwrap_bin)
+        return BwrapSandbox(
+            workspace=workspace, claude_bin=claude_bin, runtime_dir=runtime_dir, bwrap_bin=bwrap_bin
+        )
     raise SandboxError(f"unknown sandbox kind {kind!r}; known: {[k.value for k in SandboxKind]}")
 
 

@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..process import ProcessResult, run_process
+from workflow_bench.process import ProcessResult, run_process
+
 from ._environment import (
     SANDBOX_CLAUDE_BIN,
     SANDBOX_HOME,
