@@ -31,6 +31,7 @@ from .arms import ArmSpec, SessionSpec, Toolkit
 from .oracles import stage_oracle, verify_staged
 from .process import ProcessError
 from .redaction import redact_text, redact_value
+from .row_schema import SCHEMA_VERSION, complete_row
 from .sandbox import Mount, RunPolicy, Sandbox, claude_environment, create_sandbox, tool_environment
 from .sandbox import SandboxKind as _Kind
 from .sessions import USAGE_FIELDS, SessionOutcome, SessionRequest, run_session
@@ -47,7 +48,6 @@ from .workspace import (
     workspace_snapshot,
 )
 
-SCHEMA_VERSION = 1
 SETUP_TIMEOUT_S = 600  # reference value: setup installs/patches, never runs the model
 OUTPUT_TAIL_CHARS = 4000
 ORACLE_ENV_VAR = "WORKFLOW_BENCH_ORACLE_ROOT"
@@ -130,7 +130,7 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
             )[:2000],
         }
     row.update(_identity_fields(settings, task, arm, key))
-    return CellResult(row=redact_value(row, cell_secrets), artifacts=artifacts)
+    return CellResult(row=complete_row(redact_value(row, cell_secrets)), artifacts=artifacts)
 
 
 def _remove(path: Path) -> str | None:

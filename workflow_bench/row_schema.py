@@ -1,0 +1,135 @@
+"""The results.jsonl row schema: every field, its meaning, and the schema version.
+
+Reports, reuse and promotion all read rows, so a field is never renamed or
+repurposed silently: change ``ROW_FIELDS`` and bump ``SCHEMA_VERSION``.
+Every row carries every field; a value that was not measured is ``null``
+(never 0). ``docs/results-schema.md`` is generated from this table
+(``python -m workflow_bench.row_schema > docs/results-schema.md``) and a test
+fails when the two drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+_FIELDS: tuple[tuple[str, str, str], ...] = (
+    # (section, name, meaning)
+    ("identity", "schema_version", "version of this schema (1)"),
+    ("identity", "task", "task id"),
+    ("identity", "class", "task class from the task file"),
+    ("identity", "arm", "arm name"),
+    ("identity", "run", "0-based repetition index"),
+    ("identity", "recorded_at", "UTC ISO time the row was built"),
+    ("outcome", "ok", "every session finished cleanly with verified evidence"),
+    ("outcome", "resolved", "ok AND authored tests passed AND hidden oracle passed"),
+    ("outcome", "error_kind", "first failure kind (see outcomes.py / the report legend), null when none"),
+    ("outcome", "error_detail", "redacted cause of error_kind: a string, or for session-error an object"),
+    (
+        "outcome",
+        "authored_tests_passed",
+        "the task's verify command exited 0 (workspace read-only, no network)",
+    ),
+    ("outcome", "authored_test_output", "tail (≤4000 chars) of the verify output, redacted"),
+    ("outcome", "verify_output", "alias of authored_test_output (reference compatibility)"),
+    ("outcome", "oracle_passed", "the hidden oracle exited 0 (staged after the model exited)"),
+    (
+        "outcome",
+        "oracle_output",
+        "'hidden oracle passed' / 'hidden oracle failed'; oracle output is never kept",
+    ),
+    (
+        "usage",
+        "input_tokens",
+        "sum over sessions of the CLI result's usage (main loop only); null if unknown",
+    ),
+    ("usage", "cache_creation_input_tokens", "as input_tokens"),
+    ("usage", "cache_read_input_tokens", "as input_tokens"),
+    ("usage", "output_tokens", "as input_tokens"),
+    (
+        "usage",
+        "cost_usd",
+        "sum of the CLI's total_cost_usd (includes subagents); null if any session lacked it",
+    ),
+    ("usage", "duration_s", "sum of the CLI's duration_ms / 1000 (process wall time when absent)"),
+    ("usage", "num_turns", "sum of the CLI's num_turns"),
+    ("evidence", "sessions", "number of sessions that ran"),
+    ("evidence", "session_ids", "CLI session ids, in order"),
+    (
+        "evidence",
+        "skill_invoked",
+        "true: every expected skill proven invoked; false: one was not; null: no skill",
+    ),
+    ("evidence", "transcript_missing", "a session's evidence could not be verified from its stream"),
+    ("evidence", "evidence_diagnostics", "why evidence was unverifiable, if it was"),
+    ("evidence", "tool_use_counts", "tool name → number of tool_use blocks across sessions"),
+    ("evidence", "plan_produced", "false only for a plan→work arm whose plan document was not accepted"),
+    ("evidence", "plan_doc", "the accepted plan document (repo-relative), or null"),
+    ("evidence", "skill_digest", "fingerprint of the seeded skill files the sessions had to leave intact"),
+    ("evidence", "transcript_artifacts", "[{path, sha256, bytes, source}] of the redacted session streams"),
+    ("evidence", "patch_artifact", "file name of the final working-tree diff, or null"),
+    ("churn", "diff_files", "files changed vs the starting commit (plan docs and skills excluded)"),
+    ("churn", "diff_insertions", "lines inserted (same exclusions)"),
+    ("churn", "diff_deletions", "lines deleted (same exclusions)"),
+    ("provenance", "model", "model id the sessions ran on"),
+    ("provenance", "benchmark_model", "same as model (reference compatibility)"),
+    ("provenance", "effort", "Claude Code --effort level, or null for the CLI default"),
+    (
+        "provenance",
+        "provider",
+        "'anthropic' or 'scripted' (a scripted row measures the pipeline, not a model)",
+    ),
+    ("provenance", "claude_code_version", "version of the Claude Code CLI that ran the sessions"),
+    ("provenance", "sandbox_backend", "'bwrap'"),
+    ("provenance", "task_ref", "the ref named in the task file"),
+    ("provenance", "task_base_sha", "the immutable commit the ref resolved to"),
+    (
+        "provenance",
+        "sanitized_task_sha",
+        "the parentless snapshot commit every clone of the task starts from",
+    ),
+    ("provenance", "variant_head_sha", "HEAD after skill seeding and setup: the diff base"),
+    ("provenance", "task_prompt_digest", "sha256 of the task prompt (canonical JSON)"),
+    ("provenance", "task_binding_digest", "digest of the whole bound task definition"),
+    ("provenance", "oracle_digest", "digest of the hidden oracle command and files"),
+    ("provenance", "oracle_command_digest", "digest of the oracle command"),
+    ("provenance", "oracle_manifest_digest", "digest of the oracle file manifest (target, sha256, size)"),
+)
+
+ROW_FIELDS: Mapping[str, str] = MappingProxyType({name: meaning for _, name, meaning in _FIELDS})
+
+
+class RowSchemaError(ValueError):
+    pass
+
+
+def complete_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Every schema field present (missing ones ``None``), in schema order; unknown keys refused."""
+    unknown = sorted(set(row) - set(ROW_FIELDS))
+    if unknown:
+        raise RowSchemaError(f"row has fields outside the schema: {unknown}; add them to row_schema.py")
+    return {name: row.get(name) for name in ROW_FIELDS}
+
+
+def render_markdown() -> str:
+    lines = [
+        "# results.jsonl row schema",
+        "",
+        f"Schema version {SCHEMA_VERSION}. One JSON object per cell, appended and fsynced as the cell",
+        "finishes. Every row has every field; `null` means not measured (never 0).",
+        "Generated from `workflow_bench/row_schema.py`; do not edit by hand.",
+    ]
+    section = None
+    for current, name, meaning in _FIELDS:
+        if current != section:
+            lines += ["", f"## {current}", "", "| field | meaning |", "| --- | --- |"]
+            section = current
+        lines.append(f"| `{name}` | {meaning} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(render_markdown(), end="")
