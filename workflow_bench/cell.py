@@ -18,7 +18,6 @@ Order inside a cell, and why:
 from __future__ import annotations
 
 import secrets
-import shutil
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -26,19 +25,36 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .access import CellKey, ModelAccess
+from .access import CellCredentials, CellKey, ModelAccess
 from .arms import ArmSpec, SessionSpec, Toolkit
-from .oracles import stage_oracle, verify_staged
+from .judge import run_hidden_oracle, run_verify
 from .process import ProcessError
 from .redaction import redact_text, redact_value
+from .relay import SURROGATE_API_KEY, ModelRelay
 from .row_schema import SCHEMA_VERSION, complete_row
-from .sandbox import Mount, RunPolicy, Sandbox, claude_environment, create_sandbox, tool_environment
+from .sandbox import (
+    MODEL_SOCKET_DIR,
+    SANDBOX_WORKSPACE,
+    Mount,
+    RunPolicy,
+    Sandbox,
+    claude_environment,
+    create_sandbox,
+)
 from .sandbox import SandboxKind as _Kind
-from .sessions import USAGE_FIELDS, SessionOutcome, SessionRequest, run_session
+from .sessions import (
+    USAGE_FIELDS,
+    SessionOutcome,
+    SessionRequest,
+    progress_observer,
+    run_session,
+    sum_sessions,
+)
 from .tasks import TaskBinding
 from .workspace import (
     NON_WORK_PATHS,
     PLAN_DIR,
+    SKILLS_DIR,
     capture_patch,
     changed_paths,
     copy_clone,
@@ -49,8 +65,6 @@ from .workspace import (
 )
 
 SETUP_TIMEOUT_S = 600  # reference value: setup installs/patches, never runs the model
-OUTPUT_TAIL_CHARS = 4000
-ORACLE_ENV_VAR = "WORKFLOW_BENCH_ORACLE_ROOT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +94,7 @@ class TaskContext:
     binding: TaskBinding
     template: Path
     sanitized_sha: str
+    seeded_skill_digest: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,16 +118,9 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     artifacts: dict[str, bytes] = {}
     try:
         cell_dir.mkdir(parents=True)
-        workspace = cell_dir / "workspace"
-        copy_clone(task.template, workspace)
-        sandbox = create_sandbox(
-            _Kind.BWRAP,
-            workspace=workspace,
-            claude_bin=settings.claude_bin,
-            runtime_dir=settings.runtime_dir,
-            bwrap_bin=settings.bwrap_bin,
-        )
-        row = _run_in_clone(settings, task, arm, key, sandbox, cell_dir, credentials, cell_secrets, artifacts)
+        copy_clone(task.template, cell_dir / "workspace")
+        run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts)
+        row = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
         row = _infra_error_row(exc, cell_secrets)
         if settings.cancel.is_set():
@@ -141,119 +149,174 @@ def _remove(path: Path) -> str | None:
     return None
 
 
-def _run_in_clone(settings, task, arm, key, sandbox, cell_dir, credentials, cell_secrets, artifacts):
-    spec = task.binding.spec
-    if spec.setup:
-        result = sandbox.run(
-            ["/bin/sh", "-c", spec.setup],
-            policy=RunPolicy(workspace_writable=True),
-            timeout_s=SETUP_TIMEOUT_S,
-            cancel=settings.cancel,
+class _CellRun:
+    """The mutable state of one cell while it runs (never shared between cells)."""
+
+    def __init__(
+        self, settings, task, arm, key, cell_dir: Path, credentials: CellCredentials, cell_secrets, artifacts
+    ):
+        self.settings: SweepSettings = settings
+        self.task: TaskContext = task
+        self.arm: ArmSpec = arm
+        self.key: CellKey = key
+        self.cell_dir = cell_dir
+        self.credentials = credentials
+        self.secrets = cell_secrets
+        self.artifacts = artifacts
+        self.sandbox: Sandbox = create_sandbox(
+            _Kind.BWRAP,
+            workspace=cell_dir / "workspace",
+            claude_bin=settings.claude_bin,
+            runtime_dir=settings.runtime_dir,
+            base_mounts=tuple(
+                Mount(source=source, target=f"{SANDBOX_WORKSPACE}/{target}")
+                for source, target in task.binding.dependency_mounts
+            ),
+            bwrap_bin=settings.bwrap_bin,
         )
-        if not result.ok:
-            raise ProcessError("task setup", result)
-    base_snapshot = workspace_snapshot(sandbox.workspace)
-    skill_digest = skill_fingerprint(base_snapshot)
-    base_sha = head_sha(sandbox)
-    env = claude_environment(
-        base_url=settings.access.base_url,
-        api_key=credentials.api_key,
-        auth_token=credentials.auth_token,
-        model=settings.model,
-        max_retries=settings.max_retries,
-        api_timeout_ms=int(settings.session_timeout_s * 1000),
-    )
-    outcomes, plan_doc = _run_sessions(settings, task, arm, key, sandbox, env, skill_digest, cell_secrets)
-    for index, outcome in enumerate(outcomes):
-        if outcome.transcript:
-            artifacts[f"transcripts/{key.slug}-s{index}-{outcome.session_id or 'unknown'}.jsonl"] = (
-                outcome.transcript
+
+    def execute(self) -> dict[str, Any]:
+        settings, spec = self.settings, self.task.binding.spec
+        self._setup()
+        base = workspace_snapshot(self.sandbox.workspace)
+        skill_digest = skill_fingerprint(base)
+        base_sha = head_sha(self.sandbox)
+        outcomes, plan_doc = self._sessions(skill_digest)
+        for index, outcome in enumerate(outcomes):
+            if outcome.transcript:
+                name = f"transcripts/{self.key.slug}-s{index}-{outcome.session_id or 'unknown'}.jsonl"
+                self.artifacts[name] = outcome.transcript
+        row = sum_sessions(outcomes)
+        row.update(plan_produced=(not self.arm.plans_first) or plan_doc is not None, plan_doc=plan_doc)
+        row.update(skill_digest=skill_digest, variant_head_sha=base_sha)
+        if settings.cancel.is_set():
+            # Keep what the sessions measured; judging a half-finished clone would be noise.
+            row.update(ok=False, resolved=False, error_kind="cancelled", error_detail="sweep cancelled")
+            return row
+        after = workspace_snapshot(self.sandbox.workspace)
+        timeout, cancel = settings.verify_timeout_s, settings.cancel
+        authored, output = run_verify(self.sandbox, spec.verify, timeout_s=timeout, cancel=cancel)
+        oracle_passed = run_hidden_oracle(
+            self.sandbox, self.task.binding.oracle, scratch=self.cell_dir, timeout_s=timeout, cancel=cancel
+        )
+        patch, churn = capture_patch(self.sandbox, base_sha)
+        self.artifacts["patch.diff"] = patch
+        row.update(churn)
+        output = redact_text(output, self.secrets)
+        row.update(authored_tests_passed=authored, authored_test_output=output, verify_output=output)
+        row.update(
+            oracle_passed=oracle_passed,
+            oracle_output="hidden oracle passed" if oracle_passed else "hidden oracle failed",
+        )
+        return _judged(row, arm=self.arm, base=base, after=after)
+
+    def _setup(self) -> None:
+        """Run the task's untrusted setup; it must leave the seeded skills untouched."""
+        spec = self.task.binding.spec
+        if spec.setup:
+            result = self.sandbox.run(
+                ["/bin/sh", "-c", spec.setup],
+                policy=RunPolicy(workspace_writable=True),
+                timeout_s=SETUP_TIMEOUT_S,
+                cancel=self.settings.cancel,
             )
-    row = sum_sessions(outcomes)
-    row["plan_produced"] = (not arm.plans_first) or plan_doc is not None
-    row["plan_doc"] = plan_doc
-    if settings.cancel.is_set():
-        # Keep what the sessions measured; judging a half-finished clone would be noise.
-        row.update(ok=False, resolved=False, error_kind="cancelled", error_detail="sweep cancelled")
-        return row
-    after_snapshot = workspace_snapshot(sandbox.workspace)
-    authored, authored_output = _run_verify(settings, sandbox, spec.verify)
-    oracle_passed = _run_oracle(settings, task, sandbox, cell_dir)
-    patch, churn = capture_patch(sandbox, base_sha)
-    artifacts["patch.diff"] = patch
-    row.update(churn)
-    row.update(
-        {
-            "authored_tests_passed": authored,
-            "authored_test_output": redact_text(authored_output, cell_secrets),
-            "verify_output": redact_text(authored_output, cell_secrets),
-            "oracle_passed": oracle_passed,
-            "oracle_output": "hidden oracle passed" if oracle_passed else "hidden oracle failed",
-            "skill_digest": skill_digest,
-            "variant_head_sha": base_sha,
-        }
-    )
-    row["resolved"] = bool(row["ok"] and authored and oracle_passed)
+            if not result.ok:
+                raise ProcessError("task setup", result)
+        if skill_fingerprint(workspace_snapshot(self.sandbox.workspace)) != self.task.seeded_skill_digest:
+            raise RuntimeError("task setup changed the seeded skill files")
+
+    def _session_policy(self, relay_dir: Path) -> RunPolicy:
+        mounts = [Mount(source=relay_dir, target=MODEL_SOCKET_DIR)]
+        skills = self.sandbox.workspace / SKILLS_DIR
+        if skills.is_dir() and not skills.is_symlink():
+            # Read-only for the whole session: the agent cannot edit the prose it is judged on.
+            mounts.append(Mount(source=skills, target=f"{SANDBOX_WORKSPACE}/{SKILLS_DIR}"))
+        return RunPolicy(workspace_writable=True, with_claude=True, mounts=tuple(mounts))
+
+    def _sessions(self, skill_digest: str | None) -> tuple[list[SessionOutcome], str | None]:
+        """Run the arm's sessions in order through one relay; stop at the first failed one."""
+        settings = self.settings
+        env = claude_environment(
+            model=settings.model,
+            max_retries=settings.max_retries,
+            api_timeout_ms=int(settings.session_timeout_s * 1000),
+            surrogate_key=SURROGATE_API_KEY,
+        )
+        relay_dir = self.cell_dir / "relay"
+        relay_dir.mkdir(mode=0o755)
+        outcomes: list[SessionOutcome] = []
+        plan_doc: str | None = None
+        with ModelRelay(
+            relay_dir / "api.sock", upstream=settings.access.base_url, credentials=self.credentials
+        ):
+            for spec in self.arm.sessions:
+                before = workspace_snapshot(self.sandbox.workspace)
+                label = f"{self.key.label} {spec.phase}"
+                settings.progress(f"{label} session starting")
+                outcome = run_session(
+                    self.sandbox,
+                    self._request(spec, env, plan_doc),
+                    policy=self._session_policy(relay_dir),
+                    secrets=self.secrets,
+                    cancel=settings.cancel,
+                    on_event=progress_observer(settings.progress, label),
+                )
+                after = workspace_snapshot(self.sandbox.workspace)
+                try:
+                    if skill_fingerprint(after) != skill_digest:
+                        kind = (
+                            "plan-evidence-invalid"
+                            if spec.phase == "plan"
+                            else "implementation-evidence-invalid"
+                        )
+                        raise EvidenceError(kind, f"{spec.phase} session changed the evaluated skill files")
+                    if spec.phase == "plan" and outcome.ok:
+                        plan_doc = _accepted_plan_doc(changed_paths(before, after), after)
+                except EvidenceError as exc:
+                    outcome = replace(outcome, ok=False, error_kind=exc.kind, error_detail=str(exc))
+                outcomes.append(outcome)
+                if not outcome.ok:
+                    break
+        return outcomes, plan_doc
+
+    def _request(self, spec: SessionSpec, env: Mapping[str, str], plan_doc: str | None) -> SessionRequest:
+        toolkit, settings = self.settings.toolkit, self.settings
+        skill = toolkit.skill_for(spec.skill_role) if spec.skill_role else None
+        prompt = spec.prompt.format(
+            task=self.task.binding.spec.prompt, plan=plan_doc or "", skill=skill or ""
+        )
+        return SessionRequest(
+            prompt=prompt,
+            model=settings.model,
+            tools=spec.tools,
+            disallowed_tools=spec.disallowed_tools,
+            expected_skill=skill,
+            env=env,
+            timeout_s=settings.session_timeout_s,
+            effort=settings.effort,
+            label=f"{self.key.label} {spec.phase}",
+        )
+
+
+def _judged(
+    row: dict[str, Any], *, arm: ArmSpec, base: Mapping[str, str], after: Mapping[str, str]
+) -> dict[str, Any]:
+    """resolved = ok ∧ authored ∧ oracle; then the first failing judge names the error kind."""
+    authored, oracle = row["authored_tests_passed"], row["oracle_passed"]
+    row["resolved"] = bool(row["ok"] and authored and oracle)
     if row["error_kind"] is None and not authored:
         row["error_kind"] = "verify-failed"
-    elif row["error_kind"] is None and not oracle_passed:
+    elif row["error_kind"] is None and not oracle:
         row["error_kind"] = "oracle-failed"
-    work_changes = [
+    work = [
         p
-        for p in changed_paths(base_snapshot, after_snapshot)
+        for p in changed_paths(base, after)
         if not any(p == n or p.startswith(n + "/") for n in NON_WORK_PATHS)
     ]
-    if arm.implementation and row["resolved"] and not work_changes:
+    if arm.implementation and row["resolved"] and not work:
         row["resolved"] = False
         row["error_kind"] = "no-work-produced"
     return row
-
-
-def _run_sessions(settings, task, arm, key, sandbox, env, skill_digest, cell_secrets):
-    """Run the arm's sessions in order; stop at the first failed one."""
-    outcomes: list[SessionOutcome] = []
-    plan_doc: str | None = None
-    for spec in arm.sessions:
-        before = workspace_snapshot(sandbox.workspace)
-        request = _session_request(settings, task, spec, env, plan_doc, key)
-        settings.progress(f"{key.label} {spec.phase} session starting")
-        outcome = run_session(
-            sandbox,
-            request,
-            secrets=cell_secrets,
-            cancel=settings.cancel,
-            on_event=_progress_observer(settings.progress, f"{key.label} {spec.phase}"),
-        )
-        after = workspace_snapshot(sandbox.workspace)
-        try:
-            if skill_fingerprint(after) != skill_digest:
-                kind = "plan-evidence-invalid" if spec.phase == "plan" else "implementation-evidence-invalid"
-                raise EvidenceError(kind, f"{spec.phase} session changed the evaluated skill files")
-            if spec.phase == "plan" and outcome.ok:
-                plan_doc = _accepted_plan_doc(changed_paths(before, after), after)
-        except EvidenceError as exc:
-            outcome = _with_error(outcome, exc.kind, str(exc))
-        outcomes.append(outcome)
-        if not outcome.ok:
-            break
-    return outcomes, plan_doc
-
-
-def _session_request(settings, task, spec: SessionSpec, env, plan_doc, key) -> SessionRequest:
-    toolkit: Toolkit = settings.toolkit
-    skill = toolkit.skill_for(spec.skill_role) if spec.skill_role else None
-    prompt = spec.prompt.format(task=task.binding.spec.prompt, plan=plan_doc or "", skill=skill or "")
-    return SessionRequest(
-        prompt=prompt,
-        model=settings.model,
-        tools=spec.tools,
-        disallowed_tools=spec.disallowed_tools,
-        expected_skill=skill,
-        env=env,
-        timeout_s=settings.session_timeout_s,
-        effort=settings.effort,
-        label=f"{key.label} {spec.phase}",
-    )
 
 
 def _accepted_plan_doc(changed: tuple[str, ...], after: Mapping[str, str]) -> str:
@@ -275,111 +338,6 @@ def _accepted_plan_doc(changed: tuple[str, ...], after: Mapping[str, str]) -> st
     if plans[0] not in after:
         raise EvidenceError("plan-evidence-invalid", f"planning deleted {plans[0]}")
     return plans[0]
-
-
-def _with_error(outcome: SessionOutcome, kind: str, detail: str) -> SessionOutcome:
-    return replace(outcome, ok=False, error_kind=kind, error_detail=detail)
-
-
-def _run_verify(settings: SweepSettings, sandbox: Sandbox, command: str) -> tuple[bool, str]:
-    result = sandbox.run(
-        ["/bin/sh", "-c", command],
-        policy=RunPolicy(workspace_writable=False),
-        timeout_s=settings.verify_timeout_s,
-        cancel=settings.cancel,
-    )
-    if result.state != "exited":
-        raise ProcessError("authored verify", result)
-    output = (result.stdout.decode("utf-8", "replace") + result.stderr_tail)[-OUTPUT_TAIL_CHARS:]
-    return result.returncode == 0, output
-
-
-def _run_oracle(settings: SweepSettings, task: TaskContext, sandbox: Sandbox, cell_dir: Path) -> bool:
-    """Stage the hidden oracle now (every model process has exited), run it, erase it."""
-    token = secrets.token_hex(8)
-    staged = cell_dir / f"oracle-{token}"
-    target = f"/.wfbench-oracle-{token}"
-    snapshot = task.binding.oracle
-    stage_oracle(snapshot, staged)
-    try:
-        result = sandbox.run(
-            ["/bin/sh", "-c", snapshot.command],
-            policy=RunPolicy(workspace_writable=False, mounts=(Mount(source=staged, target=target),)),
-            env=tool_environment({ORACLE_ENV_VAR: target}),
-            timeout_s=settings.verify_timeout_s,
-            cancel=settings.cancel,
-        )
-        verify_staged(snapshot, staged)
-    finally:
-        shutil.rmtree(staged, ignore_errors=True)
-    if result.state != "exited":
-        # Never carry the oracle's own output into an error: it may quote the hidden tests.
-        raise RuntimeError(f"hidden oracle did not complete: {result.state}")
-    return result.returncode == 0
-
-
-def _progress_observer(progress: Callable[[str], None], label: str) -> Callable[[Mapping[str, Any]], None]:
-    """Live per-turn lines: tool names only, never model prose."""
-    turns = {"n": 0}
-
-    def observe(event: Mapping[str, Any]) -> None:
-        if event.get("type") == "assistant":
-            message = event.get("message") or {}
-            content = message.get("content") if isinstance(message, dict) else None
-            tools = [
-                b.get("name") for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_use"
-            ]
-            if tools:
-                turns["n"] += 1
-                progress(f"{label}: tool call {turns['n']}: {', '.join(str(t) for t in tools)}")
-        elif event.get("type") == "system" and event.get("subtype") == "api_retry":
-            progress(
-                f"{label}: API retry {event.get('attempt')}/{event.get('max_retries')} "
-                f"(status {event.get('error_status')})"
-            )
-
-    return observe
-
-
-# ── rows ───────────────────────────────────────────────────────────────────
-
-
-def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
-    """Fold an arm's sessions into the session layer of a row (reference §5)."""
-    row: dict[str, Any] = {}
-    for field_name in USAGE_FIELDS:
-        values = [o.usage.get(field_name) for o in outcomes]
-        row[field_name] = None if not values or any(v is None for v in values) else sum(values)
-    costs = [o.cost_usd for o in outcomes]
-    row["cost_usd"] = None if not costs or any(c is None for c in costs) else round(sum(costs), 6)
-    durations = [o.duration_s for o in outcomes]
-    row["duration_s"] = (
-        None if not durations or any(d is None for d in durations) else round(sum(durations), 3)
-    )
-    turns = [o.num_turns for o in outcomes]
-    row["num_turns"] = None if not turns or any(t is None for t in turns) else sum(turns)
-    row["ok"] = bool(outcomes) and all(o.ok for o in outcomes)
-    first_error = next((o for o in outcomes if o.error_kind), None)
-    row["error_kind"] = first_error.error_kind if first_error else None
-    row["error_detail"] = first_error.error_detail if first_error else None
-    row["session_ids"] = [o.session_id for o in outcomes if o.session_id]
-    invoked = [o.skill_invoked for o in outcomes]
-    row["skill_invoked"] = (
-        False
-        if any(v is False for v in invoked)
-        else None
-        if not invoked or any(v is None for v in invoked)
-        else True
-    )
-    row["transcript_missing"] = any(o.transcript_missing for o in outcomes)
-    counts: dict[str, int] = {}
-    for outcome in outcomes:
-        for name, count in outcome.tool_use_counts.items():
-            counts[name] = counts.get(name, 0) + count
-    row["tool_use_counts"] = dict(sorted(counts.items()))
-    row["evidence_diagnostics"] = [d for o in outcomes for d in o.diagnostics]
-    row["sessions"] = len(outcomes)
-    return row
 
 
 def _infra_error_row(exc: BaseException, cell_secrets) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from .report import ReportProvenance, render_markdown
 from .sandbox import write_runtime_dir
 from .schedule import SweepOutcome, run_cells
 from .tasks import TaskBinding
-from .workspace import build_template, seed_skills
+from .workspace import add_task_assets, build_template, seed_skills, skill_fingerprint, workspace_snapshot
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
 
@@ -97,7 +97,17 @@ def _task_templates(config: SweepConfig, work_root: Path, console: _Console) -> 
         seed_skills(
             template, skills_root=Path(config.toolkit.root) / "skills", names=config.toolkit.skill_names
         )
-        contexts.append(TaskContext(binding=binding, template=template, sanitized_sha=sanitized))
+        add_task_assets(
+            template,
+            copies=binding.copy_paths,
+            mount_points=[target for _, target in binding.dependency_mounts],
+        )
+        seeded = skill_fingerprint(workspace_snapshot(template))
+        contexts.append(
+            TaskContext(
+                binding=binding, template=template, sanitized_sha=sanitized, seeded_skill_digest=seeded
+            )
+        )
         console(
             f"[{binding.spec.task_id}] sanitized snapshot {sanitized[:12]} of {binding.resolved_sha[:12]}"
         )

@@ -117,6 +117,30 @@ def seed_skills(workspace: Path, *, skills_root: Path, names: Iterable[str]) -> 
     _git(["commit", "-q", "--no-verify", "-m", "seed evaluated skills"], cwd=workspace, what="commit skills")
 
 
+def add_task_assets(
+    template: Path, *, copies: Iterable[tuple[Path, str]], mount_points: Iterable[str]
+) -> None:
+    """Materialize ``sandbox_copy`` inputs into the template (committed) and create dependency mount points.
+
+    Committed, so a copied input is part of every cell's starting state and
+    never counts as the agent's work. Mount points are empty directories that
+    bubblewrap binds the read-only dependency trees onto.
+    """
+    copies = list(copies)
+    for source, relative in copies:
+        destination = template / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, destination, symlinks=True, dirs_exist_ok=True)
+        else:
+            shutil.copy2(source, destination, follow_symlinks=False)
+    for relative in mount_points:
+        (template / relative).mkdir(parents=True, exist_ok=True)
+    if copies:
+        _git(["add", "-A", "-f", *(r for _, r in copies)], cwd=template, what="stage task assets")
+        _git(["commit", "-q", "--no-verify", "-m", "task assets"], cwd=template, what="commit task assets")
+
+
 def remove_tree(path: Path) -> None:
     """Delete a clone even if the agent dropped write bits inside it."""
 

@@ -27,10 +27,10 @@ def sandbox(tmp_path, bwrap_bin):
     return create_sandbox(SandboxKind.BWRAP, workspace=workspace, claude_bin=None, bwrap_bin=bwrap_bin)
 
 
-def _sh(sandbox, script, *, writable=True, network=False, env=None):
+def _sh(sandbox, script, *, writable=True, env=None):
     return sandbox.run(
         ["/bin/sh", "-c", script],
-        policy=RunPolicy(workspace_writable=writable, network=network),
+        policy=RunPolicy(workspace_writable=writable),
         timeout_s=30,
         env=env,
     )

@@ -17,6 +17,7 @@ from workflow_bench.process import ProcessResult
 
 from ._bwrap import BwrapSandbox, Mount, RunPolicy, SandboxError, preflight_bwrap
 from ._environment import (
+    MODEL_SOCKET_DIR,
     SANDBOX_CLAUDE_BIN,
     SANDBOX_HOME,
     SANDBOX_WORKSPACE,
@@ -26,6 +27,7 @@ from ._environment import (
 )
 
 __all__ = [
+    "MODEL_SOCKET_DIR",
     "SANDBOX_CLAUDE_BIN",
     "SANDBOX_HOME",
     "SANDBOX_WORKSPACE",
@@ -73,11 +75,16 @@ def create_sandbox(
     claude_bin: Path | None,
     bwrap_bin: str,
     runtime_dir: Path | None = None,
+    base_mounts: tuple[Mount, ...] = (),
 ) -> Sandbox:
     """A sandbox over ``workspace``; ``claude_bin``/``runtime_dir`` are needed only for CLI sessions."""
     if kind is SandboxKind.BWRAP:
         return BwrapSandbox(
-            workspace=workspace, claude_bin=claude_bin, runtime_dir=runtime_dir, bwrap_bin=bwrap_bin
+            workspace=workspace,
+            claude_bin=claude_bin,
+            runtime_dir=runtime_dir,
+            base_mounts=base_mounts,
+            bwrap_bin=bwrap_bin,
         )
     raise SandboxError(f"unknown sandbox kind {kind!r}; known: {[k.value for k in SandboxKind]}")
 

@@ -22,12 +22,17 @@ from pathlib import Path
 from workflow_bench.process import ProcessResult, run_process
 
 from ._environment import (
+    EMPTY_DIR_NAME,
+    HOME_SIZE_BYTES,
+    MAX_FILE_BYTES,
     SANDBOX_CLAUDE_BIN,
     SANDBOX_HOME,
     SANDBOX_RUNTIME_DIR,
     SANDBOX_TMP,
     SANDBOX_UID,
     SANDBOX_WORKSPACE,
+    TMP_SIZE_BYTES,
+    USER_SKILLS_DIR,
     tool_environment,
 )
 
@@ -48,6 +53,7 @@ _ETC_ALLOWLIST = (
 )
 _MERGED_USR_LINKS = (("usr/bin", "/bin"), ("usr/lib", "/lib"), ("usr/lib64", "/lib64"), ("usr/sbin", "/sbin"))
 PREFLIGHT_TIMEOUT_S = 10
+PRLIMIT = "/usr/bin/prlimit"  # util-linux; sets RLIMIT_FSIZE for the sandboxed tree
 INSTALL_HINT = "install it with: sudo apt-get install -y bubblewrap"
 
 
@@ -66,14 +72,9 @@ class Mount:
 
 @dataclass(frozen=True, slots=True)
 class RunPolicy:
-    """What one sandboxed process may touch.
-
-    ``network``: True shares the host network namespace (the CLI must reach
-    the model endpoint on loopback); False unshares it (verify, oracle, setup).
-    """
+    """What one sandboxed process may touch beyond the fixed base (system, private HOME and /tmp)."""
 
     workspace_writable: bool
-    network: bool = False
     mounts: tuple[Mount, ...] = ()
     with_claude: bool = False
 
@@ -100,9 +101,11 @@ class BwrapSandbox:
         workspace: Path,
         claude_bin: Path | None = None,
         runtime_dir: Path | None = None,
+        base_mounts: tuple[Mount, ...] = (),
         bwrap_bin: str = "bwrap",
     ) -> None:
         self.workspace = workspace
+        self.base_mounts = base_mounts
         self.claude_bin = claude_bin
         self.runtime_dir = runtime_dir
         self.bwrap_bin = bwrap_bin
@@ -119,28 +122,38 @@ class BwrapSandbox:
             "--unshare-ipc",
             "--unshare-uts",
             "--unshare-cgroup-try",
+            # Always: the CLI reaches the model only through the relay socket
+            # (relay.py), so nothing in any sandbox needs a network interface.
+            "--unshare-net",
+            # No nested user namespaces: inside one the agent would be "root"
+            # and could try to remount what we bound read-only.
+            "--disable-userns",
             "--die-with-parent",
             "--new-session",
         ]
-        if not policy.network:
-            args.append("--unshare-net")
         args += _system_args()
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
-        args += ["--tmpfs", SANDBOX_TMP, "--tmpfs", "/home", "--dir", SANDBOX_HOME]
+        args += ["--size", str(TMP_SIZE_BYTES), "--tmpfs", SANDBOX_TMP]
+        args += ["--size", str(HOME_SIZE_BYTES), "--tmpfs", "/home", "--dir", SANDBOX_HOME]
         args += [
             "--bind" if policy.workspace_writable else "--ro-bind",
             str(self.workspace),
             SANDBOX_WORKSPACE,
         ]
+        for mount in self.base_mounts:  # e.g. read-only task dependency trees inside the workspace
+            args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
         if policy.with_claude:
             if self.claude_bin is None or self.runtime_dir is None:
                 raise SandboxError("no Claude Code binary or runtime dir configured for this sandbox")
             args += ["--ro-bind", str(self.claude_bin), SANDBOX_CLAUDE_BIN]
             args += ["--ro-bind", str(self.runtime_dir), SANDBOX_RUNTIME_DIR]
+            # An immutable, empty user-level skills dir: a skill the agent
+            # writes under $HOME can never shadow the evaluated one.
+            args += ["--ro-bind", str(self.runtime_dir / EMPTY_DIR_NAME), USER_SKILLS_DIR]
         for mount in policy.mounts:
             args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
         args += ["--chdir", SANDBOX_WORKSPACE]
-        return [*args, "--", *command]
+        return [*args, "--", PRLIMIT, f"--fsize={MAX_FILE_BYTES}", "--", *command]
 
     def run(
         self,

@@ -41,6 +41,16 @@ BASE_ENVIRONMENT: Mapping[str, str] = MappingProxyType(
 )
 
 SANDBOX_RUNTIME_DIR = f"{SANDBOX_CLAUDE_DIR}/runtime"
+MODEL_SOCKET_DIR = "/run/wfbench-model"
+MODEL_SOCKET = f"{MODEL_SOCKET_DIR}/api.sock"
+USER_SKILLS_DIR = f"{SANDBOX_HOME}/.claude/skills"
+# tmpfs sizes: small enough that an agent filling /tmp or HOME hits ENOSPC long
+# before the host's RAM notices (the CLI itself keeps < 5 MB there per session).
+TMP_SIZE_BYTES = 512 * 1024 * 1024
+HOME_SIZE_BYTES = 256 * 1024 * 1024
+# Per-file cap for every sandboxed process (RLIMIT_FSIZE, applied by prlimit):
+# bounds what one runaway write can put on the host disk through the workspace.
+MAX_FILE_BYTES = 1024 * 1024 * 1024
 SHELL_PREFIX = f"{SANDBOX_RUNTIME_DIR}/shell-prefix"
 
 # Claude Code knobs for every session. Each was observed on 2.1.332:
@@ -72,9 +82,13 @@ def shell_prefix_script() -> str:
     return f'#!/bin/sh\nexec /usr/bin/env -i {assignments} /bin/bash -c "$1"\n'
 
 
+EMPTY_DIR_NAME = "empty"
+
+
 def write_runtime_dir(path: Path) -> Path:
     """Create the read-only runtime files mounted at SANDBOX_RUNTIME_DIR (once per sweep)."""
     path.mkdir(parents=True, exist_ok=True)
+    (path / EMPTY_DIR_NAME).mkdir(mode=0o555, exist_ok=True)
     prefix = path / "shell-prefix"
     prefix.write_text(shell_prefix_script())
     prefix.chmod(0o555)
@@ -89,23 +103,21 @@ def tool_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def claude_environment(
-    *,
-    base_url: str,
-    api_key: str | None,
-    auth_token: str | None,
-    model: str,
-    max_retries: int,
-    api_timeout_ms: int,
+    *, model: str, max_retries: int, api_timeout_ms: int, surrogate_key: str
 ) -> dict[str, str]:
-    """Environment for the CLI process: the allowlist plus model access and pinning.
+    """Environment for the CLI process: the allowlist plus model routing and pinning.
 
-    All model aliases are pinned to ``model`` so the CLI never spawns a
-    subagent on a model the operator did not choose (and did not budget for).
+    No credential: the CLI talks HTTP over ``MODEL_SOCKET`` to the host relay,
+    which injects the real one. ``surrogate_key`` only satisfies the CLI's
+    "logged in" check. All model aliases are pinned to ``model`` so the CLI
+    never spawns a subagent on a model the operator did not choose.
     """
     env = tool_environment(CLAUDE_ENVIRONMENT)
     env.update(
         {
-            "ANTHROPIC_BASE_URL": base_url,
+            "ANTHROPIC_BASE_URL": "http://localhost",
+            "ANTHROPIC_UNIX_SOCKET": MODEL_SOCKET,
+            "ANTHROPIC_API_KEY": surrogate_key,
             "ANTHROPIC_MODEL": model,
             "ANTHROPIC_DEFAULT_OPUS_MODEL": model,
             "ANTHROPIC_DEFAULT_SONNET_MODEL": model,
@@ -118,8 +130,4 @@ def claude_environment(
             "API_TIMEOUT_MS": str(api_timeout_ms),
         }
     )
-    if api_key:
-        env["ANTHROPIC_API_KEY"] = api_key
-    if auth_token:
-        env["ANTHROPIC_AUTH_TOKEN"] = auth_token
     return env
