@@ -25,8 +25,19 @@ ROOT = Path(__file__).resolve().parents[1]
 def one_sweep(workers: int, include_expensive: bool) -> tuple[float, int]:
     with tempfile.TemporaryDirectory(prefix="wfbench-bench-") as tmp:
         out = Path(tmp) / "out"
-        argv = [sys.executable, "-m", "workflow_bench.runner", "--tasks", "tasks.scenarios.yaml",
-                "--provider", "scripted", "--workers", str(workers), "--out", str(out)]
+        argv = [
+            sys.executable,
+            "-m",
+            "workflow_bench.runner",
+            "--tasks",
+            "tasks.scenarios.yaml",
+            "--provider",
+            "scripted",
+            "--workers",
+            str(workers),
+            "--out",
+            str(out),
+        ]
         if include_expensive:
             argv.append("--include-expensive")
         started = time.monotonic()
@@ -36,7 +47,9 @@ def one_sweep(workers: int, include_expensive: bool) -> tuple[float, int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--include-expensive", action="store_true")

@@ -50,3 +50,14 @@ def git_bin() -> str:
     if not found:
         _missing("git")
     return found
+
+
+@pytest.fixture(scope="session")
+def litellm_bin() -> Path:
+    """The pinned LiteLLM proxy (``uv sync --extra gateway``); ``./dev test`` installs it."""
+    from workflow_bench.gateway import GatewayError, locate_litellm
+
+    try:
+        return locate_litellm()
+    except GatewayError as exc:
+        _missing(f"the LiteLLM proxy ({exc})")

@@ -9,8 +9,9 @@ redaction must scrub from anything persisted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,14 +42,35 @@ class CellCredentials:
 
 
 @dataclass(frozen=True, slots=True)
+class ProviderObservation:
+    """What the model side (scripted provider or gateway) saw of one cell.
+
+    ``usage`` is the row's ``usage_provider`` (four fields, ``None`` = unknown); ``records`` are
+    JSON lines for sweep-level files in the output directory (``provider-ledger.jsonl``,
+    ``gateway-usage.jsonl``), already stripped of anything secret and labelled with the cell.
+    """
+
+    source: str
+    usage: Mapping[str, int | None]
+    records: Mapping[str, tuple[Mapping[str, Any], ...]]
+
+
+@dataclass(frozen=True, slots=True)
 class ModelAccess:
-    """Endpoint plus a credential source. ``mint`` (scripted provider) wins over static keys."""
+    """Endpoint plus a credential source. ``mint`` (per-cell keys) wins over static keys.
+
+    ``observe`` (when something on the model side keeps per-cell accounts) is called once per
+    cell after its sessions; it must not raise, and returns ``None`` when it saw nothing.
+    """
 
     provider: str
     base_url: str
     api_key: str | None = None
     auth_token: str | None = None
     mint: Callable[[CellKey], str] | None = None
+    observe: Callable[[CellKey], ProviderObservation | None] | None = None
+    extra_secrets: tuple[str, ...] = ()
+    """Sweep-wide values (gateway master key, upstream keys) redaction must also scrub."""
 
     def credentials_for(self, key: CellKey) -> CellCredentials:
         if self.mint is not None:
@@ -57,4 +79,4 @@ class ModelAccess:
 
     @property
     def static_secrets(self) -> tuple[str, ...]:
-        return tuple(s for s in (self.api_key, self.auth_token) if s)
+        return tuple(s for s in (self.api_key, self.auth_token, *self.extra_secrets) if s)

@@ -1,10 +1,13 @@
-"""Arms as data: which sessions a cell runs, with which prompt, skill and tools.
+"""Arms as data: which sessions a cell runs, with which prompt, skill, tools and boundary.
 
-An arm is a recipe, not code: ``ArmSpec`` lists its sessions, and the cell
-runs them in order. The toolkit decides which skill name plays "plan" and
-"work"; the arm names the role. Every built-in arm lives in ``ARMS`` and
-``resolve_arm`` is the only lookup, so a typo fails at argument parsing with
-the known names listed.
+An arm is a recipe, not code: ``ArmSpec`` lists its sessions and the cell
+runs them in order. A session names a skill *role* (plan, work, review); the
+arm's ``family`` says who provides it: the evaluated toolkit, or the external
+comparator plugin (the ``ce_*`` arms). Candidate arms execute exactly as their
+incumbent, after the candidate overlay is committed into the clone.
+
+``ARMS`` is built once at import; ``resolve_arm`` is the only lookup, so a
+typo fails at argument parsing with the known names listed.
 """
 
 from __future__ import annotations
@@ -14,8 +17,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-Phase = Literal["plan", "work"]
+from .review_contract import REVIEW_OUTPUT_CONTRACT
+
+Phase = Literal["plan", "work", "review"]
 SkillRole = Literal["plan", "work", "review"]
+Family = Literal["toolkit", "comparator", "none"]
 
 # Appended to every work prompt. A headless `claude -p` session has no later
 # turn: a session that backgrounds its tests or "waits" for a wakeup reports
@@ -42,10 +48,24 @@ BASELINE_PROMPT = (
     "Implement the change in this repository and verify it by running the relevant tests. "
     "Work autonomously without asking questions."
 )
+NO_TOOLKIT_NOTE = (
+    "\n\nNo skills, plugins or slash commands are available in this session; work with the "
+    "built-in tools only."
+)
+REVIEW_PROMPT = (
+    "Use the {skill} skill to review the local uncommitted changes in this repository. {task}\n"
+    "Headless run: proceed without asking; do not post to GitHub or anywhere external. "
+    + REVIEW_OUTPUT_CONTRACT
+)
+# Comparator prompts keep the toolkit prompts' structure so only the skill family differs.
+COMPARATOR_NOTE = " (comparator plugin)"
 
-# Built-in tools every implementation session may use. Passed as both --tools
-# (restricts the set) and --allowedTools (pre-approves under dontAsk).
+# Built-in tools. Every list is passed as both --tools (restricts the set) and
+# --allowedTools (pre-approves under dontAsk).
 AGENT_TOOLS = ("Read", "Grep", "Glob", "Edit", "Write", "Bash", "Skill")
+NO_SKILL_TOOLS = tuple(t for t in AGENT_TOOLS if t != "Skill")
+# Review may not edit the repository; Write stays for the artifact outside it.
+REVIEW_TOOLS = tuple(t for t in AGENT_TOOLS if t != "Edit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,15 +83,25 @@ class SessionSpec:
             raise ValueError(f"session prompt must reference {{task}} or {{plan}}: {self.prompt[:60]!r}")
         if self.skill_role is None and "Skill" in self.tools and "Skill" not in self.disallowed_tools:
             raise ValueError("a session with no expected skill must not be able to invoke skills")
+        if self.phase == "review" and "Edit" in self.tools:
+            raise ValueError("a review session must not have the Edit tool")
 
 
 @dataclass(frozen=True, slots=True)
 class ArmSpec:
-    """A named recipe of sessions. ``implementation`` arms must change non-plan files to resolve."""
+    """A named recipe of sessions.
+
+    ``implementation``: must change non-plan files to resolve. ``review``: one
+    review session over a read-only workspace, judged against hidden labels.
+    ``candidate_of``: the incumbent this candidate arm executes as.
+    ``hide_skills``: the seeded skills are masked and slash commands disabled.
+    """
 
     name: str
     sessions: tuple[SessionSpec, ...]
-    implementation: bool = True
+    family: Family = "toolkit"
+    candidate_of: str | None = None
+    hide_skills: bool = False
     description: str = ""
 
     def __post_init__(self) -> None:
@@ -82,47 +112,142 @@ class ArmSpec:
             raise ValueError(
                 f"arm {self.name!r}: a plan session must be followed by exactly one work session"
             )
+        if "review" in phases and phases != ["review"]:
+            raise ValueError(f"arm {self.name!r}: a review arm runs exactly one review session")
+        has_skill = any(s.skill_role for s in self.sessions)
+        if has_skill == (self.family == "none"):
+            raise ValueError(f"arm {self.name!r}: family {self.family!r} does not match its skill roles")
 
     @property
     def plans_first(self) -> bool:
         return self.sessions[0].phase == "plan"
 
     @property
+    def review(self) -> bool:
+        return self.sessions[0].phase == "review"
+
+    @property
+    def implementation(self) -> bool:
+        return not self.review
+
+    @property
     def skill_roles(self) -> tuple[SkillRole, ...]:
         return tuple(s.skill_role for s in self.sessions if s.skill_role is not None)
 
 
-BUILTIN_ARMS = (
-    ArmSpec(
-        name="workflow",
-        description="plan skill writes one plan document, then the work skill executes it",
+def _comparator(prompt: str) -> str:
+    return prompt.replace("{skill} skill", "{skill} skill" + COMPARATOR_NOTE, 1)
+
+
+def _workflow(name: str, family: Family, description: str) -> ArmSpec:
+    wrap = _comparator if family == "comparator" else str
+    return ArmSpec(
+        name=name,
+        family=family,
+        description=description,
         sessions=(
-            SessionSpec(phase="plan", prompt=PLAN_PROMPT, skill_role="plan"),
-            SessionSpec(phase="work", prompt=WORK_PROMPT, skill_role="work"),
+            SessionSpec(phase="plan", prompt=wrap(PLAN_PROMPT), skill_role="plan"),
+            SessionSpec(phase="work", prompt=wrap(WORK_PROMPT), skill_role="work"),
         ),
+    )
+
+
+def _direct(name: str, family: Family, description: str) -> ArmSpec:
+    wrap = _comparator if family == "comparator" else str
+    prompt = wrap(WORK_DIRECT_PROMPT)
+    return ArmSpec(
+        name=name,
+        family=family,
+        description=description,
+        sessions=(SessionSpec(phase="work", prompt=prompt, skill_role="work"),),
+    )
+
+
+def _review(name: str, family: Family, description: str) -> ArmSpec:
+    wrap = _comparator if family == "comparator" else str
+    return ArmSpec(
+        name=name,
+        family=family,
+        description=description,
+        sessions=(
+            SessionSpec(phase="review", prompt=wrap(REVIEW_PROMPT), skill_role="review", tools=REVIEW_TOOLS),
+        ),
+    )
+
+
+INCUMBENT_ARMS = (
+    _workflow("workflow", "toolkit", "plan skill writes one plan document, then the work skill executes it"),
+    _direct("workflow_direct", "toolkit", "the work skill in direct mode, no planning pass"),
+    _review(
+        "review", "toolkit", "the review skill reviews an uncommitted change; scored against hidden labels"
     ),
-    ArmSpec(
-        name="workflow_direct",
-        description="the work skill in direct mode, no planning pass",
-        sessions=(SessionSpec(phase="work", prompt=WORK_DIRECT_PROMPT, skill_role="work"),),
-    ),
+    _workflow("ce_workflow", "comparator", "the comparator plugin's plan then work skills"),
+    _direct("ce_workflow_direct", "comparator", "the comparator plugin's work skill in direct mode"),
+    _review("ce_review", "comparator", "the comparator plugin's review skill; scored against hidden labels"),
     ArmSpec(
         name="baseline",
-        description="a plain agent with the same tools; the Skill tool is disallowed",
+        family="none",
+        description="a plain agent with the same tools and repository; the Skill tool is disallowed",
         sessions=(
             SessionSpec(
                 phase="work",
                 prompt=BASELINE_PROMPT,
                 skill_role=None,
-                tools=tuple(t for t in AGENT_TOOLS if t != "Skill"),
+                tools=NO_SKILL_TOOLS,
+                disallowed_tools=("Skill",),
+            ),
+        ),
+    ),
+    ArmSpec(
+        name="baseline_nomcp",
+        family="none",
+        hide_skills=True,
+        description="no skills, no MCP servers, no plugins, slash commands off: the bare agent",
+        sessions=(
+            SessionSpec(
+                phase="work",
+                prompt=BASELINE_PROMPT + NO_TOOLKIT_NOTE,
+                skill_role=None,
+                tools=NO_SKILL_TOOLS,
                 disallowed_tools=("Skill",),
             ),
         ),
     ),
 )
+# candidate arm -> the incumbent it executes as (after the overlay commit).
+CANDIDATE_OF: Mapping[str, str] = MappingProxyType(
+    {
+        "candidate_workflow": "workflow",
+        "candidate_workflow_direct": "workflow_direct",
+        "candidate_review": "review",
+    }
+)
 
+
+def _candidate(name: str, incumbent: ArmSpec) -> ArmSpec:
+    return ArmSpec(
+        name=name,
+        sessions=incumbent.sessions,
+        family=incumbent.family,
+        candidate_of=incumbent.name,
+        description=f"{incumbent.name} with the candidate skill overlay committed into the clone",
+    )
+
+
+_BY_NAME = {arm.name: arm for arm in INCUMBENT_ARMS}
+BUILTIN_ARMS = (*INCUMBENT_ARMS, *(_candidate(n, _BY_NAME[i]) for n, i in CANDIDATE_OF.items()))
 ARMS: Mapping[str, ArmSpec] = MappingProxyType({arm.name: arm for arm in BUILTIN_ARMS})
 DEFAULT_ARMS = ("workflow", "workflow_direct", "baseline")
+COMPARATOR_ARMS = frozenset(a.name for a in BUILTIN_ARMS if a.family == "comparator")
+REVIEW_ARMS = frozenset(a.name for a in BUILTIN_ARMS if a.review)
+# Which arms an overlay touching a skill role must run, in order (reference required_candidate_arms).
+REQUIRED_ARMS_BY_ROLE: Mapping[SkillRole, tuple[str, ...]] = MappingProxyType(
+    {
+        "plan": ("workflow", "candidate_workflow"),
+        "work": ("workflow", "candidate_workflow", "workflow_direct", "candidate_workflow_direct"),
+        "review": ("ce_review", "review", "candidate_review"),
+    }
+)
 
 
 class UnknownArmError(ValueError):
@@ -133,6 +258,15 @@ def resolve_arm(name: str) -> ArmSpec:
     if name not in ARMS:
         raise UnknownArmError(f"unknown arm {name!r}; known arms: {', '.join(ARMS)}")
     return ARMS[name]
+
+
+def required_candidate_arms(roles: set[SkillRole] | frozenset[SkillRole]) -> tuple[str, ...]:
+    """The exact, ordered arm list a candidate overlay touching ``roles`` must run."""
+    ordered: list[str] = []
+    for role in ("plan", "work", "review"):
+        if role in roles:
+            ordered += [a for a in REQUIRED_ARMS_BY_ROLE[role] if a not in ordered]
+    return tuple(ordered)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,3 +282,6 @@ class Toolkit:
     @property
     def skill_names(self) -> tuple[str, ...]:
         return tuple(sorted(set(self.roles.values())))
+
+    def role_of(self, skill_name: str) -> SkillRole | None:
+        return next((role for role, name in self.roles.items() if name == skill_name), None)

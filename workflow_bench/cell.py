@@ -17,6 +17,7 @@ Order inside a cell, and why:
 
 from __future__ import annotations
 
+import json
 import secrets
 import threading
 from collections.abc import Callable, Mapping
@@ -55,11 +56,14 @@ from .workspace import (
     NON_WORK_PATHS,
     PLAN_DIR,
     SKILLS_DIR,
+    add_task_assets,
+    build_template,
     capture_patch,
     changed_paths,
     copy_clone,
     head_sha,
     remove_tree,
+    seed_skills,
     skill_fingerprint,
     workspace_snapshot,
 )
@@ -95,6 +99,15 @@ class TaskContext:
     template: Path
     sanitized_sha: str
     seeded_skill_digest: str | None
+
+
+def prepare_task_context(binding: TaskBinding, *, toolkit: Toolkit, dest: Path) -> TaskContext:
+    """Build the task's sanitized template once: snapshot, seeded skills, task assets."""
+    sanitized = build_template(source_repo=binding.repo_path, sha=binding.resolved_sha, dest=dest)
+    seed_skills(dest, skills_root=Path(toolkit.root) / "skills", names=toolkit.skill_names)
+    add_task_assets(dest, copies=binding.copy_paths, mount_points=[t for _, t in binding.dependency_mounts])
+    seeded = skill_fingerprint(workspace_snapshot(dest))
+    return TaskContext(binding=binding, template=dest, sanitized_sha=sanitized, seeded_skill_digest=seeded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +151,22 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
             )[:2000],
         }
     row.update(_identity_fields(settings, task, arm, key))
+    row.update(_provider_fields(settings.access, key, artifacts, cell_secrets))
     return CellResult(row=complete_row(redact_value(row, cell_secrets)), artifacts=artifacts)
+
+
+def _provider_fields(access: ModelAccess, key: CellKey, artifacts: dict[str, bytes], cell_secrets) -> dict:
+    """``usage_provider`` from whatever kept per-cell accounts; its lines become ``records/`` artifacts.
+
+    Observed after the catch-all on purpose: a cell that failed still spent what it spent.
+    """
+    observation = access.observe(key) if access.observe is not None else None
+    if observation is None:
+        return {"usage_provider": None, "usage_provider_source": None}
+    for name, lines in observation.records.items():
+        text = "".join(json.dumps(redact_value(line, cell_secrets), sort_keys=True) + "\n" for line in lines)
+        artifacts[f"records/{name}"] = text.encode()
+    return {"usage_provider": dict(observation.usage), "usage_provider_source": observation.source}
 
 
 def _remove(path: Path) -> str | None:
@@ -344,6 +372,8 @@ def _infra_error_row(exc: BaseException, cell_secrets) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(USAGE_FIELDS)
     row.update(
         {
+            "usage_main_loop": dict.fromkeys(USAGE_FIELDS),
+            "usage_transcripts": dict.fromkeys(USAGE_FIELDS),
             "ok": False,
             "resolved": False,
             "error_kind": "infra-error",

@@ -9,13 +9,26 @@ is re-checked afterwards before anything else happens to the clone.
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
+import stat
 import threading
 from pathlib import Path
+from typing import Any
 
 from .oracles import OracleSnapshot, stage_oracle, verify_staged
 from .process import ProcessError
+from .review import (
+    REVIEW_OUTPUT_FILE,
+    ReviewArtifactError,
+    labels_from_oracle,
+    parse_review_artifact,
+    review_oracle_passed,
+    review_row_fields,
+    score_review,
+)
+from .review_contract import MAX_ARTIFACT_BYTES
 from .sandbox import Mount, RunPolicy, Sandbox, tool_environment
 
 ORACLE_ENV_VAR = "WORKFLOW_BENCH_ORACLE_ROOT"  # keep in sync with the oracle commands in tasks.*.yaml
@@ -61,3 +74,53 @@ def run_hidden_oracle(
         # Never carry the oracle's own output into an error: it may quote the hidden tests.
         raise RuntimeError(f"hidden oracle did not complete: {result.state}")
     return result.returncode == 0
+
+
+# ── review arms: the artifact against the hidden labels ────────────────────
+
+
+def read_review_artifact(artifact_dir: Path) -> bytes | None:
+    """The artifact's bytes (None if never written), never through a symlink, bounded."""
+    path = artifact_dir / REVIEW_OUTPUT_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ReviewArtifactError(
+            "unreadable", f"{REVIEW_OUTPUT_FILE} cannot be opened: {exc.strerror}"
+        ) from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ReviewArtifactError("unreadable", f"{REVIEW_OUTPUT_FILE} is not a regular file")
+        return handle.read(MAX_ARTIFACT_BYTES + 1)
+
+
+def judge_review(
+    artifact_dir: Path, snapshot: OracleSnapshot
+) -> tuple[dict[str, Any], bytes | None, str | None]:
+    """Score the review artifact against the labels staged now (the model has exited).
+
+    Returns (row fields incl. oracle_passed/oracle_output, artifact bytes or None,
+    the contract violation or None). ``oracle_passed`` means every label matched,
+    no false positive and the right verdict; the oracle *command* is not run.
+    """
+    data: bytes | None = None
+    try:
+        data = read_review_artifact(artifact_dir)
+        artifact = parse_review_artifact(data)
+    except ReviewArtifactError as exc:
+        fields = review_row_fields(None, evidence_valid=False)
+        return (
+            {**fields, "oracle_passed": False, "oracle_output": "hidden review labels not scored"},
+            data,
+            exc.message,
+        )
+    score = score_review(artifact, labels_from_oracle(snapshot.files))
+    passed = review_oracle_passed(score)
+    outcome = "hidden review labels matched" if passed else "hidden review labels not fully matched"
+    return (
+        {**review_row_fields(score, evidence_valid=True), "oracle_passed": passed, "oracle_output": outcome},
+        data,
+        None,
+    )

@@ -1,7 +1,8 @@
 """The output directory: the only writer of results.jsonl, artifacts and reports.
 
-Durability contract: a cell's artifacts are written first, then its row is
-appended to ``results.jsonl`` and fsynced before ``persist`` returns — so a
+Durability contract: a cell's artifacts (patch, transcripts, its lines of the sweep-level record
+files) are written first, then its row is appended to ``results.jsonl`` and
+fsynced before ``persist`` returns — so a
 row on disk always points at artifacts that exist, and a crash right after
 loses nothing that was paid for. Transcripts are owner-only (dir 0700,
 files 0600, created exclusively, never through a symlink).
@@ -18,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 RESULTS_FILE = "results.jsonl"
+# Sweep-level JSON-lines files a cell may add to through ``records/<name>`` artifacts: what the
+# model side observed per request (the scripted provider's ledger, the gateway's usage log).
+RECORD_FILES = frozenset({"provider-ledger.jsonl", "gateway-usage.jsonl"})
 TRANSCRIPT_SOURCE = "parent-captured-stream-json"
 
 
@@ -70,6 +74,8 @@ class OutputDir:
                             "source": TRANSCRIPT_SOURCE,
                         }
                     )
+                elif name.startswith("records/") and name.removeprefix("records/") in RECORD_FILES:
+                    self._append(name.removeprefix("records/"), data)
                 else:
                     raise OutputDirError(f"unknown artifact kind {name!r}")
             stored["transcript_artifacts"] = transcripts
@@ -79,6 +85,14 @@ class OutputDir:
                 handle.flush()
                 os.fsync(handle.fileno())
         return stored
+
+    def _append(self, name: str, data: bytes) -> None:
+        """Append a cell's JSON lines to a sweep-level record file (fsynced, never via a symlink)."""
+        fd = os.open(self.root / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "ab") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
 
     def write_text(self, name: str, text: str) -> Path:
         path = self.root / name

@@ -189,6 +189,80 @@ def _feed(proc: subprocess.Popen, data: bytes) -> None:
         pass
 
 
+class ManagedProcess:
+    """A long-lived child (a server, not a command) leading its own process group.
+
+    Built only by ``spawn_group``. Unlike ``run_process`` nothing waits for it: the owner polls
+    it, and ``stop`` tears its whole group down (SIGTERM, then SIGKILL after the grace).
+    """
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self._proc = proc
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def poll(self) -> int | None:
+        """The exit code once the leader has exited, else ``None``."""
+        return self._proc.poll()
+
+    def wait(self, timeout_s: float) -> int | None:
+        """Wait up to ``timeout_s`` for the leader to exit; its exit code, or ``None`` if still running."""
+        try:
+            return self._proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def close_stdin(self) -> None:
+        """Close our end of the child's stdin pipe (a supervisor reads that as "owner gone")."""
+        if self._proc.stdin is not None and not self._proc.stdin.closed:
+            with contextlib.suppress(OSError):
+                self._proc.stdin.close()
+
+    def stop(self) -> int | None:
+        """Kill the whole group (SIGTERM, grace, SIGKILL) and reap the leader. Idempotent."""
+        self.close_stdin()
+        if self._proc.poll() is None:
+            _kill_group(self._proc)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._proc.pid, signal.SIGKILL)  # stragglers the leader left in its group
+        return self.wait(TERMINATE_GRACE_S)
+
+
+def spawn_group(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    stdin_pipe: bool = False,
+    log_path: Path | None = None,
+) -> ManagedProcess:
+    """Start ``argv`` as the leader of a new process group and return without waiting.
+
+    ``stdin_pipe`` keeps a pipe to its stdin open for the owner's lifetime (EOF when the owner
+    dies, even by SIGKILL); otherwise stdin is /dev/null. Output goes to ``log_path`` (opened
+    for append, 0600: a server's log may quote request data) or is inherited. Raises ``OSError``
+    when the program cannot be started: unlike ``run_process``, a server that never started has
+    no result to record, so the caller turns this into its own preflight error.
+    """
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600) if log_path is not None else None
+    try:
+        proc = subprocess.Popen(
+            [str(a) for a in argv],
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    finally:
+        if log is not None:
+            os.close(log)
+    return ManagedProcess(proc)
+
+
 class ProcessError(RuntimeError):
     """A harness-owned step (git, setup, verify) did not complete normally."""
 

@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _FIELDS: tuple[tuple[str, str, str], ...] = (
     # (section, name, meaning)
-    ("identity", "schema_version", "version of this schema (1)"),
+    ("identity", "schema_version", f"version of this schema ({SCHEMA_VERSION})"),
     ("identity", "task", "task id"),
     ("identity", "class", "task class from the task file"),
     ("identity", "arm", "arm name"),
@@ -56,6 +56,32 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ),
     ("usage", "duration_s", "sum of the CLI's duration_ms / 1000 (process wall time when absent)"),
     ("usage", "num_turns", "sum of the CLI's num_turns"),
+    (
+        "usage",
+        "usage_main_loop",
+        "{input_tokens, cache_creation_input_tokens, cache_read_input_tokens, output_tokens}: the "
+        "CLI result's usage summed over sessions (the four fields above): the main loop only",
+    ),
+    (
+        "usage",
+        "usage_transcripts",
+        "same four fields summed over every assistant message of the parent-captured streams, "
+        "subagents included, deduplicated by message.id; null fields when the stream carried no "
+        "real usage (through a LiteLLM gateway its per-message usage is all zeros). CLI 2.1.332 "
+        "reports output_tokens from message_start, so against a real API output is a lower bound",
+    ),
+    (
+        "usage",
+        "usage_provider",
+        "same four fields as the model side observed them for this cell: the scripted provider's "
+        "ledger (completed requests) or the LiteLLM gateway's usage log (successful requests, "
+        "provider-native arithmetic); null when nothing observed the cell's requests",
+    ),
+    (
+        "usage",
+        "usage_provider_source",
+        "'scripted-ledger', 'litellm-gateway', or null: who observed usage_provider",
+    ),
     ("evidence", "sessions", "number of sessions that ran"),
     ("evidence", "session_ids", "CLI session ids, in order"),
     (
@@ -80,7 +106,8 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     (
         "provenance",
         "provider",
-        "'anthropic' or 'scripted' (a scripted row measures the pipeline, not a model)",
+        "'anthropic', 'openai' (through the LiteLLM gateway) or 'scripted' (a scripted row measures "
+        "the pipeline, not a model)",
     ),
     ("provenance", "claude_code_version", "version of the Claude Code CLI that ran the sessions"),
     ("provenance", "sandbox_backend", "'bwrap'"),

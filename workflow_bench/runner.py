@@ -23,11 +23,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .access import CellKey, ModelAccess
+from .access import ModelAccess
 from .arms import ARMS, DEFAULT_ARMS, Toolkit, UnknownArmError, resolve_arm
+from .canary import run_canary
 from .claude_cli import ClaudeCliError, claude_version, locate_claude
+from .connect import is_openai_model, openai_access, scripted_access
+from .gateway import GatewayError, locate_litellm
 from .output import OutputDirError, prepare_output_dir
-from .provider import Script, ScriptedProvider, ScriptError, load_script
+from .provider import Script, ScriptError, load_script
 from .sandbox import SandboxError, SandboxKind, preflight
 from .schedule import DEFAULT_OUTAGE_STREAK, MAX_WORKERS
 from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
@@ -44,6 +47,7 @@ DEFAULT_SESSION_TIMEOUT_S = 5400
 DEFAULT_VERIFY_TIMEOUT_S = 600
 DEFAULT_MAX_RETRIES = 3
 ANTHROPIC_KEY_ENV = "WORKFLOW_BENCH_ANTHROPIC_API_KEY"
+OPENAI_KEY_ENV = "WORKFLOW_BENCH_OPENAI_API_KEY"
 AUTH_TOKEN_ENV = "WORKFLOW_BENCH_AUTH_TOKEN"
 
 
@@ -158,7 +162,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--auth-token", help=f"bearer token instead of an API key (default: ${AUTH_TOKEN_ENV})"
     )
     parser.add_argument(
+        "--openai-api-key",
+        help=f"OpenAI key (default: ${OPENAI_KEY_ENV}) for OpenAI model ids (openai/…, gpt-…, chatgpt-…, "
+        "o<digit>…): they run through a loopback LiteLLM gateway that alone holds the key",
+    )
+    parser.add_argument(
+        "--via-gateway",
+        action="store_true",
+        help="with --provider scripted: route the CLI through a real LiteLLM proxy to the scripted "
+        "provider speaking OpenAI Responses (offline)",
+    )
+    parser.add_argument(
         "--toolkit", type=Path, default=DEMO_TOOLKIT, help="toolkit dir with skills/<name>/SKILL.md"
+    )
+    parser.add_argument(
+        "--canary",
+        action="store_true",
+        help="run the containment escape suite first; exit 2 without sweeping unless every attack is blocked",
     )
     return parser
 
@@ -177,17 +197,16 @@ def _default_out() -> Path:
 
 @contextlib.contextmanager
 def _model_access(args: argparse.Namespace, script: Script | None) -> Iterator[tuple[ModelAccess, str]]:
-    """Yield (access, model) for the sweep; starts the scripted provider when asked."""
+    """Yield (access, model) for the sweep; starts the scripted provider or the gateway when asked."""
     if script is not None:
-        with ScriptedProvider(script) as provider:
-
-            def mint(key: CellKey) -> str:
-                return provider.mint_key(task=key.task_id, arm=key.arm, run=key.run)
-
-            yield (
-                ModelAccess(provider="scripted", base_url=provider.base_url, mint=mint),
-                args.model or script.model,
-            )
+        model = args.model or script.model
+        with scripted_access(script, model=model, via_gateway=args.via_gateway) as access:
+            yield access, model
+        return
+    openai_key = args.openai_api_key or os.environ.get(OPENAI_KEY_ENV)
+    if is_openai_model(args.model):
+        with openai_access(model=args.model, openai_api_key=openai_key) as access:
+            yield access, args.model
         return
     api_key = args.anthropic_api_key or os.environ.get(ANTHROPIC_KEY_ENV)
     auth_token = args.auth_token or os.environ.get(AUTH_TOKEN_ENV)
@@ -205,17 +224,36 @@ def _model_access(args: argparse.Namespace, script: Script | None) -> Iterator[t
 def _validate_args(args: argparse.Namespace) -> None:
     if len(set(args.arms)) != len(args.arms):
         raise UsageError(f"--arms lists an arm twice: {' '.join(args.arms)}")
+    openai_key = args.openai_api_key or os.environ.get(OPENAI_KEY_ENV)
     if args.provider == "scripted":
-        if args.base_url or args.anthropic_api_key or args.auth_token:
+        if args.base_url or args.anthropic_api_key or args.auth_token or args.openai_api_key:
             raise UsageError(
                 "--provider scripted serves the model itself; "
-                "drop --base-url/--anthropic-api-key/--auth-token"
+                "drop --base-url/--anthropic-api-key/--auth-token/--openai-api-key"
             )
         return
+    if args.via_gateway:
+        raise UsageError(
+            "--via-gateway applies to --provider scripted; OpenAI model ids always use the gateway"
+        )
     if args.script:
         raise UsageError("--script only applies to --provider scripted")
     if not args.model:
         raise UsageError("--model is required with --provider anthropic")
+    if is_openai_model(args.model):
+        if args.base_url or args.anthropic_api_key or args.auth_token:
+            raise UsageError(
+                f"--model {args.model} is an OpenAI model: it runs through the built-in LiteLLM gateway; "
+                "drop --base-url/--anthropic-api-key/--auth-token"
+            )
+        if not openai_key:
+            raise UsageError(f"--model {args.model} needs --openai-api-key (or ${OPENAI_KEY_ENV})")
+        return
+    if args.openai_api_key:
+        raise UsageError(
+            f"--openai-api-key needs an OpenAI model id (openai/…, gpt-…, chatgpt-…, o<digit>…), "
+            f"not {args.model!r}"
+        )
     if not (
         args.anthropic_api_key
         or os.environ.get(ANTHROPIC_KEY_ENV)
@@ -225,6 +263,10 @@ def _validate_args(args: argparse.Namespace) -> None:
         raise UsageError(
             f"--provider anthropic needs --anthropic-api-key (or ${ANTHROPIC_KEY_ENV}) or --auth-token"
         )
+
+
+def _needs_gateway(args: argparse.Namespace) -> bool:
+    return bool(args.via_gateway or (args.provider != "scripted" and is_openai_model(args.model or "")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +294,8 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     claude_bin = locate_claude(args.claude_bin)
     version = claude_version(claude_bin)
     script = load_script(args.script or DEMO_SCRIPT) if args.provider == "scripted" else None
+    if _needs_gateway(args):
+        locate_litellm()
     bindings = bind_tasks(selected)
     return PreparedInput(
         toolkit=toolkit,
@@ -308,16 +352,29 @@ def _signals_cancel(cancel: threading.Event) -> Iterator[None]:
             signal.signal(sig, old)
 
 
+def _require_canary(ready: PreparedInput) -> None:
+    code, table = run_canary(
+        claude_bin_arg=str(ready.claude_bin), bwrap_bin=ready.bwrap_bin, progress=lambda _: None
+    )
+    print(table)
+    if code != 0:
+        raise SandboxError("the containment canary did not block every attack; refusing to run the sweep")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    out_dir = args.out or _default_out()
+    out_existed = out_dir.exists()
     try:
         ready = prepare(args)
-        out_dir = prepare_output_dir(args.out or _default_out())
+        if args.canary:
+            _require_canary(ready)
+        out_dir = prepare_output_dir(out_dir)
     except TaskFileError as exc:
         print(f"error: invalid task file:\n{exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (UsageError, SandboxError, ClaudeCliError, OutputDirError, ScriptError) as exc:
+    except (UsageError, SandboxError, ClaudeCliError, OutputDirError, ScriptError, GatewayError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     cancel = threading.Event()
@@ -328,6 +385,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"workflow-bench: writing to {out_dir}")
             _, exit_code = run_sweep(config, access=access, cancel=cancel)
             return exit_code
+    except GatewayError as exc:
+        # The gateway is started before any cell: nothing ran, so leave no output behind.
+        if not out_existed and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("[cancel] interrupted", file=sys.stderr)
         return EXIT_CANCELLED

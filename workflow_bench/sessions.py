@@ -25,8 +25,8 @@ from typing import Any
 from .process import ProcessResult
 from .redaction import redact_text, redact_value
 from .sandbox import SANDBOX_CLAUDE_BIN, RunPolicy, Sandbox
+from .stream_usage import USAGE_FIELDS, sum_usage_fields, transcript_usage
 
-USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 MAX_STREAM_BYTES = 8 * 1024 * 1024  # reference cap; overflow makes evidence unverifiable, not truncated
 TAIL_CHARS = 2000
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -69,6 +69,8 @@ class SessionOutcome:
     tool_use_counts: Mapping[str, int]
     transcript: bytes
     diagnostics: tuple[str, ...] = field(default_factory=tuple)
+    transcript_usage: Mapping[str, int | None] = field(default_factory=lambda: dict.fromkeys(USAGE_FIELDS))
+    """Usage summed over the stream's assistant messages, subagents included (``transcript_usage``)."""
 
 
 def claude_argv(request: SessionRequest, *, session_id: str) -> list[str]:
@@ -189,7 +191,14 @@ def _unknown_usage() -> dict[str, int | None]:
     return dict.fromkeys(USAGE_FIELDS)
 
 
-def _session_error(result: ProcessResult, detail: str, *, transcript: bytes, kind: str | None = None):
+def _session_error(
+    result: ProcessResult,
+    detail: str,
+    *,
+    transcript: bytes,
+    kind: str | None = None,
+    events: Sequence[Mapping[str, Any]] = (),
+):
     stdout_tail = result.stdout[-TAIL_CHARS:].decode("utf-8", "replace")
     if kind is None:
         kind = "cancelled" if result.state == "cancelled" else "session-error"
@@ -213,6 +222,7 @@ def _session_error(result: ProcessResult, detail: str, *, transcript: bytes, kin
         transcript_missing=not transcript,
         tool_use_counts={},
         transcript=transcript,
+        transcript_usage=transcript_usage(events) if events else _unknown_usage(),
     )
 
 
@@ -228,27 +238,32 @@ def parse_session(
         return _session_error(result, str(exc), transcript=b"")
     transcript = render_transcript(events, secrets)
     if result.state != "exited":
-        return _session_error(result, f"process {result.state}", transcript=transcript)
+        return _session_error(result, f"process {result.state}", transcript=transcript, events=events)
     results = [i for i, e in enumerate(events) if e.get("type") == "result"]
     if len(results) != 1:
         return _session_error(
-            result, f"expected exactly one result event, saw {len(results)}", transcript=transcript
+            result,
+            f"expected exactly one result event, saw {len(results)}",
+            transcript=transcript,
+            events=events,
         )
     index = results[0]
     if any(e.get("type") != "system" for e in events[index + 1 :]):
-        return _session_error(result, "non-system events follow the result event", transcript=transcript)
+        return _session_error(
+            result, "non-system events follow the result event", transcript=transcript, events=events
+        )
     window, final = events[: index + 1], events[index]
     failure = _result_failure(final, result.returncode)
     if failure:
-        return _session_error(result, failure, transcript=transcript)
+        return _session_error(result, failure, transcript=transcript, events=events)
     usage = _usage(final)
     if usage is None:
         return _session_error(
-            result, "result usage lacks one of the four usage fields", transcript=transcript
+            result, "result usage lacks one of the four usage fields", transcript=transcript, events=events
         )
     session_id = final.get("session_id")
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
-        return _session_error(result, "result has no usable session_id", transcript=transcript)
+        return _session_error(result, "result has no usable session_id", transcript=transcript, events=events)
     counts = tool_use_counts(window)
     invoked, diagnostics = (None, ())
     if expected_skill is not None:
@@ -274,6 +289,7 @@ def parse_session(
         tool_use_counts=counts,
         transcript=transcript,
         diagnostics=tuple(diagnostics),
+        transcript_usage=transcript_usage(events),
     )
 
 
@@ -454,4 +470,6 @@ def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
     row["tool_use_counts"] = dict(sorted(counts.items()))
     row["evidence_diagnostics"] = [d for o in outcomes for d in o.diagnostics]
     row["sessions"] = len(outcomes)
+    row["usage_main_loop"] = {name: row[name] for name in USAGE_FIELDS}
+    row["usage_transcripts"] = sum_usage_fields([o.transcript_usage for o in outcomes])
     return row

@@ -8,26 +8,25 @@ module is entered: no clone, no session and no output exist on bad input.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from .access import CellKey, ModelAccess
+from .accounting import usage_accounting
 from .aggregate import HealthStatus, aggregate_all, arm_health
 from .arms import ArmSpec, Toolkit
-from .cell import CellResult, SweepSettings, TaskContext, run_cell
+from .cell import CellResult, SweepSettings, TaskContext, prepare_task_context, run_cell
 from .output import OutputDir
 from .report import ReportProvenance, render_markdown
 from .sandbox import write_runtime_dir
 from .schedule import SweepOutcome, run_cells
 from .tasks import TaskBinding
-from .workspace import add_task_assets, build_template, seed_skills, skill_fingerprint, workspace_snapshot
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
 
@@ -88,30 +87,16 @@ class _Console:
         return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-@contextlib.contextmanager
-def _task_templates(config: SweepConfig, work_root: Path, console: _Console) -> Iterator[list[TaskContext]]:
+def _task_contexts(config: SweepConfig, work_root: Path, console: _Console) -> list[TaskContext]:
     contexts = []
     for binding in config.tasks:
-        template = work_root / "templates" / binding.spec.task_id
-        sanitized = build_template(source_repo=binding.repo_path, sha=binding.resolved_sha, dest=template)
-        seed_skills(
-            template, skills_root=Path(config.toolkit.root) / "skills", names=config.toolkit.skill_names
+        context = prepare_task_context(
+            binding, toolkit=config.toolkit, dest=work_root / "templates" / binding.spec.task_id
         )
-        add_task_assets(
-            template,
-            copies=binding.copy_paths,
-            mount_points=[target for _, target in binding.dependency_mounts],
-        )
-        seeded = skill_fingerprint(workspace_snapshot(template))
-        contexts.append(
-            TaskContext(
-                binding=binding, template=template, sanitized_sha=sanitized, seeded_skill_digest=seeded
-            )
-        )
-        console(
-            f"[{binding.spec.task_id}] sanitized snapshot {sanitized[:12]} of {binding.resolved_sha[:12]}"
-        )
-    yield contexts
+        contexts.append(context)
+        snapshot, base = context.sanitized_sha[:12], binding.resolved_sha[:12]
+        console(f"[{binding.spec.task_id}] sanitized snapshot {snapshot} of {base}")
+    return contexts
 
 
 def cell_summary(key: CellKey, row: dict) -> str:
@@ -132,7 +117,6 @@ def run_sweep(
     *,
     access: ModelAccess,
     cancel: threading.Event,
-    on_rows_written: Callable[[], None] | None = None,
 ) -> tuple[SweepOutcome, int]:
     started_at, started = datetime.now(UTC), time.monotonic()
     console = _Console(started, access.static_secrets)
@@ -156,33 +140,31 @@ def run_sweep(
     )
     rows: list[dict] = []
     try:
-        with _task_templates(config, work_root, console) as contexts:
-            cells = plan_cells(contexts, config.arms, config.runs)
-            total = len(cells)
-            console(f"{total} cells: {len(contexts)} tasks × {config.runs} runs × {len(config.arms)} arms")
+        cells = plan_cells(_task_contexts(config, work_root, console), config.arms, config.runs)
+        console(
+            f"{len(cells)} cells: {len(config.tasks)} tasks × {config.runs} runs × {len(config.arms)} arms"
+        )
 
-            def on_start(cell: PlannedCell, index: int) -> None:
-                console(f"{cell.key.label} starting ({index + 1}/{total}, {console.elapsed()} elapsed)")
+        def on_start(cell: PlannedCell, index: int) -> None:
+            console(f"{cell.key.label} starting ({index + 1}/{len(cells)}, {console.elapsed()} elapsed)")
 
-            def persist(cell: PlannedCell, result: CellResult) -> None:
-                stored = output.persist(cell.key.slug, result.row, result.artifacts)
-                rows.append(stored)
-                console(cell_summary(cell.key, stored) + f" ({len(rows)}/{total} done, {console.elapsed()})")
-                if stored.get("error_kind") and stored.get("error_detail"):
-                    console(f"{cell.key.label} detail: {str(stored['error_detail'])[:1200]}")
-                if on_rows_written is not None:
-                    on_rows_written()
+        def persist(cell: PlannedCell, result: CellResult) -> None:
+            stored = output.persist(cell.key.slug, result.row, result.artifacts)
+            rows.append(stored)
+            console(cell_summary(cell.key, stored) + f" ({len(rows)}/{len(cells)} done, {console.elapsed()})")
+            if stored.get("error_kind") and stored.get("error_detail"):
+                console(f"{cell.key.label} detail: {str(stored['error_detail'])[:1200]}")
 
-            outcome = run_cells(
-                cells,
-                execute=lambda c: run_cell(settings, c.task, c.arm, c.key),
-                persist=persist,
-                row_of=lambda r: r.row,
-                workers=config.workers,
-                cancel=cancel,
-                outage_streak=config.outage_streak,
-                on_start=on_start,
-            )
+        outcome = run_cells(
+            cells,
+            execute=lambda c: run_cell(settings, c.task, c.arm, c.key),
+            persist=persist,
+            row_of=lambda r: r.row,
+            workers=config.workers,
+            cancel=cancel,
+            outage_streak=config.outage_streak,
+            on_start=on_start,
+        )
     finally:
         shutil.rmtree(work_root, ignore_errors=True)
     if outcome.status == "aborted":
@@ -211,7 +193,8 @@ def _write_reports(config, access, outcome, rows, output, started_at, started, c
         status=outcome.status,
         status_detail=outcome.detail,
     )
-    report = output.write_text("report.md", render_markdown(results, provenance=provenance))
+    text = render_markdown(results, provenance=provenance, accounting=usage_accounting(ordered))
+    report = output.write_text("report.md", text)
     console(f"wrote {len(rows)} rows to {output.root / 'results.jsonl'} and {report}")
     if outcome.status == "aborted":
         return EXIT_FAILED

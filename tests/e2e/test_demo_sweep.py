@@ -18,6 +18,7 @@ import pytest
 
 from workflow_bench import runner
 from workflow_bench.claude_cli import PINNED_CLAUDE_CODE_VERSION
+from workflow_bench.row_schema import SCHEMA_VERSION
 
 from .conftest import DEMO_TASKS, output_bytes
 
@@ -93,7 +94,7 @@ def test_arms_differ_in_cost_and_turns(demo):
 def test_rows_carry_provenance_and_known_values(demo):
     _, _, rows, _ = demo
     for row in rows:
-        assert row["schema_version"] == 1
+        assert row["schema_version"] == SCHEMA_VERSION
         assert row["claude_code_version"] == PINNED_CLAUDE_CODE_VERSION
         assert row["provider"] == "scripted" and row["model"] == "scripted-demo"
         assert len(row["task_base_sha"]) == 40 and row["sanitized_task_sha"] != row["task_base_sha"]

@@ -15,16 +15,17 @@ import pytest
 pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow_bench"
 LAYERS = {
-    "process": 0, "redaction": 0, "outcomes": 0, "row_schema": 0, "access": 0, "arms": 0,
+    "process": 0, "redaction": 0, "outcomes": 0, "row_schema": 0, "access": 0,
+    "review_contract": 0, "review_labels": 0, "review": 0, "arms": 0,
     "oracles": 1, "repos": 1, "relay": 1, "task_schema": 1, "tasks": 1, "claude_cli": 1, "sandbox": 1,
-    "provider": 1, "review_contract": 1, "review_labels": 1, "review": 1,
-    "corpus": 1,
-    "workspace": 2, "sessions": 2, "judge": 2,
+    "provider": 1, "corpus": 1, "gateway": 1, "overlay": 1, "comparator": 1,
+    "stream_usage": 1,
+    "workspace": 2, "sessions": 2, "connect": 2, "judge": 2,
     "cell": 3,
     "schedule": 4, "output": 4,
-    "aggregate": 5,
+    "aggregate": 5, "accounting": 5,
     "report": 6,
-    "sweep": 7,
+    "sweep": 7, "canary": 7,
     "runner": 8,
 }  # fmt: skip
 

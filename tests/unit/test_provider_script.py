@@ -256,7 +256,8 @@ def test_sse_events_reassemble_to_the_scripted_message() -> None:
     assert names[0] == "message_start" and names[-2:] == ["message_delta", "message_stop"]
     assert names.count("content_block_start") == names.count("content_block_stop") == 2
     start_usage = events[0][1]["message"]["usage"]
-    assert start_usage == {"input_tokens": 7, "output_tokens": 0, "cache_read_input_tokens": 2}
+    # Declared output in message_start too: the CLI's stream-json assistant events carry it.
+    assert start_usage == {"input_tokens": 7, "output_tokens": 3, "cache_read_input_tokens": 2}
     assert events[-2][1]["usage"] == {"output_tokens": 3}
     assert events[-2][1]["delta"]["stop_reason"] == "tool_use"
     deltas = [data["delta"] for name, data in events if name == "content_block_delta"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from workflow_bench.provider._script import Cell, Fault, Script, Turn, Usage
+from workflow_bench.provider._script import Cell, Fault, Script, Session, Turn, Usage
 
 EXHAUSTED_TEXT = "(scripted provider: script exhausted)"
 
@@ -35,6 +35,8 @@ class LedgerEntry:
     entry still says ``completed: false`` because the provider did not send all of it.)
     ``stream`` is the request's ``stream`` flag: the CLI retries a broken stream and then falls
     back to one non-streaming request, which shows up here as ``stream: false``.
+    ``subagent`` is the index of the subagent within its session (``None`` for the session's own
+    loop); ``dialect`` is the wire the request came in on (``anthropic`` or ``openai-responses``).
     """
 
     task: str
@@ -42,6 +44,7 @@ class LedgerEntry:
     run: int
     session_index: int
     session_id: str | None
+    subagent: int | None
     turn: int
     stream: bool
     status: int
@@ -52,6 +55,7 @@ class LedgerEntry:
     fault: str | None
     completed: bool
     at: str
+    dialect: str = "anthropic"
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (usage nested as its four keys)."""
@@ -61,6 +65,7 @@ class LedgerEntry:
             "run": self.run,
             "session_index": self.session_index,
             "session_id": self.session_id,
+            "subagent": self.subagent,
             "turn": self.turn,
             "stream": self.stream,
             "status": self.status,
@@ -71,6 +76,7 @@ class LedgerEntry:
             "fault": self.fault,
             "completed": self.completed,
             "at": self.at,
+            "dialect": self.dialect,
         }
 
 
@@ -97,6 +103,16 @@ class Decision:
     entry: LedgerEntry
 
 
+def _scripted(cell: Cell, session_index: int, subagent: int | None) -> Session | None:
+    """The script a request is served from: its session, or one of that session's subagents."""
+    if session_index >= len(cell.sessions):
+        return None
+    session = cell.sessions[session_index]
+    if subagent is None:
+        return session
+    return session.subagents[subagent] if subagent < len(session.subagents) else None
+
+
 @dataclass
 class Book:
     """All mutable provider state. Every method takes the lock; callers never touch the fields."""
@@ -105,7 +121,8 @@ class Book:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _bindings: dict[str, Binding] = field(default_factory=dict)
     _sessions: dict[str, dict[str | None, int]] = field(default_factory=dict)
-    _fault_hits: dict[tuple[str, int, int], int] = field(default_factory=dict)
+    _agents: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
+    _fault_hits: dict[tuple[str, int, int | None, int], int] = field(default_factory=dict)
     _ledger: dict[str, list[LedgerEntry]] = field(default_factory=dict)
     _all: list[LedgerEntry] = field(default_factory=list)
     _requests: dict[str, int] = field(default_factory=dict)
@@ -128,24 +145,41 @@ class Book:
             self._requests[key] = self._requests.get(key, 0) + 1
             return key in self._bindings
 
-    def decide(self, *, key: str, session_id: str | None, turn_index: int, stream: bool) -> Decision:
-        """Pick the turn for a request and record it in the ledger (before it is sent)."""
+    def decide(
+        self,
+        *,
+        key: str,
+        session_id: str | None,
+        turn_index: int,
+        stream: bool,
+        agent_id: str | None = None,
+        dialect: str = "anthropic",
+    ) -> Decision:
+        """Pick the turn for a request and record it in the ledger (before it is sent).
+
+        ``agent_id`` (the ``x-claude-code-agent-id`` header) marks a subagent's request: it is
+        served from the session's ``subagents`` list, in first-seen order of agent ids.
+        """
         with self._lock:
             binding = self._bindings[key]
             sessions = self._sessions[key]
             session_index = sessions.setdefault(session_id, len(sessions))
+            subagent: int | None = None
+            if agent_id is not None:
+                agents = self._agents.setdefault((key, session_index), {})
+                subagent = agents.setdefault(agent_id, len(agents))
             turn: Turn | None = None
             text: str | None = None
             fault: Fault | None = None
             if binding.cell is None:
                 text = unscripted_text(task=binding.task, arm=binding.arm)
-            elif session_index < len(binding.cell.sessions) and turn_index < len(
-                turns := binding.cell.sessions[session_index].turns
-            ):
+            elif (
+                script := _scripted(binding.cell, session_index, subagent)
+            ) is not None and turn_index < len(turns := script.turns):
                 turn = turns[turn_index]
                 text = turn.text
                 if turn.fault is not None:
-                    slot = (key, session_index, turn_index)
+                    slot = (key, session_index, subagent, turn_index)
                     hits = self._fault_hits[slot] = self._fault_hits.get(slot, 0) + 1
                     fault = turn.fault if turn.fault.times is None or hits <= turn.fault.times else None
             else:
@@ -158,6 +192,7 @@ class Book:
                 run=binding.run,
                 session_index=session_index,
                 session_id=session_id,
+                subagent=subagent,
                 turn=turn_index,
                 stream=stream,
                 status=status,
@@ -168,6 +203,7 @@ class Book:
                 fault=fault.describe() if fault is not None else None,
                 completed=status == 200 and not cut,
                 at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+                dialect=dialect,
             )
             self._ledger[key].append(entry)
             self._all.append(entry)

@@ -79,13 +79,22 @@ def _parse_cell(raw: object) -> Cell:
     cell = _mapping(raw, "", ("match", "sessions"))
     match_raw = _mapping({} if cell.get("match") is None else cell["match"], "match", ("task", "arm"))
     match = _build("match", lambda: Match(**match_raw))
-    sessions = []
-    for s, raw_session in enumerate(_list(cell.get("sessions"), "sessions")):
-        sk = f"sessions[{s}]"
-        session = _mapping(raw_session, sk, ("turns",))
-        turns = _list(session.get("turns"), f"{sk}.turns")
-        sessions.append(Session(turns=tuple(_parse_turn(t, f"{sk}.turns[{i}]") for i, t in enumerate(turns))))
+    sessions = [
+        _parse_session(raw, f"sessions[{s}]", nested=True)
+        for s, raw in enumerate(_list(cell.get("sessions"), "sessions"))
+    ]
     return Cell(match=match, sessions=tuple(sessions))
+
+
+def _parse_session(raw: object, key: str, *, nested: bool) -> Session:
+    session = _mapping(raw, key, ("turns", "subagents") if nested else ("turns",))
+    turns = _list(session.get("turns"), f"{key}.turns")
+    raw_subagents = _list(session.get("subagents") or [], f"{key}.subagents")
+    subagents = tuple(
+        _parse_session(sub, f"{key}.subagents[{j}]", nested=False) for j, sub in enumerate(raw_subagents)
+    )
+    parsed = tuple(_parse_turn(t, f"{key}.turns[{i}]") for i, t in enumerate(turns))
+    return _build(key, lambda: Session(turns=parsed, subagents=subagents))
 
 
 def parse_script(data: object, *, source: str) -> Script:

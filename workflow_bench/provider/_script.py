@@ -196,9 +196,20 @@ class Turn:
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    """The turns of one Claude session; turn i answers the request holding i assistant messages."""
+    """The turns of one Claude session; turn i answers the request holding i assistant messages.
+
+    ``subagents[j]`` scripts the j-th subagent (Agent/Task tool) the session spawns, in the order
+    their ``x-claude-code-agent-id`` headers are first seen (CLI 2.1.332 sends the parent's session
+    id on subagent requests too, so only that header tells them apart). A subagent's own
+    ``subagents`` must be empty: nested subagents share their top-level session's list.
+    """
 
     turns: tuple[Turn, ...]
+    subagents: tuple[Session, ...] = ()
+
+    def __post_init__(self) -> None:
+        if any(sub.subagents for sub in self.subagents):
+            raise fail("subagents", "a subagent cannot script its own subagents; list them all here")
 
 
 def _patterns(value: object, key: str) -> tuple[str, ...]:

@@ -1,7 +1,9 @@
-"""The scripted provider's loopback HTTP server (Anthropic Messages API).
+"""The scripted provider's loopback HTTP server (Anthropic Messages and OpenAI Responses APIs).
 
 Owns the socket, the routing and the scripted faults: ``POST /v1/messages`` (SSE or JSON),
-``POST /v1/messages/count_tokens``, ``HEAD /api/hello`` and ``GET /``; anything else is 404.
+``POST /v1/messages/count_tokens``, ``POST /v1/responses`` (SSE or JSON; what a LiteLLM gateway
+sends upstream), ``POST /v1/responses/input_tokens``, ``HEAD /api/hello`` and ``GET /``; anything
+else is 404.
 Every model request must carry a key minted by ``ScriptedProvider.mint_key`` (``x-api-key`` or
 ``Authorization: Bearer``): the key is how a request is attributed to exactly one cell, so an
 unknown key gets 401 and leaves no ledger entry. It binds 127.0.0.1 only and never logs or
@@ -20,7 +22,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from workflow_bench.provider import _wire
+from workflow_bench.provider import _responses, _wire
 from workflow_bench.provider._ledger import Book, Decision, LedgerEntry
 from workflow_bench.provider._script import Script, substitute_cwd
 
@@ -83,6 +85,15 @@ class ScriptedProvider:
         return self._book.request_count(key)
 
 
+# path → dialect of the model routes (count-token routes share their dialect's auth and errors)
+_ROUTES = {
+    "/v1/messages": "anthropic",
+    "/v1/messages/count_tokens": "anthropic",
+    "/v1/responses": "openai-responses",
+    "/v1/responses/input_tokens": "openai-responses",
+}
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     book: Book
@@ -113,28 +124,49 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         path = urlsplit(self.path).path
         body = self._read_body()
-        if path not in ("/v1/messages", "/v1/messages/count_tokens"):
+        if path not in _ROUTES:
             self._send_json(404, _wire.error_body("not_found_error", message=f"no route POST {path}"))
             return
+        openai = _ROUTES[path] == "openai-responses"
         key = self._api_key()
         if key is None or not self.server.book.count_request(key):
-            self._send_json(401, _wire.error_body("authentication_error", message="invalid x-api-key"))
+            message = "invalid x-api-key"
+            self._send_json(
+                401,
+                _responses.error_body(401, message=message)
+                if openai
+                else _wire.error_body("authentication_error", message=message),
+            )
             return
         if not isinstance(body, dict):
+            message = "body is not a JSON object"
             self._send_json(
-                400, _wire.error_body("invalid_request_error", message="body is not a JSON object")
+                400,
+                _responses.error_body(400, message=message)
+                if openai
+                else _wire.error_body("invalid_request_error", message=message),
             )
             return
         if path == "/v1/messages/count_tokens":
             self._send_json(200, {"input_tokens": _wire.estimate_tokens(body)})
             return
+        if path == "/v1/responses/input_tokens":
+            self._send_json(
+                200, {"object": "response.input_tokens", "input_tokens": _wire.estimate_tokens(body)}
+            )
+            return
         decision = self.server.book.decide(
             key=key,
             session_id=_wire.session_id(self.headers, body),
-            turn_index=_wire.assistant_turns(body),
+            turn_index=_responses.assistant_turns(body) if openai else _wire.assistant_turns(body),
             stream=body.get("stream") is True,
+            agent_id=_wire.agent_id(self.headers),
+            dialect=_ROUTES[path],
         )
-        self._answer(decision, body)
+        if openai:
+            self._answer_responses(decision, body)
+        else:
+            self._answer(decision, body)
 
     # ---- request helpers
 
@@ -169,17 +201,8 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.http_status is not None:
             self._send_json(fault.http_status, _wire.fault_error_body(fault.http_status))
             return
-        cwd = _wire.working_directory(body)
-        turn = decision.turn
-        reply = _wire.Reply(
-            message_id=_wire.new_message_id(),
-            model=str(body.get("model") or self.server.book.script.model),
-            text=decision.text,
-            tool_uses=tuple(
-                _wire.ToolUse(id=_wire.new_tool_use_id(), name=c.name, input=substitute_cwd(c.input, cwd))
-                for c in (turn.tool_calls if turn is not None else ())
-            ),
-            usage=decision.entry.usage,
+        reply = self._reply(
+            decision, body, cwd=_wire.working_directory(body), message_id=_wire.new_message_id()
         )
         cut = fault.cut_after_events if fault is not None else None
         if decision.entry.stream:
@@ -190,6 +213,40 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, _wire.json_message(reply), cut=True)
         else:
             self._send_json(200, _wire.json_message(reply))
+
+    def _answer_responses(self, decision: Decision, body: dict[str, Any]) -> None:
+        """The OpenAI Responses twin of ``_answer``: same turn, same faults, other wire."""
+        fault = decision.fault
+        if fault is not None and fault.delay_s:
+            time.sleep(fault.delay_s)
+        if fault is not None and fault.http_status is not None:
+            self._send_json(
+                fault.http_status, _responses.error_body(fault.http_status, message="scripted fault")
+            )
+            return
+        reply = self._reply(
+            decision, body, cwd=_responses.request_cwd(body), message_id=_responses.new_response_id()
+        )
+        cut = fault.cut_after_events if fault is not None else None
+        if decision.entry.stream:
+            self._send_sse(_responses.sse_events(reply), cut_after_events=cut)
+        else:
+            self._send_json(200, _responses.json_response(reply), cut=cut is not None)
+
+    def _reply(
+        self, decision: Decision, body: dict[str, Any], *, cwd: str | None, message_id: str
+    ) -> _wire.Reply:
+        turn = decision.turn
+        return _wire.Reply(
+            message_id=message_id,
+            model=str(body.get("model") or self.server.book.script.model),
+            text=decision.text,
+            tool_uses=tuple(
+                _wire.ToolUse(id=_wire.new_tool_use_id(), name=c.name, input=substitute_cwd(c.input, cwd))
+                for c in (turn.tool_calls if turn is not None else ())
+            ),
+            usage=decision.entry.usage,
+        )
 
     def _send_empty(self, status: int) -> None:
         self.send_response(status)

@@ -7,12 +7,13 @@ JSON message. It holds no state and does no I/O; the server decides *what* to an
 
 Usage on the wire: ``message_start.usage`` always carries ``input_tokens`` and ``output_tokens``
 (the API format requires both), so a turn that declares them unknown sends 0 there, while the
-ledger keeps ``None``. ``output_tokens`` is sent as 0 in ``message_start`` and as the declared
-value in ``message_delta``, where the real API reports the final count. CLI 2.1.332 lets the
-delta replace the start value (sending the declared value in both did not double it), but a
-client that added them would still arrive at the declared value. Cache fields are sent in
-``message_start`` only when declared. The CLI's ``result.usage`` is then the per-field sum of
-the declared usage over the turns it was served.
+ledger keeps ``None``. ``output_tokens`` is sent as the declared value in both ``message_start``
+and ``message_delta``: CLI 2.1.332 lets the delta replace the start value (it did not double), and
+its stream-json ``assistant`` events carry the *start* usage, so declaring output there too is what
+makes transcript-summed usage equal the ledger. (The real API sends a placeholder of about 1 in
+``message_start``; against it, transcript output is a lower bound, as the row schema says.) Cache
+fields are sent in ``message_start`` only when declared. The CLI's ``result.usage`` is then the
+per-field sum of the declared usage over the turns it was served.
 """
 
 from __future__ import annotations
@@ -128,6 +129,15 @@ def session_id(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | Non
     return None
 
 
+def agent_id(headers: Mapping[str, str]) -> str | None:
+    """The subagent a request belongs to (``x-claude-code-agent-id``), or ``None`` for the main loop.
+
+    CLI 2.1.332 sends the parent's session id on subagent requests too (measured), so without
+    this header a subagent's first request would replay its parent's first turn.
+    """
+    return headers.get("x-claude-code-agent-id") or None
+
+
 # ---- reply encoding
 
 
@@ -169,7 +179,7 @@ def sse_events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": _wire_usage(reply.usage, output_tokens=0),
+        "usage": _wire_usage(reply.usage, output_tokens=reply.usage.output_tokens),
     }
     events: list[tuple[str, dict[str, Any]]] = [
         ("message_start", {"type": "message_start", "message": start_message})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from workflow_bench.accounting import AccountingLine
 from workflow_bench.aggregate import (
     BASELINE_ARM,
     ArmAggregate,
@@ -20,6 +21,7 @@ from workflow_bench.aggregate import (
     savings,
 )
 from workflow_bench.outcomes import ERROR_KINDS, ErrorKind
+from workflow_bench.report._accounting import accounting_section
 from workflow_bench.report._provenance import ReportProvenance
 
 Results = Mapping[str, Mapping[str, ArmAggregate]]
@@ -288,11 +290,14 @@ def _provenance_section(p: ReportProvenance) -> list[str]:
     ]
 
 
-def render_markdown(results: Results, *, provenance: ReportProvenance) -> str:
+def render_markdown(
+    results: Results, *, provenance: ReportProvenance, accounting: Sequence[AccountingLine] = ()
+) -> str:
     """The full `report.md` text for `{task: {arm: aggregate}}`, ending in a newline.
 
     Arms are summarised in the order `provenance.arms` lists them, then any other arm found in
     `results`; a declared arm with no rows shows 0/0 and health UNKNOWN rather than vanishing.
+    `accounting` (from `accounting.usage_accounting`) adds the token-accounting section.
     """
     arms = _arm_order(results, provenance.arms)
     all_aggs = [agg for task_arms in results.values() for agg in task_arms.values()]
@@ -301,6 +306,7 @@ def render_markdown(results: Results, *, provenance: ReportProvenance) -> str:
         *_outcome_summary(results, arms),
         *_error_legend(results),
         *_main_table(results),
+        *accounting_section(accounting),
         *_review_section(results),
         *_footers(all_aggs),
         *_provenance_section(provenance),

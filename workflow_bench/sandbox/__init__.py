@@ -17,20 +17,24 @@ from workflow_bench.process import ProcessResult
 
 from ._bwrap import BwrapSandbox, Mount, RunPolicy, SandboxError, preflight_bwrap
 from ._environment import (
+    HOME_SIZE_BYTES,
     MODEL_SOCKET_DIR,
     SANDBOX_CLAUDE_BIN,
     SANDBOX_HOME,
     SANDBOX_WORKSPACE,
+    TMP_SIZE_BYTES,
     claude_environment,
     tool_environment,
     write_runtime_dir,
 )
 
 __all__ = [
+    "HOME_SIZE_BYTES",
     "MODEL_SOCKET_DIR",
     "SANDBOX_CLAUDE_BIN",
     "SANDBOX_HOME",
     "SANDBOX_WORKSPACE",
+    "TMP_SIZE_BYTES",
     "Mount",
     "RunPolicy",
     "Sandbox",

@@ -1,0 +1,172 @@
+"""Transcript usage (dedup, placeholders, subagents), the accounting fold, and its report section."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from workflow_bench.accounting import row_flags, usage_accounting
+from workflow_bench.report import ReportProvenance, render_markdown
+from workflow_bench.sessions import sum_sessions
+from workflow_bench.stream_usage import USAGE_FIELDS, transcript_usage
+
+pytestmark = pytest.mark.unit
+
+
+def _u(i, cc, cr, o):
+    return {
+        "input_tokens": i,
+        "cache_creation_input_tokens": cc,
+        "cache_read_input_tokens": cr,
+        "output_tokens": o,
+    }
+
+
+def _assistant(message_id, usage, *, blocks=("text",), parent=None, model="m"):
+    return {
+        "type": "assistant",
+        "parent_tool_use_id": parent,
+        "message": {
+            "id": message_id,
+            "model": model,
+            "usage": usage,
+            "content": [{"type": b} for b in blocks],
+        },
+    }
+
+
+def test_events_sharing_a_message_id_count_once() -> None:
+    events = [
+        _assistant("m1", _u(10, 1, 2, 3), blocks=("text",)),
+        _assistant("m1", _u(10, 1, 2, 3), blocks=("tool_use",)),
+        _assistant("m2", _u(20, 0, 5, 4)),
+    ]
+    assert transcript_usage(events) == _u(30, 1, 7, 7)
+    # Negative control: counting events instead of messages would double m1.
+    assert sum(e["message"]["usage"]["input_tokens"] for e in events) == 40
+
+
+def test_subagent_messages_count_and_an_agent_result_adds_its_final_message() -> None:
+    agent_result = {
+        "type": "user",
+        "tool_use_result": {"status": "completed", "usage": _u(2000, 30, 40, 200)},
+        "message": {"content": [{"type": "tool_result", "tool_use_id": "call1"}]},
+    }
+    events = [
+        _assistant("m1", _u(100, 1, 2, 10), blocks=("text", "tool_use")),
+        _assistant("s1", _u(1000, 10, 20, 100), blocks=("tool_use",), parent="call1"),
+        agent_result,
+        _assistant("m2", _u(200, 3, 4, 20)),
+    ]
+    assert transcript_usage(events) == _u(3300, 44, 66, 330)
+    # When the stream did show that final message (background agents), it is not counted twice.
+    shown = [*events[:2], _assistant("s2", _u(2000, 30, 40, 200), parent="call1"), *events[2:]]
+    assert transcript_usage(shown) == _u(3300, 44, 66, 330)
+
+
+def test_placeholder_and_missing_usage_is_unknown_not_zero() -> None:
+    # Through LiteLLM every message_start is zeros: no usage was reported at all.
+    assert set(transcript_usage([_assistant("m1", _u(0, 0, 0, 0))]).values()) == {None}
+    assert set(transcript_usage([]).values()) == {None}
+    assert set(transcript_usage([_assistant(None, _u(1, 0, 0, 1))]).values()) == {None}
+    partial = transcript_usage([_assistant("m1", {"input_tokens": 5, "output_tokens": 1})])
+    assert set(partial.values()) == {None}  # cache fields absent: the input side is not known
+
+
+def test_synthetic_error_messages_are_skipped() -> None:
+    events = [_assistant("m1", _u(5, 0, 0, 1)), _assistant("e1", _u(0, 0, 0, 0), model="<synthetic>")]
+    assert transcript_usage(events) == _u(5, 0, 0, 1)
+
+
+def _outcome(main, seen):
+    from workflow_bench.sessions import SessionOutcome
+
+    return SessionOutcome(
+        ok=True,
+        error_kind=None,
+        error_detail=None,
+        usage=main,
+        cost_usd=0.1,
+        duration_s=1.0,
+        num_turns=1,
+        session_id="s",
+        skill_invoked=None,
+        transcript_missing=False,
+        tool_use_counts={},
+        transcript=b"",
+        transcript_usage=seen,
+    )
+
+
+def test_sum_sessions_reports_both_figures() -> None:
+    row = sum_sessions([_outcome(_u(1, 2, 3, 4), _u(10, 2, 3, 40)), _outcome(_u(1, 0, 0, 1), _u(1, 0, 0, 1))])
+    assert row["usage_main_loop"] == _u(2, 2, 3, 5) == {f: row[f] for f in USAGE_FIELDS}
+    assert row["usage_transcripts"] == _u(11, 2, 3, 41)
+    unknown = sum_sessions([_outcome(_u(1, 2, 3, 4), dict.fromkeys(USAGE_FIELDS))])
+    assert set(unknown["usage_transcripts"].values()) == {None}
+
+
+MAIN, SERVED = _u(300, 4, 6, 30), _u(3300, 44, 66, 330)
+
+
+def _row(arm="a", main=MAIN, seen=SERVED, provider=SERVED):
+    return {
+        "task": "t",
+        "arm": arm,
+        "usage_main_loop": main,
+        "usage_transcripts": seen,
+        "usage_provider": provider,
+    }
+
+
+def test_row_flags_name_every_disagreement() -> None:
+    assert row_flags(_row()) == [
+        "main loop < transcripts (subagent spend)",
+        "main loop < provider (subagent spend)",
+    ]
+    assert row_flags(_row(seen=_u(1300, 14, 26, 130))) == [
+        "main loop < transcripts (subagent spend)",
+        "main loop < provider (subagent spend)",
+        "transcripts < provider (the stream omits messages)",
+    ]
+    # Negative control: three equal figures raise nothing; an unknown figure is not a disagreement.
+    same = _u(1, 2, 3, 4)
+    assert row_flags(_row(main=same, seen=same, provider=same)) == []
+    assert row_flags(_row(main=same, seen=dict.fromkeys(USAGE_FIELDS), provider=None)) == []
+    assert row_flags(_row(main=_u(5, 0, 0, 1), seen=_u(4, 0, 0, 2), provider=None)) == [
+        "main loop ≠ transcripts"
+    ]
+
+
+def test_accounting_sums_every_run_and_keeps_unknown() -> None:
+    lines = usage_accounting([_row(), _row(), _row(arm="b", provider=None)])
+    first, second = lines
+    assert (first.arm, first.runs) == ("a", 2)
+    assert first.main_loop.input_tokens == 600 and first.provider.output_tokens == 660
+    assert first.flags == (
+        "main loop < transcripts (subagent spend) ×2",
+        "main loop < provider (subagent spend) ×2",
+    )
+    assert second.provider is None
+    mixed = usage_accounting([_row(), _row(seen=dict.fromkeys(USAGE_FIELDS))])[0]
+    assert mixed.transcripts.input_tokens is None
+
+
+def test_report_shows_three_figures_and_says_the_main_loop_is_partial() -> None:
+    now = datetime.now(UTC)
+    provenance = ReportProvenance(
+        model="m", effort=None, provider="scripted", claude_code_version="2.1.332", selected_tasks=["t"],
+        skipped_expensive=[], runs=1, arms=["a"], started_at=now, finished_at=now, wall_s=1.0,
+        status="complete",
+    )  # fmt: skip
+    text = render_markdown({}, provenance=provenance, accounting=usage_accounting([_row()]))
+    assert (
+        "## Token accounting" in text and "| t | a | 1 | 300 / 4 / 6 / 30 | 3,300 / 44 / 66 / 330 |" in text
+    )
+    assert "**The main-loop figure is partial for 1 task×arm(s)** (t×a)" in text
+    same = _u(1, 2, 3, 4)
+    quiet = render_markdown(
+        {}, provenance=provenance, accounting=usage_accounting([_row(main=same, seen=same, provider=same)])
+    )
+    assert "partial" not in quiet and "| — |" in quiet

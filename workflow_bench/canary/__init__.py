@@ -1,0 +1,10 @@
+"""Containment canary: preflight plus an escape suite run by a scripted attacker.
+
+Public surface: ``main`` (the ``python -m workflow_bench.canary`` command),
+``run_suite`` and ``render_table``; the attack table lives in ``attacks``.
+"""
+
+from workflow_bench.canary._main import main, run_canary
+from workflow_bench.canary._suite import Verdict, render_table, run_suite
+
+__all__ = ["Verdict", "main", "render_table", "run_canary", "run_suite"]

@@ -1,0 +1,5 @@
+import sys
+
+from workflow_bench.canary._main import main
+
+sys.exit(main())

@@ -1,0 +1,51 @@
+"""``python -m workflow_bench.canary``: preflight, then the escape suite; exit 0 only if all blocked.
+
+Offline: the attacker is the scripted provider driving the real, pinned
+Claude Code CLI inside the real bubblewrap sandbox the benchmark uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from workflow_bench.claude_cli import ClaudeCliError, claude_version, locate_claude
+from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
+
+from ._suite import render_table, run_suite
+
+EXIT_OK, EXIT_ESCAPED, EXIT_PREFLIGHT = 0, 1, 2
+
+
+def run_canary(
+    *, claude_bin_arg: str | None = None, bwrap_bin: str = "bwrap", progress=print
+) -> tuple[int, str]:
+    """Returns (exit code, printable table). Used by this command and by ``runner --canary``."""
+    try:
+        bwrap = preflight(SandboxKind.BWRAP, bwrap_bin=bwrap_bin)
+        claude_bin = locate_claude(claude_bin_arg)
+        version = claude_version(claude_bin)
+    except (SandboxError, ClaudeCliError) as exc:
+        return EXIT_PREFLIGHT, f"preflight failed: {exc}"
+    verdicts = run_suite(claude_bin=claude_bin, claude_version=version, bwrap_bin=bwrap, progress=progress)
+    table = render_table(verdicts)
+    return (EXIT_OK if all(v.blocked for v in verdicts) else EXIT_ESCAPED), table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workflow_bench.canary", description=__doc__)
+    parser.add_argument(
+        "--claude-bin", help="Claude Code binary (default: the pinned version installed by ./dev)"
+    )
+    parser.add_argument("--verbose", action="store_true", help="print the attacker cell's live progress")
+    args = parser.parse_args(argv)
+    code, table = run_canary(
+        claude_bin_arg=args.claude_bin, progress=print if args.verbose else (lambda _line: None)
+    )
+    print(table)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
