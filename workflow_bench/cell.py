@@ -28,12 +28,16 @@ from typing import Any
 
 from .access import CellCredentials, CellKey, ModelAccess
 from .arms import ArmSpec, SessionSpec, Toolkit
-from .judge import run_hidden_oracle, run_verify
+from .comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR, ComparatorPlugin
+from .judge import judge_review, run_hidden_oracle, run_verify
+from .overlay import Overlay
 from .process import ProcessError
 from .redaction import redact_text, redact_value
 from .relay import SURROGATE_API_KEY, ModelRelay
+from .review import REVIEW_OUTPUT_DIR, REVIEW_OUTPUT_ENV_VAR, REVIEW_OUTPUT_PATH
 from .row_schema import SCHEMA_VERSION, complete_row
 from .sandbox import (
+    EMPTY_DIR_NAME,
     MODEL_SOCKET_DIR,
     SANDBOX_WORKSPACE,
     Mount,
@@ -63,6 +67,7 @@ from .workspace import (
     copy_clone,
     head_sha,
     remove_tree,
+    sandbox_git,
     seed_skills,
     skill_fingerprint,
     workspace_snapshot,
@@ -87,6 +92,8 @@ class SweepSettings:
     toolkit: Toolkit
     work_root: Path
     runtime_dir: Path
+    comparator: ComparatorPlugin | None = None
+    overlay: Overlay | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     progress: Callable[[str], None] = print
 
@@ -206,6 +213,8 @@ class _CellRun:
     def execute(self) -> dict[str, Any]:
         settings, spec = self.settings, self.task.binding.spec
         self._setup()
+        if self.arm.candidate_of:
+            self._apply_overlay()
         base = workspace_snapshot(self.sandbox.workspace)
         skill_digest = skill_fingerprint(base)
         base_sha = head_sha(self.sandbox)
@@ -222,6 +231,8 @@ class _CellRun:
             row.update(ok=False, resolved=False, error_kind="cancelled", error_detail="sweep cancelled")
             return row
         after = workspace_snapshot(self.sandbox.workspace)
+        if self.arm.review:
+            return self._judge_review(row, base=base, after=after)
         timeout, cancel = settings.verify_timeout_s, settings.cancel
         authored, output = run_verify(self.sandbox, spec.verify, timeout_s=timeout, cancel=cancel)
         oracle_passed = run_hidden_oracle(
@@ -253,13 +264,98 @@ class _CellRun:
         if skill_fingerprint(workspace_snapshot(self.sandbox.workspace)) != self.task.seeded_skill_digest:
             raise RuntimeError("task setup changed the seeded skill files")
 
+    @property
+    def review_dir(self) -> Path:
+        return self.cell_dir / "review-output"
+
     def _session_policy(self, relay_dir: Path) -> RunPolicy:
         mounts = [Mount(source=relay_dir, target=MODEL_SOCKET_DIR)]
         skills = self.sandbox.workspace / SKILLS_DIR
-        if skills.is_dir() and not skills.is_symlink():
+        skills_target = f"{SANDBOX_WORKSPACE}/{SKILLS_DIR}"
+        if self.arm.hide_skills:
+            # baseline_nomcp: the seeded skills are masked by an empty read-only dir.
+            mounts.append(Mount(source=self.settings.runtime_dir / EMPTY_DIR_NAME, target=skills_target))
+        elif skills.is_dir() and not skills.is_symlink():
             # Read-only for the whole session: the agent cannot edit the prose it is judged on.
-            mounts.append(Mount(source=skills, target=f"{SANDBOX_WORKSPACE}/{SKILLS_DIR}"))
-        return RunPolicy(workspace_writable=True, with_claude=True, mounts=tuple(mounts))
+            mounts.append(Mount(source=skills, target=skills_target))
+        if self.arm.family == "comparator" and self.settings.comparator is not None:
+            mounts.append(Mount(source=self.settings.comparator.snapshot, target=SANDBOX_PLUGIN_DIR))
+        if self.arm.review:
+            # The artifact's directory, outside the read-only workspace: Claude's Write
+            # tool writes a temp file and renames it, so a bound *file* would not do.
+            mounts.append(Mount(source=self.review_dir, target=REVIEW_OUTPUT_DIR, writable=True))
+        return RunPolicy(workspace_writable=not self.arm.review, with_claude=True, mounts=tuple(mounts))
+
+    def _session_args(self) -> tuple[str, ...]:
+        args: list[str] = []
+        if self.arm.family == "comparator":
+            args.append(f"--plugin-dir={SANDBOX_PLUGIN_DIR}")
+        if self.arm.review:
+            args.append(f"--add-dir={REVIEW_OUTPUT_DIR}")
+        if self.arm.hide_skills:
+            args.append("--disable-slash-commands")
+        return tuple(args)
+
+    def _apply_overlay(self) -> None:
+        """Commit the candidate overlay into the clone, after setup, inside the sandbox.
+
+        After setup the clone is untrusted (it may hold planted symlinks), so the
+        copy and the commit run sandboxed; only the overlay's own paths are
+        committed, never ``-A``: a review task's uncommitted change must stay so.
+        """
+        overlay = self.settings.overlay
+        if overlay is None:
+            raise RuntimeError(f"arm {self.arm.name} needs a candidate overlay")
+        staged = self.cell_dir / "overlay"
+        for relative, data in overlay.files:
+            (staged / relative).parent.mkdir(parents=True, exist_ok=True)
+            (staged / relative).write_bytes(data)
+        targets = [f".claude/{relative}" for relative, _ in overlay.files]
+        script = 'cp -R /wfbench-overlay/skills/. .claude/skills/ && git add -- "$@"'
+        result = self.sandbox.run(
+            ["/bin/sh", "-c", script, "overlay", *targets],
+            policy=RunPolicy(
+                workspace_writable=True, mounts=(Mount(source=staged, target="/wfbench-overlay"),)
+            ),
+            timeout_s=120,
+        )
+        if not result.ok:
+            raise ProcessError("apply candidate overlay", result)
+        sandbox_git(
+            self.sandbox,
+            ["commit", "-q", "--no-verify", "-m", "candidate overlay", "--", *targets],
+            what="commit candidate overlay",
+            writable=True,
+        )
+        if skill_fingerprint(workspace_snapshot(self.sandbox.workspace)) == self.task.seeded_skill_digest:
+            raise RuntimeError("the candidate overlay did not change the evaluated skills in the clone")
+
+    def _judge_review(
+        self, row: dict[str, Any], *, base: Mapping[str, str], after: Mapping[str, str]
+    ) -> dict:
+        """Review arms: the workspace must be untouched; the artifact is scored against hidden labels."""
+        changed = changed_paths(base, after)
+        fields, data, problem = judge_review(self.review_dir, self.task.binding.oracle)
+        row.update(fields)
+        if data is not None:
+            self.artifacts["review.json"] = data
+        if changed:
+            problem = problem or f"the review session changed the workspace: {list(changed)[:5]}"
+            row["review_evidence_valid"] = False
+        if problem and row["error_kind"] is None:
+            row.update(ok=False, error_kind="review-evidence-invalid", error_detail=problem)
+        authored, output = run_verify(
+            self.sandbox,
+            self.task.binding.spec.verify,
+            timeout_s=self.settings.verify_timeout_s,
+            cancel=self.settings.cancel,
+            mounts=(Mount(source=self.review_dir, target=REVIEW_OUTPUT_DIR),),
+            env_extra={REVIEW_OUTPUT_ENV_VAR: REVIEW_OUTPUT_PATH},
+        )
+        output = redact_text(output, self.secrets)
+        row.update(authored_tests_passed=authored, authored_test_output=output, verify_output=output)
+        row.update(diff_files=len(changed), diff_insertions=None, diff_deletions=None)
+        return _judged(row, arm=self.arm, base=base, after=after)
 
     def _sessions(self, skill_digest: str | None) -> tuple[list[SessionOutcome], str | None]:
         """Run the arm's sessions in order through one relay; stop at the first failed one."""
@@ -272,6 +368,8 @@ class _CellRun:
         )
         relay_dir = self.cell_dir / "relay"
         relay_dir.mkdir(mode=0o755)
+        if self.arm.review:
+            self.review_dir.mkdir(mode=0o777)  # the sandbox uid writes here
         outcomes: list[SessionOutcome] = []
         plan_doc: str | None = None
         with ModelRelay(
@@ -308,8 +406,8 @@ class _CellRun:
         return outcomes, plan_doc
 
     def _request(self, spec: SessionSpec, env: Mapping[str, str], plan_doc: str | None) -> SessionRequest:
-        toolkit, settings = self.settings.toolkit, self.settings
-        skill = toolkit.skill_for(spec.skill_role) if spec.skill_role else None
+        settings = self.settings
+        skill = self._skill_name(spec)
         prompt = spec.prompt.format(
             task=self.task.binding.spec.prompt, plan=plan_doc or "", skill=skill or ""
         )
@@ -323,7 +421,15 @@ class _CellRun:
             timeout_s=settings.session_timeout_s,
             effort=settings.effort,
             label=f"{self.key.label} {spec.phase}",
+            extra_args=self._session_args(),
         )
+
+    def _skill_name(self, spec: SessionSpec) -> str | None:
+        if spec.skill_role is None:
+            return None
+        if self.arm.family == "comparator":
+            return COMPARATOR_SKILLS[spec.skill_role]
+        return self.settings.toolkit.skill_for(spec.skill_role)
 
 
 def _judged(
@@ -425,4 +531,16 @@ def _identity_fields(
         "oracle_command_digest": binding.oracle.command_digest,
         "oracle_manifest_digest": binding.oracle.manifest_digest,
         "recorded_at": datetime.now(UTC).isoformat(),
+        **_arm_provenance(settings, arm),
+    }
+
+
+def _arm_provenance(settings: SweepSettings, arm: ArmSpec) -> dict[str, Any]:
+    """Comparator version/manifest for ce_* rows, the overlay digest for candidate rows; else None."""
+    comparator = settings.comparator if arm.family == "comparator" else None
+    overlay = settings.overlay if arm.candidate_of else None
+    return {
+        "ce_plugin_version": comparator.version if comparator else None,
+        "ce_plugin_manifest_digest": comparator.manifest_digest if comparator else None,
+        "candidate_overlay_digest": overlay.digest if overlay else None,
     }

@@ -36,12 +36,19 @@ OUTPUT_TAIL_CHARS = 4000  # reference value for authored_test_output
 
 
 def run_verify(
-    sandbox: Sandbox, command: str, *, timeout_s: float, cancel: threading.Event
+    sandbox: Sandbox,
+    command: str,
+    *,
+    timeout_s: float,
+    cancel: threading.Event,
+    mounts: tuple[Mount, ...] = (),
+    env_extra: dict[str, str] | None = None,
 ) -> tuple[bool, str]:
     """Run the task's authored verify; returns (passed, output tail). Infrastructure failures raise."""
     result = sandbox.run(
         ["/bin/sh", "-c", command],
-        policy=RunPolicy(workspace_writable=False),
+        policy=RunPolicy(workspace_writable=False, mounts=mounts),
+        env=tool_environment(env_extra),
         timeout_s=timeout_s,
         cancel=cancel,
     )

@@ -61,7 +61,10 @@ class OutputDir:
         transcripts = []
         with self._lock:
             for name, data in sorted(artifacts.items()):
-                if name == "patch.diff":
+                if name == "review.json":
+                    self._write_exclusive(f"{slug}.review.json", data, mode=0o644)
+                    stored["review_artifact"] = f"{slug}.review.json"
+                elif name == "patch.diff":
                     self._write_exclusive(f"{slug}.patch", data, mode=0o644)
                     stored["patch_artifact"] = f"{slug}.patch"
                 elif name.startswith("transcripts/"):

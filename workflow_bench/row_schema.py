@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-SCHEMA_VERSION = 2
+from .review import REVIEW_ROW_FIELDS
+
+SCHEMA_VERSION = 3
 
 _FIELDS: tuple[tuple[str, str, str], ...] = (
     # (section, name, meaning)
@@ -124,6 +126,24 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("provenance", "oracle_digest", "digest of the hidden oracle command and files"),
     ("provenance", "oracle_command_digest", "digest of the oracle command"),
     ("provenance", "oracle_manifest_digest", "digest of the oracle file manifest (target, sha256, size)"),
+    (
+        "provenance",
+        "ce_plugin_version",
+        "comparator plugin version (ce_* arms only), verified against its manifest",
+    ),
+    ("provenance", "ce_plugin_manifest_digest", "digest of the comparator plugin snapshot (ce_* arms only)"),
+    (
+        "provenance",
+        "candidate_overlay_digest",
+        "digest of the candidate skill overlay (candidate_* arms only)",
+    ),
+    ("review", "review_artifact", "file name of the copied review artifact (review arms), or null"),
+    ("review", "review_evidence_valid", "the artifact met the contract and the workspace was untouched"),
+    ("review", "review_score", "the full score object (review arms with a valid artifact), or null"),
+    *(
+        ("review", name, "review metric (workflow_bench/review.py); null when not scored")
+        for name in REVIEW_ROW_FIELDS
+    ),
 )
 
 ROW_FIELDS: Mapping[str, str] = MappingProxyType({name: meaning for _, name, meaning in _FIELDS})

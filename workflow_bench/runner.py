@@ -17,6 +17,7 @@ import contextlib
 import os
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -24,17 +25,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .access import ModelAccess
-from .arms import ARMS, DEFAULT_ARMS, Toolkit, UnknownArmError, resolve_arm
+from .arms import ARMS, DEFAULT_ARMS, Toolkit, UnknownArmError, required_candidate_arms, resolve_arm
 from .canary import run_canary
 from .claude_cli import ClaudeCliError, claude_version, locate_claude
+from .comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
 from .connect import is_openai_model, openai_access, scripted_access
 from .gateway import GatewayError, locate_litellm
 from .output import OutputDirError, prepare_output_dir
+from .overlay import Overlay, OverlayError, load_overlay
 from .provider import Script, ScriptError, load_script
 from .sandbox import SandboxError, SandboxKind, preflight
 from .schedule import DEFAULT_OUTAGE_STREAK, MAX_WORKERS
 from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
 from .tasks import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
+from .workspace import remove_tree
 
 EXIT_USAGE = 2
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
@@ -176,6 +180,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--toolkit", type=Path, default=DEMO_TOOLKIT, help="toolkit dir with skills/<name>/SKILL.md"
     )
     parser.add_argument(
+        "--candidate-overlay",
+        type=Path,
+        help="candidate skill overlay dir (Markdown under skills/<skill>/); requires exactly the paired arms "
+        "its skills imply (e.g. review: ce_review review candidate_review)",
+    )
+    parser.add_argument("--ce-plugin-dir", type=Path, help="external comparator plugin dir (ce_* arms)")
+    parser.add_argument(
+        "--ce-plugin-version", help="the comparator plugin's exact version (must match its manifest)"
+    )
+    parser.add_argument(
         "--canary",
         action="store_true",
         help="run the containment escape suite first; exit 2 without sweeping unless every attack is blocked",
@@ -280,6 +294,8 @@ class PreparedInput:
     claude_bin: Path
     claude_version: str
     script: Script | None
+    overlay: Overlay | None = None
+    comparator: ComparatorPlugin | None = None
 
 
 def prepare(args: argparse.Namespace) -> PreparedInput:
@@ -296,7 +312,9 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     script = load_script(args.script or DEMO_SCRIPT) if args.provider == "scripted" else None
     if _needs_gateway(args):
         locate_litellm()
+    overlay = _overlay(args, toolkit)
     bindings = bind_tasks(selected)
+    comparator = _comparator(args)
     return PreparedInput(
         toolkit=toolkit,
         bindings=bindings,
@@ -305,7 +323,46 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
         claude_bin=claude_bin,
         claude_version=version,
         script=script,
+        overlay=overlay,
+        comparator=comparator,
     )
+
+
+def _overlay(args: argparse.Namespace, toolkit: Toolkit) -> Overlay | None:
+    """Load the overlay and enforce the candidate-arm rules (reference main())."""
+    candidates = [a for a in args.arms if ARMS[a].candidate_of]
+    if args.candidate_overlay is None:
+        if candidates:
+            raise UsageError(f"arm(s) {' '.join(candidates)} need --candidate-overlay")
+        return None
+    if not candidates:
+        raise UsageError("--candidate-overlay needs the candidate arms it is evaluated on (candidate_*)")
+    overlay = load_overlay(args.candidate_overlay, toolkit=toolkit)
+    required = required_candidate_arms(overlay.roles)
+    if tuple(args.arms) != required:
+        raise UsageError(
+            f"--candidate-overlay touches skill role(s) {', '.join(sorted(overlay.roles))}: --arms must be "
+            f"exactly {' '.join(required)} (each candidate paired with its incumbent), "
+            f"got {' '.join(args.arms)}"
+        )
+    return overlay
+
+
+def _comparator(args: argparse.Namespace) -> ComparatorPlugin | None:
+    roles = {role for a in args.arms if ARMS[a].family == "comparator" for role in ARMS[a].skill_roles}
+    given = args.ce_plugin_dir is not None or args.ce_plugin_version is not None
+    if not roles:
+        if given:
+            raise UsageError("--ce-plugin-dir/--ce-plugin-version are only for ce_* arms")
+        return None
+    if args.ce_plugin_dir is None or not args.ce_plugin_version:
+        raise UsageError("ce_* arms need both --ce-plugin-dir and --ce-plugin-version")
+    dest = Path(tempfile.mkdtemp(prefix="wfbench-comparator-")) / "plugin"
+    try:
+        return snapshot_comparator(args.ce_plugin_dir, version=args.ce_plugin_version, dest=dest, roles=roles)
+    except BaseException:
+        remove_tree(dest.parent)
+        raise
 
 
 def _sweep_config(
@@ -328,6 +385,8 @@ def _sweep_config(
         claude_version=ready.claude_version,
         bwrap_bin=ready.bwrap_bin,
         toolkit=ready.toolkit,
+        overlay=ready.overlay,
+        comparator=ready.comparator,
     )
 
 
@@ -362,19 +421,32 @@ def _require_canary(ready: PreparedInput) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
+    prepared: list[PreparedInput] = []
+    try:
+        return _run(args, prepared)
+    finally:
+        for ready in prepared:
+            if ready.comparator is not None:
+                remove_tree(ready.comparator.snapshot.parent)
+
+
+def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
     out_dir = args.out or _default_out()
     out_existed = out_dir.exists()
     try:
         ready = prepare(args)
+        prepared.append(ready)  # main() removes the comparator snapshot whatever happens next
         if args.canary:
             _require_canary(ready)
         out_dir = prepare_output_dir(out_dir)
     except TaskFileError as exc:
         print(f"error: invalid task file:\n{exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (UsageError, SandboxError, ClaudeCliError, OutputDirError, ScriptError, GatewayError) as exc:
+    except (
+        UsageError, SandboxError, ClaudeCliError, OutputDirError, ScriptError, GatewayError, OverlayError,
+        ComparatorError,
+    ) as exc:  # fmt: skip
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     cancel = threading.Event()

@@ -50,6 +50,7 @@ class SessionRequest:
     timeout_s: float
     effort: str | None = None
     label: str = ""
+    extra_args: tuple[str, ...] = ()  # --flag=value forms only (variadic flags swallow what follows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,7 @@ def claude_argv(request: SessionRequest, *, session_id: str) -> list[str]:
         "--session-id",
         session_id,
     ]
+    argv += list(request.extra_args)
     if request.disallowed_tools:
         argv.append(f"--disallowedTools={','.join(request.disallowed_tools)}")
     if request.effort:

@@ -22,7 +22,9 @@ from .accounting import usage_accounting
 from .aggregate import HealthStatus, aggregate_all, arm_health
 from .arms import ArmSpec, Toolkit
 from .cell import CellResult, SweepSettings, TaskContext, prepare_task_context, run_cell
+from .comparator import ComparatorPlugin
 from .output import OutputDir
+from .overlay import Overlay
 from .report import ReportProvenance, render_markdown
 from .sandbox import write_runtime_dir
 from .schedule import SweepOutcome, run_cells
@@ -49,6 +51,8 @@ class SweepConfig:
     claude_version: str
     bwrap_bin: str
     toolkit: Toolkit
+    overlay: Overlay | None = None
+    comparator: ComparatorPlugin | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +139,8 @@ def run_sweep(
         toolkit=config.toolkit,
         work_root=work_root,
         runtime_dir=write_runtime_dir(work_root / "runtime"),
+        comparator=config.comparator,
+        overlay=config.overlay,
         cancel=cancel,
         progress=console,
     )

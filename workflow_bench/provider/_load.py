@@ -26,6 +26,7 @@ from workflow_bench.provider._script import (
     Turn,
     Usage,
     fail,
+    rename_skills,
 )
 
 _T = TypeVar("_T")
@@ -76,14 +77,19 @@ def _parse_turn(raw: object, key: str) -> Turn:
 
 
 def _parse_cell(raw: object) -> Cell:
-    cell = _mapping(raw, "", ("match", "sessions"))
+    cell = _mapping(raw, "", ("match", "sessions", "rename_skills"))
     match_raw = _mapping({} if cell.get("match") is None else cell["match"], "match", ("task", "arm"))
     match = _build("match", lambda: Match(**match_raw))
     sessions = [
         _parse_session(raw, f"sessions[{s}]", nested=True)
         for s, raw in enumerate(_list(cell.get("sessions"), "sessions"))
     ]
-    return Cell(match=match, sessions=tuple(sessions))
+    renames = cell.get("rename_skills") or {}
+    if not isinstance(renames, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in renames.items()
+    ):
+        raise ScriptError("want a mapping of skill name to skill name", key="rename_skills")
+    return Cell(match=match, sessions=rename_skills(tuple(sessions), renames))
 
 
 def _parse_session(raw: object, key: str, *, nested: bool) -> Session:

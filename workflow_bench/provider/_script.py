@@ -16,7 +16,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -248,6 +248,25 @@ class Match:
 class Cell:
     match: Match
     sessions: tuple[Session, ...]
+
+
+def rename_skills(sessions: tuple[Session, ...], renames: Mapping[str, str]) -> tuple[Session, ...]:
+    """The same sessions with every ``Skill`` call's ``skill`` renamed (e.g. plan -> plugin:ce-plan).
+
+    Lets a comparator arm reuse an incumbent's scripted sessions (by YAML alias)
+    while invoking its own skills: only the skill a session asks for differs.
+    """
+
+    def call(c: ToolCall) -> ToolCall:
+        if c.name != "Skill" or c.input.get("skill") not in renames:
+            return c
+        return ToolCall(name=c.name, input={**c.input, "skill": renames[c.input["skill"]]})
+
+    def session(s: Session) -> Session:
+        turns = tuple(replace(t, tool_calls=tuple(call(c) for c in t.tool_calls)) for t in s.turns)
+        return Session(turns=turns, subagents=tuple(session(sub) for sub in s.subagents))
+
+    return tuple(session(s) for s in sessions)
 
 
 @dataclass(frozen=True, slots=True)

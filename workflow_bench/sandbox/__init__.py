@@ -17,6 +17,7 @@ from workflow_bench.process import ProcessResult
 
 from ._bwrap import BwrapSandbox, Mount, RunPolicy, SandboxError, preflight_bwrap
 from ._environment import (
+    EMPTY_DIR_NAME,
     HOME_SIZE_BYTES,
     MODEL_SOCKET_DIR,
     SANDBOX_CLAUDE_BIN,
@@ -29,6 +30,7 @@ from ._environment import (
 )
 
 __all__ = [
+    "EMPTY_DIR_NAME",
     "HOME_SIZE_BYTES",
     "MODEL_SOCKET_DIR",
     "SANDBOX_CLAUDE_BIN",
