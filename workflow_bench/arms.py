@@ -61,8 +61,10 @@ REVIEW_PROMPT = (
 COMPARATOR_NOTE = " (comparator plugin)"
 
 # Built-in tools. Every list is passed as both --tools (restricts the set) and
-# --allowedTools (pre-approves under dontAsk).
-AGENT_TOOLS = ("Read", "Grep", "Glob", "Edit", "Write", "Bash", "Skill")
+# --allowedTools (pre-approves under dontAsk). Agent is included for every arm
+# alike: subagents are how real sessions spend tokens the main loop's usage
+# never shows, and a benchmark that forbade them would hide exactly that spend.
+AGENT_TOOLS = ("Read", "Grep", "Glob", "Edit", "Write", "Bash", "Skill", "Agent")
 NO_SKILL_TOOLS = tuple(t for t in AGENT_TOOLS if t != "Skill")
 # Review may not edit the repository; Write stays for the artifact outside it.
 REVIEW_TOOLS = tuple(t for t in AGENT_TOOLS if t != "Edit")

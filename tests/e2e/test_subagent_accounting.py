@@ -1,8 +1,9 @@
-"""Subagent spend through runner.main(): the main-loop figure is partial, and the report says so.
+"""Subagent spend through runner.main(): every token counted, the main-loop figure flagged partial.
 
-The toolkit's ``work`` skill is a forked skill (``context: fork``), the one way a built-in arm
-(whose tools exclude Agent) spawns a subagent. The real CLI runs it in the real sandbox against
-the scripted provider, which serves the subagent from the script's ``subagents`` list.
+Two ways a sweep spawns subagents, both through the real CLI in the real sandbox against the
+scripted provider (which serves subagents from the script's ``subagents`` list): the Agent tool,
+which every arm may use (transcripts then equal the provider ledger exactly), and a forked skill
+(``context: fork``), whose final message the CLI never shows the parent (transcripts fall short).
 """
 
 from __future__ import annotations
@@ -75,4 +76,26 @@ def test_subagent_spend_is_counted_and_the_main_loop_flagged_partial(
     report = (out / "report.md").read_text()
     assert "main loop < transcripts (subagent spend)" in report
     assert "transcripts < provider (the stream omits messages)" in report
+    assert "**The main-loop figure is partial for 1 task×arm(s)**" in report
+
+
+AGENT_SCRIPT = Path(__file__).parent / "scripts" / "agent-subagent.yaml"
+
+
+def test_agent_subagent_in_a_sweep_transcripts_equal_the_ledger(
+    task_file_for, tmp_path, bwrap_bin, claude_bin
+):
+    """Every arm may spawn Agent subagents; then the transcript sum is exact and the main loop is partial."""
+    out = tmp_path / "out"
+    argv = ["--tasks", str(task_file_for("trivial-amount-grouping")), "--provider", "scripted"]
+    runner.main([*argv, "--script", str(AGENT_SCRIPT), "--arms", "baseline", "--out", str(out)])
+    (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert row["ok"] is True, row["error_detail"]
+    ledger = [json.loads(line) for line in (out / "provider-ledger.jsonl").read_text().splitlines()]
+    assert sorted(str(e["subagent"]) for e in ledger) == ["0", "0", "None", "None"]
+    served = {k: sum(e["usage"][k] for e in ledger) for k in row["usage_provider"]}
+    assert row["usage_provider"] == served
+    assert row["usage_transcripts"] == row["usage_provider"]  # every token counted, exactly once
+    assert row["usage_main_loop"]["input_tokens"] == 300 < row["usage_transcripts"]["input_tokens"] == 3300
+    report = (out / "report.md").read_text()
     assert "**The main-loop figure is partial for 1 task×arm(s)**" in report
