@@ -30,6 +30,7 @@ from workflow_bench.outcomes import (
     is_admissible,
     is_excluded,
 )
+from workflow_bench.review import METRIC_NAMES
 
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 CHURN_FIELDS = ("diff_files", "diff_insertions", "diff_deletions")
@@ -39,22 +40,9 @@ BASELINE_ARM = "baseline"
 
 # review_* metrics reduced by median, except blocker recall: one missed blocker in any run is
 # the failure that matters, so the arm reports its worst run (min), as the reference does.
-REVIEW_METRICS = (
-    "true_positives",
-    "false_positives",
-    "false_negatives",
-    "precision",
-    "recall",
-    "f1",
-    "weighted_precision",
-    "weighted_recall",
-    "weighted_f1",
-    "blocker_recall",
-    "severity_accuracy",
-    "category_accuracy",
-    "grounded_evidence",
-)
 REVIEW_FLAGS = ("verdict_correct", "clean_control", "clean_pass")
+# The numeric metrics, named once in review.ReviewScore (score_finite is a per-row sanity flag).
+REVIEW_METRICS = tuple(m for m in METRIC_NAMES if m not in (*REVIEW_FLAGS, "score_finite"))
 _MIN_REDUCED_REVIEW_METRICS = frozenset({"blocker_recall"})
 
 

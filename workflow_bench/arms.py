@@ -13,7 +13,7 @@ typo fails at argument parsing with the known names listed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Literal
 
@@ -137,55 +137,41 @@ class ArmSpec:
         return tuple(s.skill_role for s in self.sessions if s.skill_role is not None)
 
 
-def _comparator(prompt: str) -> str:
-    return prompt.replace("{skill} skill", "{skill} skill" + COMPARATOR_NOTE, 1)
+WORKFLOW_SESSIONS = (
+    SessionSpec(phase="plan", prompt=PLAN_PROMPT, skill_role="plan"),
+    SessionSpec(phase="work", prompt=WORK_PROMPT, skill_role="work"),
+)
+DIRECT_SESSIONS = (SessionSpec(phase="work", prompt=WORK_DIRECT_PROMPT, skill_role="work"),)
+REVIEW_SESSIONS = (
+    SessionSpec(phase="review", prompt=REVIEW_PROMPT, skill_role="review", tools=REVIEW_TOOLS),
+)
 
 
-def _workflow(name: str, family: Family, description: str) -> ArmSpec:
-    wrap = _comparator if family == "comparator" else str
-    return ArmSpec(
-        name=name,
-        family=family,
-        description=description,
-        sessions=(
-            SessionSpec(phase="plan", prompt=wrap(PLAN_PROMPT), skill_role="plan"),
-            SessionSpec(phase="work", prompt=wrap(WORK_PROMPT), skill_role="work"),
-        ),
-    )
-
-
-def _direct(name: str, family: Family, description: str) -> ArmSpec:
-    wrap = _comparator if family == "comparator" else str
-    prompt = wrap(WORK_DIRECT_PROMPT)
-    return ArmSpec(
-        name=name,
-        family=family,
-        description=description,
-        sessions=(SessionSpec(phase="work", prompt=prompt, skill_role="work"),),
-    )
-
-
-def _review(name: str, family: Family, description: str) -> ArmSpec:
-    wrap = _comparator if family == "comparator" else str
-    return ArmSpec(
-        name=name,
-        family=family,
-        description=description,
-        sessions=(
-            SessionSpec(phase="review", prompt=wrap(REVIEW_PROMPT), skill_role="review", tools=REVIEW_TOOLS),
-        ),
-    )
+def _skill_arm(name: str, family: Family, description: str, sessions: tuple[SessionSpec, ...]) -> ArmSpec:
+    """A skill arm; comparator arms name the plugin in their prompts, nothing else differs."""
+    if family == "comparator":
+        note = "{skill} skill" + COMPARATOR_NOTE
+        sessions = tuple(replace(s, prompt=s.prompt.replace("{skill} skill", note, 1)) for s in sessions)
+    return ArmSpec(name=name, family=family, description=description, sessions=sessions)
 
 
 INCUMBENT_ARMS = (
-    _workflow("workflow", "toolkit", "plan skill writes one plan document, then the work skill executes it"),
-    _direct("workflow_direct", "toolkit", "the work skill in direct mode, no planning pass"),
-    _review(
-        "review", "toolkit", "the review skill reviews an uncommitted change; scored against hidden labels"
+    _skill_arm(
+        "workflow", "toolkit", "plan skill writes one plan document, work executes it", WORKFLOW_SESSIONS
     ),
-    _workflow("ce_workflow", "comparator", "the comparator plugin's plan then work skills"),
-    _direct("ce_workflow_direct", "comparator", "the comparator plugin's work skill in direct mode"),
-    _review("ce_review", "comparator", "the comparator plugin's review skill; scored against hidden labels"),
+    _skill_arm(
+        "workflow_direct", "toolkit", "the work skill in direct mode, no planning pass", DIRECT_SESSIONS
+    ),
+    _skill_arm(
+        "review", "toolkit", "the review skill on an uncommitted change; labels judge", REVIEW_SESSIONS
+    ),
+    _skill_arm(
+        "ce_workflow", "comparator", "the comparator plugin's plan then work skills", WORKFLOW_SESSIONS
+    ),
+    _skill_arm(
+        "ce_workflow_direct", "comparator", "the comparator's work skill, direct mode", DIRECT_SESSIONS
+    ),
+    _skill_arm("ce_review", "comparator", "the comparator's review skill; labels judge", REVIEW_SESSIONS),
     ArmSpec(
         name="baseline",
         family="none",
