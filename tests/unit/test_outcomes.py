@@ -156,3 +156,23 @@ def test_admissible_and_systemic() -> None:
 def test_unknown_kind_carries_no_flag() -> None:
     row = {"error_kind": "from-the-future"}
     assert not (execution_failed(row) or evidence_failed(row) or is_excluded(row))
+
+
+def test_every_error_kind_the_code_writes_is_in_the_vocabulary():
+    """Scan the package for error kinds written into rows; each must be a known kind."""
+    import re
+    from pathlib import Path
+
+    from workflow_bench.outcomes import ERROR_KINDS
+
+    package = Path(__file__).resolve().parents[2] / "workflow_bench"
+    patterns = (
+        re.compile(r"""error_kind["']?\]?\s*[=:]\s*["']([a-z-]+)["']"""),
+        re.compile(r"""EvidenceError\(\s*["']([a-z-]+)["']"""),
+        re.compile(r"""["']((?:plan|implementation|review)-evidence-invalid)["']"""),
+        re.compile(r"""kind\s*=\s*["']([a-z]+-[a-z-]+)["']"""),
+    )
+    written = {m for p in package.rglob("*.py") for pat in patterns for m in pat.findall(p.read_text())}
+    assert written, "the scan found nothing: the patterns no longer match the code"
+    assert {"infra-error", "cancelled", "review-evidence-invalid"} <= written
+    assert written <= set(ERROR_KINDS), sorted(written - set(ERROR_KINDS))
