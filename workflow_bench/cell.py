@@ -96,6 +96,7 @@ class SweepSettings:
     overlay: Overlay | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     progress: Callable[[str], None] = print
+    sandbox_kind: _Kind = _Kind.BWRAP
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +200,7 @@ class _CellRun:
         self.secrets = cell_secrets
         self.artifacts = artifacts
         self.sandbox: Sandbox = create_sandbox(
-            _Kind.BWRAP,
+            settings.sandbox_kind,
             workspace=cell_dir / "workspace",
             claude_bin=settings.claude_bin,
             runtime_dir=settings.runtime_dir,
@@ -369,7 +370,8 @@ class _CellRun:
         relay_dir = self.cell_dir / "relay"
         relay_dir.mkdir(mode=0o755)
         if self.arm.review:
-            self.review_dir.mkdir(mode=0o777)  # the sandbox uid writes here
+            self.review_dir.mkdir()
+            self.review_dir.chmod(0o777)  # the sandbox uid writes here (mkdir's mode is masked by umask)
         outcomes: list[SessionOutcome] = []
         plan_doc: str | None = None
         with ModelRelay(
@@ -521,7 +523,7 @@ def _identity_fields(
         "effort": settings.effort,
         "provider": settings.access.provider,
         "claude_code_version": settings.claude_version,
-        "sandbox_backend": "bwrap",
+        "sandbox_backend": settings.sandbox_kind.value,
         "task_ref": spec.ref,
         "task_base_sha": binding.resolved_sha,
         "sanitized_task_sha": task.sanitized_sha,

@@ -112,7 +112,7 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
         "the pipeline, not a model)",
     ),
     ("provenance", "claude_code_version", "version of the Claude Code CLI that ran the sessions"),
-    ("provenance", "sandbox_backend", "'bwrap'"),
+    ("provenance", "sandbox_backend", "'bwrap', or 'host-unsafe' for --unsafe-no-bwrap review sweeps"),
     ("provenance", "task_ref", "the ref named in the task file"),
     ("provenance", "task_base_sha", "the immutable commit the ref resolved to"),
     (

@@ -34,7 +34,7 @@ from .gateway import GatewayError, locate_litellm
 from .output import OutputDirError, prepare_output_dir
 from .overlay import Overlay, OverlayError, load_overlay
 from .provider import Script, ScriptError, load_script
-from .sandbox import SandboxError, SandboxKind, preflight
+from .sandbox import HOST_CHILD_UID, SandboxError, SandboxKind, preflight
 from .schedule import DEFAULT_OUTAGE_STREAK, MAX_WORKERS
 from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
 from .tasks import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
@@ -53,6 +53,14 @@ DEFAULT_MAX_RETRIES = 3
 ANTHROPIC_KEY_ENV = "WORKFLOW_BENCH_ANTHROPIC_API_KEY"
 OPENAI_KEY_ENV = "WORKFLOW_BENCH_OPENAI_API_KEY"
 AUTH_TOKEN_ENV = "WORKFLOW_BENCH_AUTH_TOKEN"
+# --unsafe-no-bwrap: the only arms it may run (the paired review arms: read-only workspace,
+# artifact outside it), and the warning it prints. Keep in sync with README "Isolation".
+UNSAFE_HOST_ARMS = frozenset({"ce_review", "review", "candidate_review"})
+UNSAFE_HOST_WARNING = (
+    "WARNING: --unsafe-no-bwrap runs every process directly on this host as "
+    "{who}. This is NOT a security boundary: no filesystem, network or PID isolation. "
+    "The agent's tools can read what that uid can read, reach any address and see host processes."
+)
 
 
 class UsageError(ValueError):
@@ -156,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--claude-bin", help="Claude Code binary (default: the pinned version installed by ./dev)"
     )
     parser.add_argument("--bwrap-bin", default="bwrap", help=argparse.SUPPRESS)
+    parser.add_argument("--unsafe-no-bwrap", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--base-url", help="Anthropic-compatible endpoint (default https://api.anthropic.com)"
     )
@@ -235,7 +244,22 @@ def _model_access(args: argparse.Namespace, script: Script | None) -> Iterator[t
     )
 
 
+def _validate_unsafe_host(args: argparse.Namespace) -> None:
+    """``--unsafe-no-bwrap``: never under CI, only for the paired review arms, never with the canary."""
+    if os.environ.get("CI"):
+        raise UsageError("--unsafe-no-bwrap is refused when CI is set: CI must run inside bubblewrap")
+    if set(args.arms) != UNSAFE_HOST_ARMS:
+        raise UsageError(
+            f"--unsafe-no-bwrap only runs the paired review arms ({' '.join(sorted(UNSAFE_HOST_ARMS))}), "
+            f"got --arms {' '.join(args.arms)}"
+        )
+    if args.canary:
+        raise UsageError("--canary tests the bubblewrap boundary; it cannot run with --unsafe-no-bwrap")
+
+
 def _validate_args(args: argparse.Namespace) -> None:
+    if args.unsafe_no_bwrap:
+        _validate_unsafe_host(args)
     if len(set(args.arms)) != len(args.arms):
         raise UsageError(f"--arms lists an arm twice: {' '.join(args.arms)}")
     openai_key = args.openai_api_key or os.environ.get(OPENAI_KEY_ENV)
@@ -296,6 +320,7 @@ class PreparedInput:
     script: Script | None
     overlay: Overlay | None = None
     comparator: ComparatorPlugin | None = None
+    sandbox_kind: SandboxKind = SandboxKind.BWRAP
 
 
 def prepare(args: argparse.Namespace) -> PreparedInput:
@@ -306,7 +331,11 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     selected, skipped = select_tasks(specs, include_expensive=args.include_expensive)
     if not selected:
         raise UsageError(f"{args.tasks}: no task selected (all are expensive; pass --include-expensive)")
-    bwrap = preflight(SandboxKind.BWRAP, bwrap_bin=args.bwrap_bin)
+    kind = SandboxKind.HOST_UNSAFE if args.unsafe_no_bwrap else SandboxKind.BWRAP
+    bwrap = preflight(kind, bwrap_bin=args.bwrap_bin)
+    if kind is SandboxKind.HOST_UNSAFE:
+        who = f"uid {HOST_CHILD_UID} (dropped from root)" if os.geteuid() == 0 else f"uid {os.geteuid()}"
+        print(UNSAFE_HOST_WARNING.format(who=who), file=sys.stderr, flush=True)
     claude_bin = locate_claude(args.claude_bin)
     version = claude_version(claude_bin)
     script = load_script(args.script or DEMO_SCRIPT) if args.provider == "scripted" else None
@@ -325,6 +354,7 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
         script=script,
         overlay=overlay,
         comparator=comparator,
+        sandbox_kind=kind,
     )
 
 
@@ -387,6 +417,7 @@ def _sweep_config(
         toolkit=ready.toolkit,
         overlay=ready.overlay,
         comparator=ready.comparator,
+        sandbox_kind=ready.sandbox_kind,
     )
 
 

@@ -26,7 +26,7 @@ from .comparator import ComparatorPlugin
 from .output import OutputDir
 from .overlay import Overlay
 from .report import ReportProvenance, render_markdown
-from .sandbox import write_runtime_dir
+from .sandbox import SandboxKind, write_runtime_dir
 from .schedule import SweepOutcome, run_cells
 from .tasks import TaskBinding
 
@@ -53,6 +53,7 @@ class SweepConfig:
     toolkit: Toolkit
     overlay: Overlay | None = None
     comparator: ComparatorPlugin | None = None
+    sandbox_kind: SandboxKind = SandboxKind.BWRAP
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +144,7 @@ def run_sweep(
         overlay=config.overlay,
         cancel=cancel,
         progress=console,
+        sandbox_kind=config.sandbox_kind,
     )
     rows: list[dict] = []
     try:

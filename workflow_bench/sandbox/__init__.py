@@ -1,8 +1,10 @@
 """Sandbox backends for every process that touches a clone.
 
 Public surface: the ``Sandbox`` protocol, the ``RunPolicy``/``Mount`` value
-types, ``create_sandbox`` and ``preflight``. Backends stay private. Only
-``bwrap`` exists today; it is the default and fails closed.
+types, ``create_sandbox`` and ``preflight``. Backends stay private: ``bwrap``
+is the default and fails closed; ``host-unsafe`` (``_host.py``) runs on the
+host with paths translated and is NOT a security boundary (paired review
+arms only, never in CI; the runner enforces both).
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from ._environment import (
     tool_environment,
     write_runtime_dir,
 )
+from ._host import HOST_CHILD_UID, HostSandbox, preflight_host
 
 __all__ = [
     "EMPTY_DIR_NAME",
     "HOME_SIZE_BYTES",
+    "HOST_CHILD_UID",
     "MODEL_SOCKET_DIR",
     "SANDBOX_CLAUDE_BIN",
     "SANDBOX_HOME",
@@ -52,6 +56,7 @@ __all__ = [
 
 class SandboxKind(StrEnum):
     BWRAP = "bwrap"
+    HOST_UNSAFE = "host-unsafe"
 
 
 class Sandbox(Protocol):
@@ -92,11 +97,20 @@ def create_sandbox(
             base_mounts=base_mounts,
             bwrap_bin=bwrap_bin,
         )
+    if kind is SandboxKind.HOST_UNSAFE:
+        return HostSandbox(
+            workspace=workspace, claude_bin=claude_bin, runtime_dir=runtime_dir, base_mounts=base_mounts
+        )
     raise SandboxError(f"unknown sandbox kind {kind!r}; known: {[k.value for k in SandboxKind]}")
 
 
 def preflight(kind: SandboxKind, *, bwrap_bin: str = "bwrap") -> str:
-    """Fail closed before any clone or model call; returns the backend binary path."""
+    """Fail closed before any clone or model call; returns the backend binary path.
+
+    ``host-unsafe`` only checks its tools (``setpriv``, ``prlimit``): it isolates nothing.
+    """
     if kind is SandboxKind.BWRAP:
         return preflight_bwrap(bwrap_bin)
+    if kind is SandboxKind.HOST_UNSAFE:
+        return preflight_host()
     raise SandboxError(f"unknown sandbox kind {kind!r}")

@@ -76,9 +76,13 @@ CLAUDE_ENVIRONMENT: Mapping[str, str] = MappingProxyType(
 )
 
 
-def shell_prefix_script() -> str:
-    """The Bash-tool wrapper: the CLI passes the whole command as one argument."""
-    assignments = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(BASE_ENVIRONMENT.items()))
+def shell_prefix_script(environment: Mapping[str, str] = BASE_ENVIRONMENT) -> str:
+    """The Bash-tool wrapper: the CLI passes the whole command as one argument.
+
+    ``environment`` is the whole environment of the tool (the host backend
+    passes the allowlist with its own paths).
+    """
+    assignments = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(environment.items()))
     return f'#!/bin/sh\nexec /usr/bin/env -i {assignments} /bin/bash -c "$1"\n'
 
 
