@@ -17,25 +17,23 @@ Order inside a cell, and why:
 
 from __future__ import annotations
 
-import json
 import secrets
-import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .access import CellCredentials, CellKey, ModelAccess
-from .arms import ArmSpec, SessionSpec, Toolkit
-from .comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR, ComparatorPlugin
+from .access import CellCredentials, CellKey
+from .arms import ArmSpec, SessionSpec
+from .cell_rows import identity_fields, infra_error_row, provider_fields
+from .comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
+from .context import CellResult, SweepSettings, TaskContext
 from .judge import judge_review, run_hidden_oracle, run_verify
-from .overlay import Overlay
 from .process import ProcessError
 from .redaction import redact_text, redact_value
 from .relay import SURROGATE_API_KEY, ModelRelay
 from .review import REVIEW_OUTPUT_DIR, REVIEW_OUTPUT_ENV_VAR, REVIEW_OUTPUT_PATH
-from .row_schema import SCHEMA_VERSION, complete_row
+from .row_schema import complete_row
 from .sandbox import (
     EMPTY_DIR_NAME,
     MODEL_SOCKET_DIR,
@@ -46,82 +44,28 @@ from .sandbox import (
     claude_environment,
     create_sandbox,
 )
-from .sandbox import SandboxKind as _Kind
 from .sessions import (
-    USAGE_FIELDS,
     SessionOutcome,
     SessionRequest,
     progress_observer,
     run_session,
     sum_sessions,
 )
-from .tasks import TaskBinding
 from .workspace import (
     NON_WORK_PATHS,
     PLAN_DIR,
     SKILLS_DIR,
-    add_task_assets,
-    build_template,
     capture_patch,
     changed_paths,
     copy_clone,
     head_sha,
     remove_tree,
     sandbox_git,
-    seed_skills,
     skill_fingerprint,
     workspace_snapshot,
 )
 
 SETUP_TIMEOUT_S = 600  # reference value: setup installs/patches, never runs the model
-
-
-@dataclass(frozen=True, slots=True)
-class SweepSettings:
-    """Sweep-wide, read-only inputs every cell needs."""
-
-    model: str
-    effort: str | None
-    session_timeout_s: float
-    verify_timeout_s: float
-    max_retries: int
-    claude_bin: Path
-    claude_version: str
-    bwrap_bin: str
-    access: ModelAccess
-    toolkit: Toolkit
-    work_root: Path
-    runtime_dir: Path
-    comparator: ComparatorPlugin | None = None
-    overlay: Overlay | None = None
-    cancel: threading.Event = field(default_factory=threading.Event)
-    progress: Callable[[str], None] = print
-    sandbox_kind: _Kind = _Kind.BWRAP
-
-
-@dataclass(frozen=True, slots=True)
-class TaskContext:
-    """A bound task plus its sanitized clone template (built once per task)."""
-
-    binding: TaskBinding
-    template: Path
-    sanitized_sha: str
-    seeded_skill_digest: str | None
-
-
-def prepare_task_context(binding: TaskBinding, *, toolkit: Toolkit, dest: Path) -> TaskContext:
-    """Build the task's sanitized template once: snapshot, seeded skills, task assets."""
-    sanitized = build_template(source_repo=binding.repo_path, sha=binding.resolved_sha, dest=dest)
-    seed_skills(dest, skills_root=Path(toolkit.root) / "skills", names=toolkit.skill_names)
-    add_task_assets(dest, copies=binding.copy_paths, mount_points=[t for _, t in binding.dependency_mounts])
-    seeded = skill_fingerprint(workspace_snapshot(dest))
-    return TaskContext(binding=binding, template=dest, sanitized_sha=sanitized, seeded_skill_digest=seeded)
-
-
-@dataclass(frozen=True, slots=True)
-class CellResult:
-    row: Mapping[str, Any]
-    artifacts: Mapping[str, bytes]
 
 
 class EvidenceError(ValueError):
@@ -143,7 +87,7 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts)
         row = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
-        row = _infra_error_row(exc, cell_secrets)
+        row = infra_error_row(exc, cell_secrets)
         if settings.cancel.is_set():
             row["error_kind"] = "cancelled"
     finally:
@@ -158,23 +102,9 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
                 f"primary={row.get('error_kind')}: {row.get('error_detail')}; cleanup: {cleanup_error}"
             )[:2000],
         }
-    row.update(_identity_fields(settings, task, arm, key))
-    row.update(_provider_fields(settings.access, key, artifacts, cell_secrets))
+    row.update(identity_fields(settings, task, arm, key))
+    row.update(provider_fields(settings.access, key, artifacts, cell_secrets))
     return CellResult(row=complete_row(redact_value(row, cell_secrets)), artifacts=artifacts)
-
-
-def _provider_fields(access: ModelAccess, key: CellKey, artifacts: dict[str, bytes], cell_secrets) -> dict:
-    """``usage_provider`` from whatever kept per-cell accounts; its lines become ``records/`` artifacts.
-
-    Observed after the catch-all on purpose: a cell that failed still spent what it spent.
-    """
-    observation = access.observe(key) if access.observe is not None else None
-    if observation is None:
-        return {"usage_provider": None, "usage_provider_source": None}
-    for name, lines in observation.records.items():
-        text = "".join(json.dumps(redact_value(line, cell_secrets), sort_keys=True) + "\n" for line in lines)
-        artifacts[f"records/{name}"] = text.encode()
-    return {"usage_provider": dict(observation.usage), "usage_provider_source": observation.source}
 
 
 def _remove(path: Path) -> str | None:
@@ -474,75 +404,3 @@ def _accepted_plan_doc(changed: tuple[str, ...], after: Mapping[str, str]) -> st
     if plans[0] not in after:
         raise EvidenceError("plan-evidence-invalid", f"planning deleted {plans[0]}")
     return plans[0]
-
-
-def _infra_error_row(exc: BaseException, cell_secrets) -> dict[str, Any]:
-    row: dict[str, Any] = dict.fromkeys(USAGE_FIELDS)
-    row.update(
-        {
-            "usage_main_loop": dict.fromkeys(USAGE_FIELDS),
-            "usage_transcripts": dict.fromkeys(USAGE_FIELDS),
-            "ok": False,
-            "resolved": False,
-            "error_kind": "infra-error",
-            "error_detail": redact_text(f"{type(exc).__name__}: {exc}", cell_secrets)[:2000],
-            "session_ids": [],
-            "cost_usd": None,
-            "duration_s": None,
-            "num_turns": None,
-            "plan_produced": False,
-            "authored_tests_passed": False,
-            "authored_test_output": "",
-            "verify_output": "",
-            "oracle_passed": False,
-            "oracle_output": "",
-            "skill_invoked": None,
-            "transcript_missing": False,
-            "tool_use_counts": {},
-            "diff_files": None,
-            "diff_insertions": None,
-            "diff_deletions": None,
-        }
-    )
-    return row
-
-
-def _identity_fields(
-    settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: CellKey
-) -> dict[str, Any]:
-    binding = task.binding
-    spec = binding.spec
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "task": key.task_id,
-        "class": spec.task_class,
-        "arm": arm.name,
-        "run": key.run,
-        "model": settings.model,
-        "benchmark_model": settings.model,
-        "effort": settings.effort,
-        "provider": settings.access.provider,
-        "claude_code_version": settings.claude_version,
-        "sandbox_backend": settings.sandbox_kind.value,
-        "task_ref": spec.ref,
-        "task_base_sha": binding.resolved_sha,
-        "sanitized_task_sha": task.sanitized_sha,
-        "task_prompt_digest": spec.prompt_digest,
-        "task_binding_digest": binding.binding_digest,
-        "oracle_digest": binding.oracle.digest,
-        "oracle_command_digest": binding.oracle.command_digest,
-        "oracle_manifest_digest": binding.oracle.manifest_digest,
-        "recorded_at": datetime.now(UTC).isoformat(),
-        **_arm_provenance(settings, arm),
-    }
-
-
-def _arm_provenance(settings: SweepSettings, arm: ArmSpec) -> dict[str, Any]:
-    """Comparator version/manifest for ce_* rows, the overlay digest for candidate rows; else None."""
-    comparator = settings.comparator if arm.family == "comparator" else None
-    overlay = settings.overlay if arm.candidate_of else None
-    return {
-        "ce_plugin_version": comparator.version if comparator else None,
-        "ce_plugin_manifest_digest": comparator.manifest_digest if comparator else None,
-        "candidate_overlay_digest": overlay.digest if overlay else None,
-    }

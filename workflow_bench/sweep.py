@@ -21,8 +21,9 @@ from .access import CellKey, ModelAccess
 from .accounting import usage_accounting
 from .aggregate import HealthStatus, aggregate_all, arm_health
 from .arms import ArmSpec, Toolkit
-from .cell import CellResult, SweepSettings, TaskContext, prepare_task_context, run_cell
+from .cell import run_cell
 from .comparator import ComparatorPlugin
+from .context import CellResult, SweepSettings, TaskContext, prepare_task_context
 from .output import OutputDir
 from .overlay import Overlay
 from .report import ReportProvenance, render_markdown

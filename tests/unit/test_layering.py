@@ -21,7 +21,7 @@ LAYERS = {
     "provider": 1, "corpus": 1, "gateway": 1, "overlay": 1, "comparator": 1,
     "stream_usage": 1,
     "workspace": 2, "sessions": 2, "connect": 2, "judge": 2,
-    "cell": 3,
+    "context": 3, "cell_rows": 3, "cell": 3,
     "schedule": 4, "output": 4,
     "aggregate": 5, "accounting": 5,
     "report": 6,

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from workflow_bench.access import CellKey, ModelAccess
 from workflow_bench.arms import Toolkit, resolve_arm
-from workflow_bench.cell import CellResult, SweepSettings, prepare_task_context, run_cell
+from workflow_bench.cell import run_cell
+from workflow_bench.context import CellResult, SweepSettings, prepare_task_context
 from workflow_bench.provider import ScriptedProvider, parse_script
 from workflow_bench.sandbox import write_runtime_dir
 from workflow_bench.tasks import bind_tasks, load_task_file
