@@ -134,8 +134,14 @@ def add_task_assets(
             shutil.copytree(source, destination, symlinks=True, dirs_exist_ok=True)
         else:
             shutil.copy2(source, destination, follow_symlinks=False)
+    mount_points = list(mount_points)
     for relative in mount_points:
         (template / relative).mkdir(parents=True, exist_ok=True)
+    if mount_points:
+        # Dependency trees are mounted, never the agent's work: keep them out of
+        # `git add -A`, the patch and churn.
+        with open(template / ".git" / "info" / "exclude", "a", encoding="utf-8") as excludes:
+            excludes.writelines(f"/{relative}/\n" for relative in mount_points)
     if copies:
         _git(["add", "-A", "-f", *(r for _, r in copies)], cwd=template, what="stage task assets")
         _git(["commit", "-q", "--no-verify", "-m", "task assets"], cwd=template, what="commit task assets")
