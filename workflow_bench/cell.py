@@ -4,8 +4,8 @@
 happens. It never writes the output directory: the row and the artifacts
 (patch, transcripts) come back in a ``CellResult`` and the driver persists
 them. It catches ``Exception`` in exactly one place, its top, and records it
-as an ``infra-error`` row; cancellation (``KeyboardInterrupt``,
-``SweepCancelled``) propagates.
+as an ``infra-error`` row (``cancelled`` when the sweep's cancellation event is
+set); ``KeyboardInterrupt`` propagates.
 
 Order inside a cell, and why:
   copy template → setup (sandbox, no network) → sessions (workspace
@@ -352,7 +352,6 @@ class _CellRun:
             env=env,
             timeout_s=settings.session_timeout_s,
             effort=settings.effort,
-            label=f"{self.key.label} {spec.phase}",
             extra_args=self._session_args(),
         )
 

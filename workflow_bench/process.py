@@ -26,17 +26,13 @@ from typing import Literal
 
 ProcessState = Literal["exited", "timeout", "cancelled", "spawn-failure"]
 
-# 2000 chars mirrors the reference's error_detail tails: enough to read a
-# Python traceback's last frames, small enough to keep rows readable.
+# Twice the 2000-char error_detail tail the reference keeps (sessions trims to
+# that): enough to read a Python traceback's last frames, small enough to keep rows readable.
 STDERR_TAIL_BYTES = 4000
 # After SIGTERM a process group gets this long before SIGKILL. The CLI flushes
 # its final events within ~1 s when terminated (measured on 2.1.332).
 TERMINATE_GRACE_S = 3.0
 _POLL_S = 0.05
-
-
-class SweepCancelled(Exception):
-    """Raised by code that notices the sweep's cancellation event between steps."""
 
 
 @dataclass(frozen=True, slots=True)

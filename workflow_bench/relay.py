@@ -64,7 +64,6 @@ class ModelRelay:
         self._server.listen(16)
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._accept_loop, name="model-relay", daemon=True)
-        self.requests = 0
 
     def __enter__(self) -> ModelRelay:
         self._thread.start()
@@ -99,7 +98,6 @@ class ModelRelay:
                 _reply_error(client, 502, str(exc))
                 return
             with upstream:
-                self.requests += 1
                 upstream.sendall(self._rewrite(head) + body)
                 _pipe(upstream, client)
 

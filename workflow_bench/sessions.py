@@ -49,7 +49,6 @@ class SessionRequest:
     env: Mapping[str, str]
     timeout_s: float
     effort: str | None = None
-    label: str = ""
     extra_args: tuple[str, ...] = ()  # --flag=value forms only (variadic flags swallow what follows)
 
 
