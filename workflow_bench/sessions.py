@@ -71,6 +71,14 @@ class SessionOutcome:
     diagnostics: tuple[str, ...] = field(default_factory=tuple)
     transcript_usage: Mapping[str, int | None] = field(default_factory=lambda: dict.fromkeys(USAGE_FIELDS))
     """Usage summed over the stream's assistant messages, subagents included (``transcript_usage``)."""
+    events: tuple[Mapping[str, Any], ...] = ()
+    """The parsed stream (second view), kept in memory for the wire cross-check; never written."""
+    stream_usage: Mapping[str, int] | None = None
+    """The result event's usage as the stream printed it (None when it had no valid result)."""
+    usage_wire: Mapping[str, int | None] = field(default_factory=lambda: dict.fromkeys(USAGE_FIELDS))
+    """Every message the relay saw served in this session, subagents included (evidence of record)."""
+    relay_refused: int = 0
+    wire_summary: tuple[Mapping[str, Any], ...] = ()
 
 
 def claude_argv(request: SessionRequest, *, session_id: str) -> list[str]:
@@ -111,9 +119,10 @@ def run_session(
     secrets: Sequence[str],
     cancel: threading.Event | None = None,
     on_event: Callable[[Mapping[str, Any]], None] | None = None,
+    session_id: str | None = None,
 ) -> SessionOutcome:
-    """Run one CLI session in the sandbox and parse what it printed."""
-    session_id = str(uuid.uuid4())
+    """Run one CLI session in the sandbox and parse what it printed (the stream: second view)."""
+    session_id = session_id or str(uuid.uuid4())
 
     def _observe(line: bytes) -> None:
         if on_event is None or not line.strip():
@@ -224,6 +233,7 @@ def _session_error(
         tool_use_counts={},
         transcript=transcript,
         transcript_usage=transcript_usage(events) if events else _unknown_usage(),
+        events=tuple(events),
     )
 
 
@@ -291,6 +301,8 @@ def parse_session(
         transcript=transcript,
         diagnostics=tuple(diagnostics),
         transcript_usage=transcript_usage(events),
+        events=tuple(events),
+        stream_usage=usage,
     )
 
 
@@ -473,4 +485,6 @@ def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
     row["sessions"] = len(outcomes)
     row["usage_main_loop"] = {name: row[name] for name in USAGE_FIELDS}
     row["usage_transcripts"] = sum_usage_fields([o.transcript_usage for o in outcomes])
+    row["usage_wire"] = sum_usage_fields([o.usage_wire for o in outcomes])
+    row["relay_refused_requests"] = sum(o.relay_refused for o in outcomes)
     return row

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workflow_bench.canary import main
-from workflow_bench.canary.attacks import ATTACKS
+from workflow_bench.canary._suite import ATTACKS  # every registered attack module
 
 pytestmark = pytest.mark.e2e
 
