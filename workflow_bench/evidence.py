@@ -320,7 +320,9 @@ def apply_wire(outcome: SessionOutcome, record: WireRecord, *, expected_skill: s
             **common,
         )
     if outcome.error_kind not in _STREAM_SUCCESS_KINDS:
-        return replace(outcome, **common)
+        # A failed session measured nothing: its row usage stays unknown (the stream's None), while
+        # usage_wire keeps what was really served.
+        return replace(outcome, **{**common, "usage": outcome.usage})
     if wire.unverifiable:
         return replace(
             outcome,
