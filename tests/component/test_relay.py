@@ -15,8 +15,8 @@ from typing import ClassVar
 
 import pytest
 
-from workflow_bench.access import CellCredentials
-from workflow_bench.relay import MAX_BODY_BYTES, MAX_CONNECTIONS, ModelRelay
+from workflow_bench.providers.access import CellCredentials
+from workflow_bench.relay.server import MAX_BODY_BYTES, MAX_CONNECTIONS, ModelRelay
 
 pytestmark = pytest.mark.component
 SESSION = "11111111-2222-3333-4444-555555555555"

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from workflow_bench.evidence import analyse, apply_wire, cross_check
-from workflow_bench.relay import Exchange, WireRecord
-from workflow_bench.sessions import SessionOutcome
-from workflow_bench.wire import parse_request, parse_response
+from workflow_bench.cells.evidence import analyse, apply_wire, cross_check
+from workflow_bench.cells.sessions import SessionOutcome
+from workflow_bench.relay.server import Exchange, WireRecord
+from workflow_bench.relay.wire import parse_request, parse_response
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from workflow_bench.wire import message_digest, parse_request, parse_response
+from workflow_bench.relay.wire import message_digest, parse_request, parse_response
 
 pytestmark = pytest.mark.unit
 

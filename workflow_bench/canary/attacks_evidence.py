@@ -16,7 +16,7 @@ command (``$((...))``), so a judge never matches the command's own text in a tra
 
 from __future__ import annotations
 
-from workflow_bench.relay import MAX_CONNECTIONS
+from workflow_bench.relay.server import MAX_CONNECTIONS
 from workflow_bench.sandbox import MODEL_SOCKET_DIR
 
 from .attacks import Attack, Evidence, Plant, _bash, _first_line
