@@ -103,8 +103,11 @@ def test_partial_streams_are_not_completed():
     for body in (cut_mid_frame, _sse(*_message()[:6])):
         facts = parse_response(_http(body, length=False))
         assert facts.completed is False, body[-80:]
-    # Negative control: the same bytes whole are a completed message.
+    # Negative control: the same bytes whole are a completed message; so is a stream cut after
+    # message_delta (inside message_stop, or without it), which the CLI accepts as finished.
     assert parse_response(_http(full, length=False)).completed is True
+    assert parse_response(_http(full[: full.rindex(b"message_stop") + 5], length=False)).completed is True
+    assert parse_response(_http(_sse(*_message(stop=False)), length=False)).completed is True
 
 
 def test_a_body_shorter_than_its_length_or_a_cut_chunk_is_partial():

@@ -27,6 +27,7 @@ from typing import Any
 from workflow_bench.cells.stream_usage import USAGE_FIELDS
 
 _DROPPED_BLOCK_KEYS = frozenset({"cache_control"})
+MID_FRAME = "the stream ended mid-frame"
 _IGNORED_BLOCK_TYPES = frozenset({"thinking", "redacted_thinking"})
 
 
@@ -294,7 +295,7 @@ def sse_events(body: bytes) -> tuple[list[dict[str, Any]], str | None]:
             return events, "an SSE data frame is not JSON"
         if isinstance(event, dict):
             events.append(event)
-    return events, ("the stream ended mid-frame" if tail.strip() else None)
+    return events, (MID_FRAME if tail.strip() else None)
 
 
 def parse_sse(body: bytes) -> ResponseFacts:
@@ -337,9 +338,10 @@ def parse_sse(body: bytes) -> ResponseFacts:
             block = {**block, "text": "".join(parts)}
         ordered.append(block)
     # CLI 2.1.332 accepts a stream cut after message_delta as a finished message (measured by the
-    # scripted provider's fault tests); so does this parser, but only without any other problem.
-    completed = problem is None and saw_delta
-    return _finish(200, message_id, usage, ordered, completed and (stopped or saw_delta), problem)
+    # scripted provider's fault tests), message_stop or not; so does this parser, as long as
+    # nothing else was wrong (a cut inside the trailing message_stop frame is such a cut).
+    completed = saw_delta and problem in (None, MID_FRAME)
+    return _finish(200, message_id, usage, ordered, completed, None if stopped else problem)
 
 
 def _apply_delta(
