@@ -341,7 +341,7 @@ def parse_sse(body: bytes) -> ResponseFacts:
     # scripted provider's fault tests), message_stop or not; so does this parser, as long as
     # nothing else was wrong (a cut inside the trailing message_stop frame is such a cut).
     completed = saw_delta and problem in (None, MID_FRAME)
-    return _finish(200, message_id, usage, ordered, completed, None if stopped else problem)
+    return _finish(200, message_id, usage, ordered, completed, None if completed else problem)
 
 
 def _apply_delta(
