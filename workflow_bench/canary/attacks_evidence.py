@@ -94,22 +94,22 @@ def show(label, data):
     line = data.split(b"\\r\\n")[0].decode("latin-1")
     print("%s %s %s" % (label, line, "relay-refusal" if b"relay: " in data else "upstream-answer"))
 msg = {{"model": "scripted-canary", "max_tokens": 5, "messages": [{{"role": "user", "content": "hi"}}]}}
+# The session id is learnable: it names the CLI's transcript under $HOME.
+import glob, os
+sid = ([os.path.basename(p)[:-6] for p in glob.glob(os.path.expanduser("~/.claude/projects/*/*.jsonl"))]
+       or [None])[0]
+print("session id found:", bool(sid))
 {requests}
 PY"""
 
 
 _OTHER_PATHS = _relay_client(
-    'show("files", post("/v1/files", msg))\n'
-    'show("batches", post("/v1/messages/batches", msg))\n'
-    'show("models", post("/v1/models", {}, method="GET"))\n'
-    'show("delete", post("/v1/messages", msg, method="DELETE"))'
+    'show("files", post("/v1/files", msg, session=sid))\n'
+    'show("batches", post("/v1/messages/batches", msg, session=sid))\n'
+    'show("models", post("/v1/models", {}, method="GET", session=sid))\n'
+    'show("delete", post("/v1/messages", msg, method="DELETE", session=sid))'
 )
 _OTHER_MODEL = _relay_client(
-    # The session id is learnable: it names the CLI's transcript under $HOME.
-    "import glob, os\n"
-    'sid = ([os.path.basename(p)[:-6] for p in glob.glob(os.path.expanduser("~/.claude/projects/*/*.jsonl"))]'
-    " or [None])[0]\n"
-    'print("session id found:", bool(sid))\n'
     'show("opus", post("/v1/messages", {**msg, "model": "claude-opus-5-5"}, session=sid))\n'
     'show("no-session", post("/v1/messages", msg))'
 )

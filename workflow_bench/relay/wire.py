@@ -304,7 +304,7 @@ def parse_sse(body: bytes) -> ResponseFacts:
     usage = _unknown_usage()
     blocks: dict[int, dict[str, Any]] = {}
     partial_json: dict[int, list[str]] = {}
-    stopped = saw_delta = False
+    saw_delta = False
     for event in events:
         kind = event.get("type")
         if kind == "message_start" and isinstance(event.get("message"), dict):
@@ -324,8 +324,6 @@ def parse_sse(body: bytes) -> ResponseFacts:
         elif kind == "message_delta":
             saw_delta = True
             _usage_from(event.get("usage"), usage)
-        elif kind == "message_stop":
-            stopped = True
         elif kind == "error":
             problem = problem or "the stream carried an error event"
     if message_id is None:
