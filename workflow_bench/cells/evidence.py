@@ -90,7 +90,6 @@ def analyse(record: WireRecord) -> WireEvidence:
     by_continuation: dict[tuple[str, ...], int] = {}
     consumed: set[int] = set()
     tool_uses: dict[str, ToolUse] = {}
-    use_origin: dict[str, int] = {}
     tool_results: dict[str, ToolResult] = {}
     anchors_used: set[str] = set()
     agents_seen: set[str] = set()
@@ -137,10 +136,7 @@ def analyse(record: WireRecord) -> WireEvidence:
                 if use.id in tool_uses:
                     tampering.append(f"response {i} repeats tool call id {use.id}")
                 tool_uses.setdefault(use.id, use)
-                use_origin.setdefault(use.id, i)
-    return _evidence(
-        record, thread_of, consumed, tool_uses, use_origin, tool_results, tampering, unverifiable
-    )
+    return _evidence(record, thread_of, consumed, tool_uses, tool_results, tampering, unverifiable)
 
 
 def _new_thread_problem(
@@ -167,14 +163,16 @@ def _new_thread_problem(
     return f"request {exchange.index} starts a conversation the session never had"
 
 
-def _evidence(record, thread_of, consumed, tool_uses, use_origin, tool_results, tampering, unverifiable):
+def _evidence(record, thread_of, consumed, tool_uses, tool_results, tampering, unverifiable):
     exchanges = record.exchanges
     main = thread_of[exchanges[0].index] if exchanges else None
     last_in_thread: dict[int, int] = {}
     for exchange in exchanges:
         if exchange.response.completed:
             last_in_thread[thread_of[exchange.index]] = exchange.index
-    accepted = {i for i in consumed} | set(last_in_thread.values())
+    # Accepted: a reply the CLI continued from, or the last one of its conversation. A reply
+    # that was retried away is spend (usage_wire) but not part of what the CLI reports.
+    accepted = set(consumed) | set(last_in_thread.values())
     seen_ids: set[str] = set()
     spend, main_usage, summary = [], [], []
     counts: dict[str, int] = {}
