@@ -17,7 +17,7 @@ import pytest
 pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow_bench"
 LAYERS = {
-    "process": 0, "redaction": 0, "judging.outcomes": 0, "row_schema": 0, "providers.access": 0,
+    "usage": 0, "process": 0, "redaction": 0, "judging.outcomes": 0, "row_schema": 0, "providers.access": 0,
     "review": 0, "toolkit.spec": 0, "arms": 0,
     "tasks": 1, "relay": 1, "claude_cli": 1, "sandbox": 1,
     "providers.scripted": 1, "corpus": 1, "providers.gateway": 1, "toolkit.overlay": 1,

@@ -25,8 +25,9 @@ from typing import Any
 from workflow_bench.process import ProcessResult
 from workflow_bench.redaction import redact_text, redact_value
 from workflow_bench.sandbox import SANDBOX_CLAUDE_BIN, RunPolicy, Sandbox
+from workflow_bench.usage import USAGE_FIELDS, sum_usage, unknown_usage
 
-from .stream_usage import USAGE_FIELDS, sum_usage_fields, transcript_usage
+from .stream_usage import transcript_usage
 
 MAX_STREAM_BYTES = 8 * 1024 * 1024  # reference cap; overflow makes evidence unverifiable, not truncated
 TAIL_CHARS = 2000
@@ -70,7 +71,7 @@ class SessionOutcome:
     tool_use_counts: Mapping[str, int]
     transcript: bytes
     diagnostics: tuple[str, ...] = field(default_factory=tuple)
-    transcript_usage: Mapping[str, int | None] = field(default_factory=lambda: dict.fromkeys(USAGE_FIELDS))
+    transcript_usage: Mapping[str, int | None] = field(default_factory=unknown_usage)
     """Usage summed over the stream's assistant messages, subagents included (``transcript_usage``)."""
 
 
@@ -189,10 +190,6 @@ def _finite_nonneg(value: Any) -> float | None:
     return float(value) if math.isfinite(value) and value >= 0 else None
 
 
-def _unknown_usage() -> dict[str, int | None]:
-    return dict.fromkeys(USAGE_FIELDS)
-
-
 def _session_error(
     result: ProcessResult,
     detail: str,
@@ -215,7 +212,7 @@ def _session_error(
             "stdout_tail": stdout_tail,
             "event_stream_error": detail,
         },
-        usage=_unknown_usage(),
+        usage=unknown_usage(),
         cost_usd=None,
         duration_s=result.duration_s,
         num_turns=None,
@@ -224,7 +221,7 @@ def _session_error(
         transcript_missing=not transcript,
         tool_use_counts={},
         transcript=transcript,
-        transcript_usage=transcript_usage(events) if events else _unknown_usage(),
+        transcript_usage=transcript_usage(events) if events else unknown_usage(),
     )
 
 
@@ -440,9 +437,7 @@ def progress_observer(progress: Callable[[str], None], label: str) -> Callable[[
 def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
     """Fold an arm's sessions into the session layer of a row (reference §5)."""
     row: dict[str, Any] = {}
-    for field_name in USAGE_FIELDS:
-        values = [o.usage.get(field_name) for o in outcomes]
-        row[field_name] = None if not values or any(v is None for v in values) else sum(values)
+    row.update(sum_usage(o.usage for o in outcomes))
     costs = [o.cost_usd for o in outcomes]
     row["cost_usd"] = None if not costs or any(c is None for c in costs) else round(sum(costs), 6)
     durations = [o.duration_s for o in outcomes]
@@ -473,5 +468,5 @@ def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
     row["evidence_diagnostics"] = [d for o in outcomes for d in o.diagnostics]
     row["sessions"] = len(outcomes)
     row["usage_main_loop"] = {name: row[name] for name in USAGE_FIELDS}
-    row["usage_transcripts"] = sum_usage_fields([o.transcript_usage for o in outcomes])
+    row["usage_transcripts"] = sum_usage(o.transcript_usage for o in outcomes)
     return row
