@@ -4,7 +4,9 @@ Every module of the package has a layer (keyed by dotted module name; a key also
 modules below it, e.g. ``sandbox`` covers ``sandbox._bwrap``). A module may import only modules
 at its own layer or below. Absolute (``workflow_bench.x.y``) and relative (``.y``, ``..x``)
 imports are both resolved. Adding a module means giving it a layer here; an upward import fails
-this test (negative control: ``test_an_upward_import_is_caught``).
+this test (negative control: ``test_an_upward_import_is_caught``). Layers alone allow a circle
+between modules of one layer, so the import graph must also be acyclic, counting imports under
+``TYPE_CHECKING`` and inside functions too (negative control: ``test_a_cycle_is_caught``).
 """
 
 from __future__ import annotations
@@ -100,6 +102,68 @@ def violations(sources: dict[str, str], known: set[str] | None = None) -> list[s
     return problems
 
 
+def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    parsed = _parse(sources)
+    known = set(parsed)
+    return {
+        name: {t for t in imported_modules(tree, name, is_package, known) if t in known and t != name}
+        for name, (tree, is_package) in parsed.items()
+    }
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle per strongly connected group of modules (Tarjan), each as an import path a → … → a."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.add(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(_circle(graph, group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _circle(graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    """A shortest import path from the group's first module back to itself, inside the group."""
+    start = min(group)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for target in sorted(graph[node] & group):
+                if target == start:
+                    return [*paths[node], start]
+                if target not in paths:
+                    paths[target] = [*paths[node], target]
+                    following.append(target)
+        frontier = following
+    raise AssertionError(f"no circle through {start} in {sorted(group)}")
+
+
 def _package_sources() -> dict[str, str]:
     return {str(p): p.read_text() for p in PACKAGE.rglob("*.py") if "corpus/target" not in p.as_posix()}
 
@@ -113,3 +177,21 @@ def test_an_upward_import_is_caught():
     assert violations(fake, {"sweep"}) == ["cells.sessions (layer 2) imports sweep (layer 7)"]
     absolute = {str(PACKAGE / "cells" / "sessions.py"): "from workflow_bench.sweep import run_sweep\n"}
     assert violations(absolute, {"sweep"}) == ["cells.sessions (layer 2) imports sweep (layer 7)"]
+
+
+def test_no_import_cycles():
+    assert [" → ".join(c) for c in cycles(import_graph(_package_sources()))] == []
+
+
+def test_a_cycle_is_caught():
+    fake = {
+        str(PACKAGE / "tasks" / "spec.py"): "from .schema import TaskFileError\n",
+        str(PACKAGE / "tasks" / "schema.py"): "from workflow_bench.tasks.oracles import capture_oracle\n",
+        str(PACKAGE / "tasks" / "oracles.py"): (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .spec import OracleSpec\n"
+        ),
+        str(PACKAGE / "tasks" / "repos.py"): "from ..process import run_process\n",
+    }
+    assert [" → ".join(c) for c in cycles(import_graph(fake))] == [
+        "tasks.oracles → tasks.spec → tasks.schema → tasks.oracles"
+    ]

@@ -15,8 +15,10 @@ Owns three steps of the hidden-oracle lifecycle (reference harness §8, "Hidden-
 Must never: follow a symlink when reading or writing oracle bytes, or put oracle bytes (or the
 oracle's output) into an error message: errors end up in rows and logs that later agents can read.
 
-Callers: ``tasks.spec`` (capture, at load and bind time) and ``judging.judge`` (stage and verify). This module
-has no runtime import of ``tasks``, so ``tasks.TaskBinding`` can hold an ``OracleSnapshot``.
+It also owns the oracle's declaration parts (``OracleFileSpec``, ``OracleSpec``), so it imports
+nothing else of ``tasks``: ``schema`` and ``spec`` import it, never the other way round.
+Callers: ``tasks.schema``/``tasks.spec`` (declare, capture at load and bind time) and
+``judging.judge`` (stage and verify).
 """
 
 from __future__ import annotations
@@ -29,10 +31,23 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from workflow_bench.tasks.spec import OracleFileSpec, OracleSpec
+
+@dataclass(frozen=True, slots=True)
+class OracleFileSpec:
+    """One declared oracle file: ``source`` relative to the task file's directory, staged at ``target``."""
+
+    source: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class OracleSpec:
+    """The hidden oracle as declared: a shell command and 1–8 files (validated by ``TaskSpec``)."""
+
+    command: str
+    files: tuple[OracleFileSpec, ...]
+
 
 # Limits from the reference harness's oracle declaration rules (§4.1): an oracle is a handful of
 # test files, so anything past these is a mistake or an attempt to smuggle data into the sandbox.

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple, NoReturn
 
-from .oracles import OracleCaptureError, OracleSnapshot, capture_oracle
+from .oracles import OracleCaptureError, OracleFileSpec, OracleSnapshot, OracleSpec, capture_oracle
 from .repos import (
     BUNDLE_CLONE_TIMEOUT_S,
     GIT_TIMEOUT_S,
@@ -53,8 +53,6 @@ from .schema import (
     TASK_ID_PATTERN,
     TASK_KEYS,
     DependencySpec,
-    OracleFileSpec,
-    OracleSpec,
     Problem,
     TaskFileError,
     TaskSpecError,
