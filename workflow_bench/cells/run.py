@@ -45,13 +45,8 @@ from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_
 
 from .context import CellResult, SweepSettings, TaskContext
 from .rows import identity_fields, infra_error_row, provider_fields
-from .sessions import (
-    SessionOutcome,
-    SessionRequest,
-    progress_observer,
-    run_session,
-    sum_sessions,
-)
+from .session_fold import progress_observer, sum_sessions
+from .sessions import SessionOutcome, SessionRequest, run_session
 from .workspace import (
     NON_WORK_PATHS,
     PLAN_DIR,
