@@ -198,3 +198,31 @@ def test_a_cycle_is_caught():
     assert [" → ".join(c) for c in cycles(import_graph(fake))] == [
         "tasks.oracles → tasks.spec → tasks.schema → tasks.oracles"
     ]
+
+
+MAX_LINES = 400
+SIZE_REASON = "Over 400 lines on purpose:"
+
+
+def oversized(sources: dict[str, str]) -> list[str]:
+    """Modules over ``MAX_LINES`` whose docstring does not open with a one-line reason."""
+    return sorted(
+        module_name(Path(path))[0]
+        for path, text in sources.items()
+        if text.count("\n") > MAX_LINES and SIZE_REASON not in "\n".join(text.splitlines()[:3])
+    )
+
+
+def test_no_module_over_400_lines_without_a_reason():
+    assert oversized(_package_sources()) == []
+    long = "x = 1\n" * (MAX_LINES + 1)
+    fake = {
+        str(PACKAGE / "cells" / "big.py"): long,
+        str(PACKAGE / "cells" / "ok.py"): f'"""T.\n{SIZE_REASON} y."""\n' + long,
+    }
+    assert oversized(fake) == ["cells.big"]
+
+
+def test_at_most_a_dozen_modules_at_the_top():
+    top = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+    assert len(top) <= 12, top

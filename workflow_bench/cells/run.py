@@ -1,4 +1,5 @@
 """One cell: a fresh clone, its sessions, the judges, and the row — returned as data.
+Over 400 lines on purpose: the cell lifecycle (clone, sessions, judges, row, cleanup) reads as one sequence.
 
 ``run_cell`` owns its clone for the whole call and removes it whatever
 happens. It never writes the output directory: the row and the artifacts

@@ -1,4 +1,5 @@
 """The task-file schema: keys, error types, field checks, declaration parts and strict loading.
+Over 400 lines on purpose: each task-file key's check sits beside the loader that names file/task/key.
 
 Owns what a task file may say (reference harness §4.1): the keys, the value checks shared by the
 spec constructors and the loader (``*_problems``), the declaration part ``DependencySpec`` (the
