@@ -25,9 +25,10 @@ from typing import Any
 
 from workflow_bench.relay.server import Exchange, WireRecord
 from workflow_bench.relay.wire import ToolResult, ToolUse
+from workflow_bench.usage import USAGE_FIELDS, sum_usage
 
-from .sessions import SessionOutcome, skill_evidence
-from .stream_usage import USAGE_FIELDS
+from .sessions import SessionOutcome
+from .skill_evidence import skill_evidence
 
 _SUBAGENT_TOOLS = frozenset({"agent", "task", "skill"})
 
@@ -68,14 +69,6 @@ def _skill_name(inputs: Mapping[str, Any]) -> str | None:
         if isinstance(raw, str) and raw.strip():
             return raw.strip().split()[0].lstrip("/").rsplit(":", 1)[-1].lower() or None
     return None
-
-
-def _sum(messages: Sequence[Mapping[str, int | None]]) -> dict[str, int | None]:
-    out: dict[str, int | None] = {}
-    for key in USAGE_FIELDS:
-        values = [m.get(key) for m in messages]
-        out[key] = None if any(v is None for v in values) else sum(v for v in values if v is not None)
-    return out
 
 
 def analyse(record: WireRecord) -> WireEvidence:
@@ -209,8 +202,8 @@ def _evidence(record, thread_of, consumed, tool_uses, tool_results, tampering, u
     return WireEvidence(
         exchanges=len(exchanges),
         refused=record.refused,
-        usage=_sum(spend),
-        usage_main=_sum(main_usage),
+        usage=sum_usage(spend),
+        usage_main=sum_usage(main_usage),
         tool_use_counts=dict(sorted(counts.items())),
         tool_uses=tool_uses,
         tool_results=tool_results,

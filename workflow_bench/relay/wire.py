@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workflow_bench.cells.stream_usage import USAGE_FIELDS
+from workflow_bench.usage import USAGE_FIELDS, unknown_usage
 
 _DROPPED_BLOCK_KEYS = frozenset({"cache_control"})
 MID_FRAME = "the stream ended mid-frame"
@@ -148,12 +148,8 @@ def parse_request(body: bytes) -> RequestFacts:
 # ── responses ──────────────────────────────────────────────────────────────
 
 
-def _unknown_usage() -> dict[str, int | None]:
-    return dict.fromkeys(USAGE_FIELDS)
-
-
 def _failed(status: int | None, error: str) -> ResponseFacts:
-    return ResponseFacts(status, None, _unknown_usage(), (), False, None, parse_error=error)
+    return ResponseFacts(status, None, unknown_usage(), (), False, None, parse_error=error)
 
 
 def split_http_response(raw: bytes) -> tuple[int | None, dict[str, str], bytes, str | None]:
@@ -212,7 +208,7 @@ def parse_response(raw: bytes) -> ResponseFacts:
     if headers.get("content-encoding", "identity").lower() not in ("identity", ""):
         return _failed(status, f"compressed response ({headers['content-encoding']}) cannot be read")
     if status != 200:
-        return ResponseFacts(status, None, _unknown_usage(), (), False, None)
+        return ResponseFacts(status, None, unknown_usage(), (), False, None)
     if "text/event-stream" in headers.get("content-type", ""):
         facts = parse_sse(body)
     else:
@@ -273,7 +269,7 @@ def parse_json_message(body: bytes) -> ResponseFacts:
         return _failed(200, f"JSON response is not JSON: {exc}"[:200])
     if not isinstance(data, dict) or data.get("type") != "message":
         return _failed(200, "JSON response is not a message")
-    usage = _unknown_usage()
+    usage = unknown_usage()
     _usage_from(data.get("usage"), usage)
     content = data.get("content") if isinstance(data.get("content"), list) else []
     return _finish(200, data.get("id"), usage, content, completed=True)
@@ -301,7 +297,7 @@ def sse_events(body: bytes) -> tuple[list[dict[str, Any]], str | None]:
 def parse_sse(body: bytes) -> ResponseFacts:
     events, problem = sse_events(body)
     message_id: Any = None
-    usage = _unknown_usage()
+    usage = unknown_usage()
     blocks: dict[int, dict[str, Any]] = {}
     partial_json: dict[int, list[str]] = {}
     saw_delta = False
