@@ -212,3 +212,13 @@ def test_a_forged_result_usage_is_tampering_and_the_row_keeps_the_wire_usage():
     outcome = apply_wire(_outcome(forged), _record(_honest()), expected_skill="work")
     assert outcome.error_kind == "evidence-tampered"
     assert outcome.usage["input_tokens"] == 30
+
+
+def test_a_session_with_nothing_served_matches_a_zero_result_only():
+    """Every request got a 529: the CLI reports zeros, the row's usage stays unknown."""
+    failed = b"HTTP/1.1 529 x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+    wire = analyse(_record([_exchange(0, [USER], failed)]))
+    assert wire.usage_main == dict.fromkeys(wire.usage_main)  # unknown, never 0
+    zero = [{"type": "result", "is_error": True, "usage": _usage(0) | {"output_tokens": 0}}]
+    assert cross_check(wire, zero) == []
+    assert cross_check(wire, [{"type": "result", "is_error": True, "usage": _usage(5)}])
