@@ -102,6 +102,16 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
                 f"primary={row.get('error_kind')}: {row.get('error_detail')}; cleanup: {cleanup_error}"
             )[:2000],
         }
+    try:
+        return _finished(row, settings, task, arm, key, artifacts, cell_secrets)
+    except Exception as exc:  # the row's assembly reads agent output too; a failure there is still data
+        fallback = infra_error_row(exc, cell_secrets)
+        fallback["error_detail"] = f"while assembling the row: {fallback['error_detail']}"
+        fallback.update(identity_fields(settings, task, arm, key))
+        return CellResult(row=complete_row(redact_value(fallback, cell_secrets)), artifacts=artifacts)
+
+
+def _finished(row, settings, task, arm, key, artifacts, cell_secrets) -> CellResult:
     row.update(identity_fields(settings, task, arm, key))
     row.update(provider_fields(settings.access, key, artifacts, cell_secrets))
     return CellResult(row=complete_row(redact_value(row, cell_secrets)), artifacts=artifacts)

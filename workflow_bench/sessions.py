@@ -23,12 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .process import ProcessResult
-from .redaction import redact_text, redact_value
+from .redaction import printable, redact_text, redact_value
 from .sandbox import SANDBOX_CLAUDE_BIN, RunPolicy, Sandbox
 from .stream_usage import USAGE_FIELDS, sum_usage_fields, transcript_usage
 
 MAX_STREAM_BYTES = 8 * 1024 * 1024  # reference cap; overflow makes evidence unverifiable, not truncated
 TAIL_CHARS = 2000
+# Tool names come from the model: bounded and escaped wherever they are stored or printed.
+TOOL_NAME_CHARS = 128
+PROGRESS_TOOLS = 8
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _TOOL_USE_ID = re.compile(r"[A-Za-z0-9_-]{1,256}")
 # Inline settings for every session: no hooks from anywhere (a repository's
@@ -120,8 +123,8 @@ def run_session(
             return
         try:
             event = json.loads(line)
-        except ValueError:
-            return
+        except (ValueError, RecursionError):
+            return  # parse_session judges the captured stream strictly afterwards
         if isinstance(event, dict):
             on_event(event)
 
@@ -161,8 +164,8 @@ def parse_events(stdout: bytes) -> list[dict[str, Any]]:
             continue
         try:
             event = json.loads(line, parse_constant=_reject_constant)
-        except ValueError as exc:
-            raise _StreamError(f"line {number} is not JSON: {exc}") from exc
+        except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than json allows
+            raise _StreamError(f"line {number} is not JSON: {type(exc).__name__}: {exc}"[:500]) from exc
         if not isinstance(event, dict):
             raise _StreamError(f"line {number} is not a JSON object")
         events.append(event)
@@ -231,6 +234,9 @@ def parse_session(
     result: ProcessResult, *, expected_skill: str | None, secrets: Sequence[str]
 ) -> SessionOutcome:
     """Turn a finished CLI process into a SessionOutcome (pure; unit-tested)."""
+    if result.reader_error:
+        # The capture or the live observer failed: what we hold may not be the whole stream.
+        return _session_error(result, result.reader_error, transcript=b"")
     if result.stdout_overflow:
         return _session_error(result, f"stream exceeded {MAX_STREAM_BYTES} bytes", transcript=b"")
     try:
@@ -318,10 +324,12 @@ def _content_blocks(events: Sequence[Mapping[str, Any]], event_type: str):
 
 
 def tool_use_counts(events: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Tool calls per tool name; names are model output, so each is stored as ``printable`` (bounded)."""
     counts: dict[str, int] = {}
     for block in _content_blocks(events, "assistant"):
         if block.get("type") == "tool_use" and isinstance(block.get("name"), str):
-            counts[block["name"]] = counts.get(block["name"], 0) + 1
+            name = printable(block["name"], TOOL_NAME_CHARS)
+            counts[name] = counts.get(name, 0) + 1
     return dict(sorted(counts.items()))
 
 
@@ -407,9 +415,18 @@ def skill_evidence(events: Sequence[Mapping[str, Any]], expected: str) -> tuple[
 
 def render_transcript(events: Sequence[Mapping[str, Any]], secrets: Sequence[str]) -> bytes:
     """Canonical, structurally redacted JSON lines (sorted keys)."""
-    lines = [json.dumps(redact_value(e, secrets), sort_keys=True, ensure_ascii=False) for e in events]
+    lines = [_render_event(redact_value(e, secrets)) for e in events]
     text = "\n".join(lines) + ("\n" if lines else "")
     return redact_text(text, secrets).encode()
+
+
+def _render_event(event: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(event, sort_keys=True, ensure_ascii=False)
+    except RecursionError:
+        # json.loads accepted it a few frames higher up; a stub keeps the line count honest.
+        stub = {"type": event.get("type"), "wfbench_unrendered": "nesting too deep"}
+        return json.dumps(stub, sort_keys=True)
 
 
 # ── folding and progress ──────────────────────────────────────────────────
@@ -421,17 +438,17 @@ def progress_observer(progress: Callable[[str], None], label: str) -> Callable[[
         if event.get("type") == "assistant":
             message = event.get("message") or {}
             content = message.get("content") if isinstance(message, dict) else None
-            tools = [
-                b.get("name") for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_use"
-            ]
+            blocks = content if isinstance(content, list) else []
+            tools = [b.get("name") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
             if tools:
                 turns["n"] += 1
-                progress(f"{label}: tool call {turns['n']}: {', '.join(str(t) for t in tools)}")
+                names = ", ".join(printable(t, TOOL_NAME_CHARS) for t in tools[:PROGRESS_TOOLS])
+                more = f" (+{len(tools) - PROGRESS_TOOLS} more)" if len(tools) > PROGRESS_TOOLS else ""
+                progress(f"{label}: tool call {turns['n']}: {names}{more}")
         elif event.get("type") == "system" and event.get("subtype") == "api_retry":
-            progress(
-                f"{label}: API retry {event.get('attempt')}/{event.get('max_retries')} "
-                f"(status {event.get('error_status')})"
-            )
+            attempt, most = printable(event.get("attempt"), 12), printable(event.get("max_retries"), 12)
+            status = printable(event.get("error_status"), 12)
+            progress(f"{label}: API retry {attempt}/{most} (status {status})")
 
     return observe
 

@@ -32,6 +32,7 @@ from .schedule import SweepOutcome, run_cells
 from .tasks import TaskBinding
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
+CONSOLE_LINE_CHARS = 2000  # one live line at most; longer agent text is cut with "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +84,10 @@ class _Console:
         self._secrets = tuple(secrets)
 
     def __call__(self, line: str) -> None:
-        from .redaction import redact_text
+        from .redaction import printable, redact_text
 
-        with self._lock:
-            print(redact_text(line, self._secrets), flush=True)
+        with self._lock:  # printable: agent text (tool names, error tails) must not drive the terminal
+            print(printable(redact_text(line, self._secrets), CONSOLE_LINE_CHARS), flush=True)
 
     def elapsed(self) -> str:
         seconds = int(time.monotonic() - self._started)
