@@ -5,7 +5,9 @@ happens. It never writes the output directory: the row and the artifacts
 (patch, transcripts) come back in a ``CellResult`` and the driver persists
 them. It catches ``Exception`` in exactly one place, its top, and records it
 as an ``infra-error`` row (``cancelled`` when the sweep's cancellation event is
-set); ``KeyboardInterrupt`` propagates.
+set); ``KeyboardInterrupt`` propagates. The cell runs inside its kernel
+bounds (``sandbox.CellResources``: its own disk volume, memory and process
+cgroups); a cell that hit one is ``resource-limit``, whatever failed after.
 
 Order inside a cell, and why:
   copy template → setup (sandbox, no network) → sessions (workspace
@@ -38,6 +40,7 @@ from .sandbox import (
     EMPTY_DIR_NAME,
     MODEL_SOCKET_DIR,
     SANDBOX_WORKSPACE,
+    CellResources,
     Mount,
     RunPolicy,
     Sandbox,
@@ -81,17 +84,24 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     cell_secrets = (*credentials.secrets, *settings.access.static_secrets)
     cell_dir = settings.work_root / f"{key.slug}-{secrets.token_hex(4)}"
     artifacts: dict[str, bytes] = {}
+    resources = CellResources(settings.limits, cell_dir)
     try:
-        cell_dir.mkdir(parents=True)
+        resources.open(clone_source=task.template)
         copy_clone(task.template, cell_dir / "workspace")
-        run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts)
+        run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts, resources)
         row = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
         row = infra_error_row(exc, cell_secrets)
         if settings.cancel.is_set():
             row["error_kind"] = "cancelled"
     finally:
-        cleanup_error = _remove(cell_dir)
+        breaches, enforced = resources.breaches(), resources.enforced()
+        cleanup_error = resources.close() or _remove(cell_dir)
+    if breaches:
+        # The cell's own processes hit a kernel bound: whatever failed after that is the agent's doing.
+        detail = f"{'; '.join(breaches)} (primary={row.get('error_kind')})"[:2000]
+        row = {**row, "ok": False, "resolved": False, "error_kind": "resource-limit", "error_detail": detail}
+    row["resource_limits"] = enforced
     if cleanup_error is not None:
         row = {
             **row,
@@ -129,7 +139,16 @@ class _CellRun:
     """The mutable state of one cell while it runs (never shared between cells)."""
 
     def __init__(
-        self, settings, task, arm, key, cell_dir: Path, credentials: CellCredentials, cell_secrets, artifacts
+        self,
+        settings,
+        task,
+        arm,
+        key,
+        cell_dir: Path,
+        credentials: CellCredentials,
+        cell_secrets,
+        artifacts,
+        resources: CellResources,
     ):
         self.settings: SweepSettings = settings
         self.task: TaskContext = task
@@ -149,6 +168,7 @@ class _CellRun:
                 for source, target in task.binding.dependency_mounts
             ),
             bwrap_bin=settings.bwrap_bin,
+            resources=resources,
         )
 
     def execute(self) -> dict[str, Any]:

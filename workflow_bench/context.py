@@ -18,7 +18,7 @@ from .access import ModelAccess
 from .arms import Toolkit
 from .comparator import ComparatorPlugin
 from .overlay import Overlay
-from .sandbox import SandboxKind
+from .sandbox import CellLimits, SandboxKind
 from .tasks import TaskBinding
 from .workspace import add_task_assets, build_template, seed_skills, skill_fingerprint, workspace_snapshot
 
@@ -44,6 +44,7 @@ class SweepSettings:
     cancel: threading.Event = field(default_factory=threading.Event)
     progress: Callable[[str], None] = print
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
+    limits: CellLimits = field(default_factory=CellLimits)
 
 
 @dataclass(frozen=True, slots=True)

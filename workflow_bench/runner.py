@@ -34,7 +34,19 @@ from .gateway import GatewayError, locate_litellm
 from .output import OutputDirError, prepare_output_dir
 from .overlay import Overlay, OverlayError, load_overlay
 from .provider import Script, ScriptError, load_script
-from .sandbox import HOST_CHILD_UID, SandboxError, SandboxKind, preflight
+from .sandbox import (
+    DEFAULT_DISK_MIB,
+    DEFAULT_MEMORY_MIB,
+    DEFAULT_PIDS,
+    HOST_CHILD_UID,
+    MIN_DISK_MIB,
+    MIN_MEMORY_MIB,
+    MIN_PIDS,
+    CellLimits,
+    SandboxError,
+    SandboxKind,
+    preflight,
+)
 from .schedule import DEFAULT_OUTAGE_STREAK, MAX_WORKERS
 from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
 from .tasks import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
@@ -86,6 +98,24 @@ def _non_negative_int(value: str) -> int:
     if number < 0:
         raise argparse.ArgumentTypeError("must be 0 or more")
     return number
+
+
+def _bounded(minimum: int, maximum: int, unit: str):
+    """An argparse type: an integer in [minimum, maximum] (a limit below the floor would break the CLI)."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of {unit}") from None
+        if not minimum <= number <= maximum:
+            raise argparse.ArgumentTypeError(f"must be between {minimum} and {maximum} {unit}")
+        return number
+
+    return parse
+
+
+_HOST_MEMORY_MIB = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
 
 
 def _arm(value: str) -> str:
@@ -159,6 +189,24 @@ def build_parser() -> argparse.ArgumentParser:
         type=_non_negative_int,
         default=DEFAULT_OUTAGE_STREAK,
         help="abort after this many consecutive systemic failures (0 disables; default 5)",
+    )
+    parser.add_argument(
+        "--cell-memory-mib",
+        type=_bounded(MIN_MEMORY_MIB, max(MIN_MEMORY_MIB, _HOST_MEMORY_MIB), "MiB"),
+        default=DEFAULT_MEMORY_MIB,
+        help=f"memory limit per cell, all its processes together (cgroup; default {DEFAULT_MEMORY_MIB})",
+    )
+    parser.add_argument(
+        "--cell-pids",
+        type=_bounded(MIN_PIDS, 1 << 20, "processes"),
+        default=DEFAULT_PIDS,
+        help=f"process/thread limit per cell (cgroup; default {DEFAULT_PIDS})",
+    )
+    parser.add_argument(
+        "--cell-disk-mib",
+        type=_bounded(MIN_DISK_MIB, 1 << 24, "MiB"),
+        default=DEFAULT_DISK_MIB,
+        help=f"disk a cell may write on top of its clone (own volume; default {DEFAULT_DISK_MIB})",
     )
     parser.add_argument(
         "--claude-bin", help="Claude Code binary (default: the pinned version installed by ./dev)"
@@ -418,6 +466,7 @@ def _sweep_config(
         overlay=ready.overlay,
         comparator=ready.comparator,
         sandbox_kind=ready.sandbox_kind,
+        limits=CellLimits(memory_mib=args.cell_memory_mib, pids=args.cell_pids, disk_mib=args.cell_disk_mib),
     )
 
 

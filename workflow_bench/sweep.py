@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from .context import CellResult, SweepSettings, TaskContext, prepare_task_contex
 from .output import OutputDir
 from .overlay import Overlay
 from .report import ReportProvenance, render_markdown
-from .sandbox import SandboxKind, write_runtime_dir
+from .sandbox import CellLimits, SandboxKind, write_runtime_dir
 from .schedule import SweepOutcome, run_cells
 from .tasks import TaskBinding
 
@@ -56,6 +56,7 @@ class SweepConfig:
     overlay: Overlay | None = None
     comparator: ComparatorPlugin | None = None
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
+    limits: CellLimits = field(default_factory=CellLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +148,7 @@ def run_sweep(
         cancel=cancel,
         progress=console,
         sandbox_kind=config.sandbox_kind,
+        limits=config.limits,
     )
     rows: list[dict] = []
     try:
