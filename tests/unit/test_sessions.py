@@ -7,8 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from workflow_bench.process import ProcessResult
-from workflow_bench.sessions import (
+from workflow_bench.cells.sessions import (
     TOOL_NAME_CHARS,
     SessionRequest,
     claude_argv,
@@ -17,6 +16,7 @@ from workflow_bench.sessions import (
     progress_observer,
     skill_evidence,
 )
+from workflow_bench.process import ProcessResult
 
 pytestmark = pytest.mark.unit
 

@@ -26,14 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workflow_bench.access import CellKey, ModelAccess
-from workflow_bench.arms import Toolkit, resolve_arm
-from workflow_bench.cell import run_cell
-from workflow_bench.context import SweepSettings, prepare_task_context
-from workflow_bench.provider import ScriptedProvider
+from workflow_bench.arms import resolve_arm
+from workflow_bench.cells.context import SweepSettings, prepare_task_context
+from workflow_bench.cells.run import run_cell
+from workflow_bench.providers.access import CellKey, ModelAccess
+from workflow_bench.providers.scripted import ScriptedProvider
 from workflow_bench.redaction import REDACTED
 from workflow_bench.sandbox import HOME_SIZE_BYTES, TMP_SIZE_BYTES, CellLimits, write_runtime_dir
-from workflow_bench.tasks import bind_tasks, load_task_file
+from workflow_bench.tasks.spec import bind_tasks, load_task_file
+from workflow_bench.toolkit.spec import Toolkit
 
 from ._suite import ARM, CANARY_MODEL, CANARY_TASKS, CORPUS, Verdict, attacker_script, planted
 from ._suite import _tool_results as tool_results
