@@ -120,3 +120,16 @@ def test_writable_filesystems_in_the_sandbox_are_sized_or_read_only(tmp_path, bw
     assert b"writable" not in result.stdout, result.stdout
     sizes = dict(line.split() for line in result.stdout.decode().splitlines())
     assert sizes == {"/run": "4096", "/dev/shm": "65536", "/tmp": "524288", "/home": "262144"}
+
+
+def test_without_root_nothing_is_claimed(tmp_path, monkeypatch):
+    from workflow_bench.sandbox import _limits
+
+    monkeypatch.setattr(_limits, "_own_cgroup", lambda _controller: None)
+    monkeypatch.setattr(_limits, "_can_mount", lambda: False)
+    resources = CellResources(SMALL, tmp_path / "cell")
+    resources.open(clone_source=tmp_path)
+    assert resources.enforced() == {"memory_mib": None, "pids": None, "disk_mib": None}
+    assert resources.wrap(["/bin/true"]) == ["/bin/true"]
+    assert resources.breaches() == [] and resources.close() is None
+    assert not os.path.ismount(tmp_path / "cell")

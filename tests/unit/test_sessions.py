@@ -247,3 +247,10 @@ def test_a_failed_stdout_reader_makes_the_session_an_error():
     broken = replace(clean, reader_error="stdout observer failed: UnicodeEncodeError: x")
     outcome = parse_session(broken, expected_skill=None, secrets=())
     assert not outcome.ok and "observer failed" in outcome.error_detail["event_stream_error"]
+
+
+def test_result_failure_reasons_from_the_stream_are_bounded():
+    event = _result_event(is_error=True, terminal_reason="\x1b[2J" + "r" * 100_000)
+    outcome = parse_session(_process([event]), expected_skill=None, secrets=())
+    reason = outcome.error_detail["event_stream_error"]
+    assert not outcome.ok and len(reason) < 200 and "\x1b" not in reason and "\\x1b" in reason

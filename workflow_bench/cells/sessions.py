@@ -302,11 +302,14 @@ def parse_session(
 
 
 def _result_failure(final: Mapping[str, Any], returncode: int | None) -> str | None:
+    # Both values come from the stream: stored bounded and escaped (printable), whatever they hold.
     if final.get("is_error") is not False:
-        return f"result is_error={final.get('is_error')!r} ({final.get('terminal_reason')!r})"
+        flag = printable(repr(final.get("is_error")), 40)
+        why = printable(repr(final.get("terminal_reason")), 80)
+        return f"result is_error={flag} ({why})"
     reason = final.get("terminal_reason")
     if reason is not None and reason != "completed":
-        return f"terminal_reason={reason!r}"
+        return f"terminal_reason={printable(repr(reason), 80)}"
     if returncode != 0:
         return f"CLI exited {returncode} after a successful result"
     return None
