@@ -122,9 +122,10 @@ def test_writable_filesystems_in_the_sandbox_are_sized_or_read_only(tmp_path, bw
     assert sizes == {"/run": "4096", "/dev/shm": "65536", "/tmp": "524288", "/home": "262144"}
 
 
-def test_without_root_nothing_is_claimed(tmp_path, monkeypatch):
+def test_a_bound_that_cannot_be_enforced_is_never_claimed(tmp_path, monkeypatch):
     from workflow_bench.sandbox import _limits
 
+    monkeypatch.setattr(_limits, "_is_root", lambda: True)  # root: no RLIMIT_NPROC fallback either
     monkeypatch.setattr(_limits, "_own_cgroup", lambda _controller: None)
     monkeypatch.setattr(_limits, "_can_mount", lambda: False)
     resources = CellResources(SMALL, tmp_path / "cell")
@@ -133,3 +134,45 @@ def test_without_root_nothing_is_claimed(tmp_path, monkeypatch):
     assert resources.wrap(["/bin/true"]) == ["/bin/true"]
     assert resources.breaches() == [] and resources.close() is None
     assert not os.path.ismount(tmp_path / "cell")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="drops to nobody with setpriv, which needs root")
+def test_without_root_the_process_count_falls_back_to_rlimit_nproc(tmp_path, bwrap_bin, monkeypatch):
+    """Measured for real: the sandbox as uid nobody, bounded by RLIMIT_NPROC inside its user namespace."""
+    import shutil
+    import tempfile
+
+    from workflow_bench.process import run_process
+    from workflow_bench.sandbox import _limits
+
+    monkeypatch.setattr(_limits, "_own_cgroup", lambda _controller: None)
+    monkeypatch.setattr(_limits, "_can_mount", lambda: False)
+    monkeypatch.setattr(_limits, "_is_root", lambda: False)
+    resources = CellResources(SMALL, tmp_path / "cell")
+    resources.open(clone_source=tmp_path)
+    assert resources.enforced()["pids"] == 48 and resources.prlimit_args() == ("--nproc=48",)
+    workspace = Path(tempfile.mkdtemp(prefix="wfbench-nproc-"))  # reachable by nobody, unlike tmp_path
+    try:
+        workspace.chmod(0o755)
+        sandbox = create_sandbox(
+            SandboxKind.BWRAP, workspace=workspace, claude_bin=None, bwrap_bin=bwrap_bin, resources=resources
+        )
+        script = (
+            "import subprocess\nps = []\ntry:\n"
+            "    for _ in range(200): ps.append(subprocess.Popen(['sleep', '20']))\n"
+            "except OSError as e: print('refused', len(ps))\nelse: print('started', len(ps))\n"
+            "for p in ps: p.kill()\n"
+        )
+        argv = sandbox.argv(["python3", "-c", script], policy=RunPolicy(workspace_writable=False))
+        as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+        result = run_process(as_nobody, timeout_s=60, env={"PATH": "/usr/bin:/bin"})
+        assert result.stdout.startswith(b"refused"), result.describe()
+        assert int(result.stdout.split()[1]) < 48
+        # negative control: the same run without the fallback starts all 200
+        monkeypatch.setattr(_limits, "_is_root", lambda: True)
+        argv = sandbox.argv(["python3", "-c", script], policy=RunPolicy(workspace_writable=False))
+        result = run_process([*as_nobody[:4], *argv], timeout_s=60, env={"PATH": "/usr/bin:/bin"})
+        assert result.stdout == b"started 200\n", result.describe()
+    finally:
+        shutil.rmtree(workspace)
+        resources.close()

@@ -65,6 +65,8 @@ class ProcessBounds(Protocol):
 
     def wrap(self, argv: list[str]) -> list[str]: ...
 
+    def prlimit_args(self) -> tuple[str, ...]: ...
+
 
 class SandboxError(RuntimeError):
     """The sandbox could not be built or verified; nothing may run unsandboxed instead."""
@@ -170,7 +172,8 @@ class BwrapSandbox:
         # are unsized tmpfs otherwise writable by the sandbox uid.
         args += ["--remount-ro", "/", "--remount-ro", "/dev"]
         args += ["--chdir", SANDBOX_WORKSPACE]
-        return [*args, "--", PRLIMIT, f"--fsize={MAX_FILE_BYTES}", "--", *command]
+        rlimits = self.resources.prlimit_args() if self.resources is not None else ()
+        return [*args, "--", PRLIMIT, f"--fsize={MAX_FILE_BYTES}", *rlimits, "--", *command]
 
     def run(
         self,
