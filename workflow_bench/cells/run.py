@@ -96,8 +96,7 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         if settings.cancel.is_set():
             row["error_kind"] = "cancelled"
     finally:
-        breaches, enforced = resources.breaches(), resources.enforced()
-        cleanup_error = resources.close() or _remove(cell_dir)
+        breaches, enforced, cleanup_error = _release(resources, cell_dir)
     if breaches:
         # The cell's own processes hit a kernel bound: whatever failed after that is the agent's doing.
         detail = f"{'; '.join(breaches)} (primary={row.get('error_kind')})"[:2000]
@@ -126,6 +125,29 @@ def _finished(row, settings, task, arm, key, artifacts, cell_secrets) -> CellRes
     row.update(identity_fields(settings, task, arm, key))
     row.update(provider_fields(settings.access, key, artifacts, cell_secrets))
     return CellResult(row=complete_row(redact_value(row, cell_secrets)), artifacts=artifacts)
+
+
+def _release(resources: CellResources, cell_dir: Path) -> tuple[list[str], dict | None, str | None]:
+    """Read the bounds hit, then tear the cell down. Never raises.
+
+    Returns (breaches, bounds enforced, cleanup failure); counters the harness could not read are
+    a harness failure (reported like a failed cleanup), never charged to the arm.
+    """
+    problems = []
+    breaches: list[str] = []
+    enforced = None
+    try:
+        breaches, enforced = resources.breaches(), resources.enforced()
+    except Exception as exc:
+        problems.append(f"resource counters unreadable: {type(exc).__name__}: {exc}")
+    try:
+        # Still mounted after a failed unmount: deleting through the mount would not free the volume.
+        failure = resources.close() or _remove(cell_dir)
+    except Exception as exc:
+        failure = f"{type(exc).__name__}: {exc}"
+    if failure:
+        problems.append(failure)
+    return breaches, enforced, "; ".join(problems) or None
 
 
 def _remove(path: Path) -> str | None:
