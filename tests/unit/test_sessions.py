@@ -7,15 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from workflow_bench.cells.sessions import (
-    TOOL_NAME_CHARS,
-    SessionRequest,
-    claude_argv,
-    normalize_skill_name,
-    parse_session,
-    progress_observer,
-    skill_evidence,
-)
+from workflow_bench.cells.session_fold import progress_observer
+from workflow_bench.cells.sessions import SessionRequest, claude_argv, parse_session
+from workflow_bench.cells.skill_evidence import TOOL_NAME_CHARS, normalize_skill_name, skill_evidence
 from workflow_bench.process import ProcessResult
 
 pytestmark = pytest.mark.unit
