@@ -186,3 +186,12 @@ def test_request_facts_normalize_the_clis_reserialization():
 @pytest.mark.parametrize("body", [b"not json", b"[]", b'{"messages": "x"}', b'{"messages": [1]}'])
 def test_bad_request_bodies_are_marked(body):
     assert parse_request(body).parse_error
+
+
+def test_a_lone_surrogate_compares_as_the_replacement_character_the_cli_sends_back():
+    """The canary's lone-surrogate tool name: the CLI re-sends it as U+FFFD (the row stayed intact)."""
+    served = [{"type": "tool_use", "id": "t", "name": "Bash\ud800"}]
+    resent = [{"type": "tool_use", "id": "t", "name": "Bash\ufffd"}]
+    assert message_digest("assistant", served) == message_digest("assistant", resent)
+    # Negative control: another name is another message.
+    assert message_digest("assistant", served) != message_digest("assistant", [{**resent[0], "name": "Bash"}])

@@ -23,12 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from workflow_bench.redaction import printable
 from workflow_bench.relay.server import Exchange, WireRecord
 from workflow_bench.relay.wire import ToolResult, ToolUse
 from workflow_bench.usage import USAGE_FIELDS, sum_usage
 
 from .sessions import SessionOutcome
-from .skill_evidence import skill_evidence
+from .skill_evidence import TOOL_NAME_CHARS, skill_evidence
 
 _SUBAGENT_TOOLS = frozenset({"agent", "task", "skill"})
 
@@ -113,11 +114,15 @@ def analyse(record: WireRecord) -> WireEvidence:
         by_messages.setdefault(request.messages, i)
         for result in request.tool_results:
             if result.tool_use_id not in tool_uses:
-                tampering.append(f"request {i} answers tool call {result.tool_use_id} the model never made")
+                tampering.append(
+                    f"request {i} answers tool call {printable(result.tool_use_id, 64)} the model never made"
+                )
                 continue
             first = tool_results.setdefault(result.tool_use_id, result)
             if first.is_error != result.is_error:
-                tampering.append(f"request {i} re-answers {result.tool_use_id} with another error flag")
+                tampering.append(
+                    f"request {i} re-answers {printable(result.tool_use_id, 64)} with another error flag"
+                )
         response = exchange.response
         if exchange.response_overflow:
             unverifiable.append(f"response {i} exceeded the record cap")
@@ -127,7 +132,7 @@ def analyse(record: WireRecord) -> WireEvidence:
             by_continuation.setdefault((*request.messages, response.reply_digest), i)
             for use in response.tool_uses:
                 if use.id in tool_uses:
-                    tampering.append(f"response {i} repeats tool call id {use.id}")
+                    tampering.append(f"response {i} repeats tool call id {printable(use.id, 64)}")
                 tool_uses.setdefault(use.id, use)
     return _evidence(record, thread_of, consumed, tool_uses, tool_results, tampering, unverifiable)
 
@@ -179,7 +184,8 @@ def _evidence(record, thread_of, consumed, tool_uses, tool_results, tampering, u
             spend.append(dict(response.usage))
         if response.completed and i in accepted:
             for use in response.tool_uses:
-                counts[use.name] = counts.get(use.name, 0) + 1
+                name = printable(use.name, TOOL_NAME_CHARS)  # model output: bounded and escaped
+                counts[name] = counts.get(name, 0) + 1
             if thread_of[i] == main:
                 main_usage.append(dict(response.usage))
                 main_ids += [u.id for u in response.tool_uses]
@@ -187,16 +193,20 @@ def _evidence(record, thread_of, consumed, tool_uses, tool_results, tampering, u
             {
                 "request": i,
                 "thread": thread_of[i],
-                "agent_id": exchange.agent_id,
-                "model": exchange.request.model,
+                "agent_id": _bounded(exchange.agent_id),
+                "model": _bounded(exchange.request.model),
                 "messages": len(exchange.request.messages),
-                "tool_results": [[r.tool_use_id, r.is_error] for r in exchange.request.tool_results],
+                "tool_results": [
+                    [_bounded(r.tool_use_id), r.is_error] for r in exchange.request.tool_results
+                ],
                 "status": response.status,
-                "message_id": response.message_id,
+                "message_id": _bounded(response.message_id),
                 "completed": response.completed,
                 "accepted": i in accepted,
                 "usage": dict(response.usage),
-                "tool_uses": [[u.id, u.name] for u in response.tool_uses],
+                "tool_uses": [
+                    [_bounded(u.id), printable(u.name, TOOL_NAME_CHARS)] for u in response.tool_uses
+                ],
             }
         )
     return WireEvidence(
@@ -243,7 +253,9 @@ def cross_check(wire: WireEvidence, events: Sequence[Mapping[str, Any]]) -> list
                 tool_id = block.get("id")
                 use = wire.tool_uses.get(tool_id) if isinstance(tool_id, str) else None
                 if use is None or use.name != block.get("name"):
-                    problems.append(f"the stream shows tool call {str(tool_id)[:64]} the model never made")
+                    problems.append(
+                        f"the stream shows tool call {printable(tool_id, 64)} the model never made"
+                    )
                 else:
                     stream_uses.add(use.id)
         elif kind == "user" and isinstance(content, list):
@@ -252,14 +264,18 @@ def cross_check(wire: WireEvidence, events: Sequence[Mapping[str, Any]]) -> list
                     continue
                 tool_id = block.get("tool_use_id")
                 if not isinstance(tool_id, str) or tool_id not in wire.tool_uses:
-                    problems.append(f"the stream answers tool call {str(tool_id)[:64]} the model never made")
+                    problems.append(
+                        f"the stream answers tool call {printable(tool_id, 64)} the model never made"
+                    )
                     continue
                 sent = wire.tool_results.get(tool_id)
                 if sent is not None and sent.is_error != (block.get("is_error") is True):
-                    problems.append(f"the stream's result for {tool_id} disagrees with the one sent")
+                    problems.append(
+                        f"the stream's result for {printable(tool_id, 64)} disagrees with the one sent"
+                    )
     for tool_id in wire.main_tool_use_ids:
         if tool_id not in stream_uses:
-            problems.append(f"the stream omits tool call {tool_id} the model made")
+            problems.append(f"the stream omits tool call {printable(tool_id, 64)} the model made")
     return list(dict.fromkeys(problems))
 
 
@@ -352,6 +368,11 @@ def _foreign_bytes(outcome: SessionOutcome) -> bool:
             marker in problem for marker in ("is not JSON", "not UTF-8", "is not a JSON object", "non-finite")
         )
     )
+
+
+def _bounded(value: str | None) -> str | None:
+    """Ids and names on the wire come from the sandbox or the model: bounded and escaped."""
+    return None if value is None else printable(value, TOOL_NAME_CHARS)
 
 
 def wire_lines(summary: Sequence[Mapping[str, Any]]) -> bytes:

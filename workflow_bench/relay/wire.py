@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ from workflow_bench.usage import USAGE_FIELDS, unknown_usage
 
 _DROPPED_BLOCK_KEYS = frozenset({"cache_control"})
 MID_FRAME = "the stream ended mid-frame"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _IGNORED_BLOCK_TYPES = frozenset({"thinking", "redacted_thinking"})
 
 
@@ -78,7 +80,9 @@ def _canonical(value: Any) -> str:
 
 
 def _digest(value: Any) -> str:
-    return hashlib.sha256(_canonical(value).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    # A lone surrogate cannot survive the CLI's re-serialization: compare it as U+FFFD.
+    text = _LONE_SURROGATE.sub("\ufffd", _canonical(value))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 def normalize_content(content: Any) -> list[Any]:
