@@ -207,8 +207,13 @@ class ModelRelay:
                     self._store(index, agent_id, facts, b"HTTP/1.1 502 relay\r\n\r\n", False)
                     return
                 with upstream:
-                    upstream.sendall(self._rewrite(head, len(body)))
-                    upstream.sendall(body)
+                    try:
+                        upstream.sendall(self._rewrite(head, len(body)))
+                        upstream.sendall(body)
+                    except OSError as exc:  # the upstream hung up mid-request: the client sees 502
+                        _reply_error(client, 502, f"upstream closed: {type(exc).__name__}")
+                        self._store(index, agent_id, facts, b"HTTP/1.1 502 relay\r\n\r\n", False)
+                        return
                     kept, overflow = _pipe(upstream, client)
                 self._store(index, agent_id, facts, kept, overflow)
         finally:
