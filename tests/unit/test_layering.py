@@ -24,9 +24,9 @@ LAYERS = {
     "context": 3, "cell_rows": 3, "cell": 3,
     "schedule": 4, "output": 4,
     "aggregate": 5, "accounting": 5,
-    "report": 6,
+    "report": 6, "reports": 6,
     "sweep": 7, "canary": 7,
-    "runner": 8,
+    "runner": 8, "promotion": 8,
 }  # fmt: skip
 
 
