@@ -34,6 +34,7 @@ from .gateway import GatewayError, locate_litellm
 from .output import OutputDirError, prepare_output_dir
 from .overlay import Overlay, OverlayError, load_overlay
 from .provider import Script, ScriptError, load_script
+from .reports.promotion.policy import PROMOTION_METRICS, PolicyError, PromotionPolicy
 from .sandbox import HOST_CHILD_UID, SandboxError, SandboxKind, preflight
 from .schedule import DEFAULT_OUTAGE_STREAK, MAX_WORKERS
 from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
@@ -198,6 +199,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--ce-plugin-version", help="the comparator plugin's exact version (must match its manifest)"
     )
+    gate = parser.add_argument_group("promotion gate (candidate arms; see promotion.json)")
+    gate.add_argument("--promotion-metric", choices=PROMOTION_METRICS, help="gate metric (default cost_usd)")
+    gate.add_argument("--promotion-min-runs", type=_positive_int, help="scored runs per arm and task (3)")
+    gate.add_argument(
+        "--promotion-min-improvement", type=float, help="median improvement %% to promote (5.0)"
+    )
+    gate.add_argument("--promotion-max-task-regression", type=float, help="per-task regression cap %% (20.0)")
     parser.add_argument(
         "--canary",
         action="store_true",
@@ -321,11 +329,30 @@ class PreparedInput:
     overlay: Overlay | None = None
     comparator: ComparatorPlugin | None = None
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
+    promotion_policy: PromotionPolicy | None = None
+
+
+def _promotion_policy(args: argparse.Namespace) -> PromotionPolicy | None:
+    flags = {
+        "metric": args.promotion_metric,
+        "min_runs": args.promotion_min_runs,
+        "min_improvement_pct": args.promotion_min_improvement,
+        "max_task_regression_pct": args.promotion_max_task_regression,
+    }
+    if not any(ARMS[a].candidate_of for a in args.arms):
+        if any(value is not None for value in flags.values()):
+            raise UsageError("--promotion-* flags configure the gate for candidate arms; none was requested")
+        return None
+    try:
+        return PromotionPolicy.from_flags(**flags)
+    except PolicyError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def prepare(args: argparse.Namespace) -> PreparedInput:
     """Everything that can reject the input, in order; creates nothing but the repo cache."""
     _validate_args(args)
+    promotion_policy = _promotion_policy(args)
     toolkit = _toolkit(args.toolkit)
     specs = load_task_file(args.tasks)
     selected, skipped = select_tasks(specs, include_expensive=args.include_expensive)
@@ -355,6 +382,7 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
         overlay=overlay,
         comparator=comparator,
         sandbox_kind=kind,
+        promotion_policy=promotion_policy,
     )
 
 
@@ -418,6 +446,7 @@ def _sweep_config(
         overlay=ready.overlay,
         comparator=ready.comparator,
         sandbox_kind=ready.sandbox_kind,
+        promotion_policy=ready.promotion_policy,
     )
 
 

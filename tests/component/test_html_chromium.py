@@ -83,7 +83,13 @@ def test_report_html_renders_every_chart_without_errors(sweep_dir: Path, tmp_pat
     console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line]
     assert not console, console
     canvases = re.findall(r"<canvas id=\"(chart-[a-z-]+)\"[^>]*>", dom.stdout)
-    assert sorted(canvases) == ["chart-errors", "chart-promotion", "chart-rate-cost", "chart-task-cost", "chart-tokens"]
+    assert sorted(canvases) == [
+        "chart-errors",
+        "chart-promotion",
+        "chart-rate-cost",
+        "chart-task-cost",
+        "chart-tokens",
+    ]
     points = dict(re.findall(r"<canvas id=\"(chart-[a-z-]+)\"[^>]*?data-points=\"(\d+)\"", dom.stdout))
     assert set(points) == set(canvases), "a chart was not drawn"
     assert all(int(n) > 0 for n in points.values()), points
@@ -91,7 +97,9 @@ def test_report_html_renders_every_chart_without_errors(sweep_dir: Path, tmp_pat
     assert re.search(r'<pre id="page-errors"></pre>', dom.stdout), "the page reported an error"
 
     shot = tmp_path / "report.png"
-    capture = _run([chromium, *CHROMIUM_FLAGS, "--window-size=1400,2000", f"--screenshot={shot}", url], tmp_path)
+    capture = _run(
+        [chromium, *CHROMIUM_FLAGS, "--window-size=1400,2000", f"--screenshot={shot}", url], tmp_path
+    )
     assert capture.returncode == 0 and shot.stat().st_size > 20_000, capture.stderr[-2000:]
     print(f"report.html screenshot: {shot}")
 

@@ -151,9 +151,14 @@ def _rollback(done: Sequence[tuple[Path, bytes | None]]) -> list[str]:
     problems = []
     for destination, original in reversed(done):
         try:
-            destination.with_name(f".{destination.name}.wfbench-apply").unlink(missing_ok=True)
+            # exists() first: on a read-only file system unlink fails with EROFS even when the
+            # file is absent, which would report a rollback problem where there is none.
+            tmp = destination.with_name(f".{destination.name}.wfbench-apply")
+            if tmp.exists():
+                tmp.unlink()
             if original is None:
-                destination.unlink(missing_ok=True)
+                if destination.exists():
+                    destination.unlink()
             elif not destination.is_file() or destination.read_bytes() != original:
                 _atomic_write(destination, original)
         except OSError as exc:
