@@ -17,21 +17,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .access import CellKey, ModelAccess
-from .arms import ArmSpec, Toolkit
-from .cell import run_cell
-from .comparator import ComparatorPlugin
-from .context import CellResult, SweepSettings, TaskContext, prepare_task_context
+from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext, prepare_task_context
+from workflow_bench.cells.run import run_cell
+from workflow_bench.providers.access import CellKey, ModelAccess
+from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
+from workflow_bench.reports.promotion.apply import CANDIDATE_OVERLAY_DIR
+from workflow_bench.reports.promotion.policy import PromotionPolicy
+from workflow_bench.reports.render import render_reports
+from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
+from workflow_bench.schedule.pool import SweepOutcome, run_cells
+from workflow_bench.tasks.spec import TaskBinding
+from workflow_bench.toolkit.comparator import ComparatorPlugin
+from workflow_bench.toolkit.overlay import Overlay
+from workflow_bench.toolkit.spec import Toolkit
+
+from .arms import ArmSpec
 from .output import OutputDir
-from .overlay import Overlay
-from .reports.health import health_line, sweep_exit_code, unusable_arms
-from .reports.promotion.apply import CANDIDATE_OVERLAY_DIR
-from .reports.promotion.policy import PromotionPolicy
-from .reports.render import render_reports
-from .reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
 from .sandbox import SandboxKind, write_runtime_dir
-from .schedule import SweepOutcome, run_cells
-from .tasks import TaskBinding
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
 

@@ -15,7 +15,7 @@ from typing import Any
 from workflow_bench.reports.promotion.policy import PromotionPolicy
 from workflow_bench.reports.render import render_reports
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
-from workflow_bench.tasks import canonical_digest
+from workflow_bench.tasks.spec import canonical_digest
 
 MODEL = "scripted-demo"
 FINISHED = "2026-11-30T12:00:00+00:00"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflow_bench.aggregate import HealthStatus, aggregate_all
+from workflow_bench.reports.aggregate import HealthStatus, aggregate_all
 from workflow_bench.reports.health import health_line, sweep_exit_code, sweep_health
 
 from .sweep_fixtures import row, runs

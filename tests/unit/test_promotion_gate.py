@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from workflow_bench.aggregate import aggregate_all
+from workflow_bench.reports.aggregate import aggregate_all
 from workflow_bench.reports.health import sweep_health
 from workflow_bench.reports.promotion.document import promotion_document
 from workflow_bench.reports.promotion.policy import PolicyError, PromotionPolicy

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from workflow_bench.corpus.promotion_scenarios import REPO_ROOT, SCENARIOS, generated_files
-from workflow_bench.provider import load_script
+from workflow_bench.providers.scripted import load_script
 
 pytestmark = pytest.mark.unit
 

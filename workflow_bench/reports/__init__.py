@@ -1,6 +1,10 @@
-"""Reports: everything computed from `results.jsonl` after the cells ran.
+"""From rows to reports: aggregation, health, promotion, statistics and the md/html renderers.
 
-Health, promotion (gate, verify, apply), paired statistics and the md/html renderers. Pure
-functions over rows plus the sweep record; only the sweep driver and the re-render entry point
-write files.
+Modules: ``aggregate`` (aggregation, savings, arm health), ``accounting`` (three usage figures and
+their disagreements), ``markdown`` (report.md), ``accounting_section`` (its token-accounting
+section), ``provenance`` (sweep provenance shown in reports), ``health`` (the measurement-health
+lines and exit precedence), ``promotion/`` (gate, promotion.json, verify, apply), ``stats``
+(paired statistics), ``html`` (report.html), ``sweep_record`` (sweep.json), ``render`` (every
+report from results.jsonl + sweep.json), ``rerender`` (``python -m workflow_bench.report``).
+Renderers are pure: they return text; only the sweep driver and ``rerender`` write files.
 """

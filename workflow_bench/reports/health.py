@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from workflow_bench.aggregate import ArmAggregate, ArmHealth, HealthStatus, arm_health
+from workflow_bench.reports.aggregate import ArmAggregate, ArmHealth, HealthStatus, arm_health
 
 HEALTH_PREFIX = "[measurement-health]"
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130

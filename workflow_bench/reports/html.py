@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
-from workflow_bench.accounting import AccountingLine
-from workflow_bench.aggregate import ArmAggregate, ArmHealth
-from workflow_bench.report import ReportProvenance
+from workflow_bench.reports.accounting import AccountingLine
+from workflow_bench.reports.aggregate import ArmAggregate, ArmHealth
+from workflow_bench.reports.provenance import ReportProvenance
 
 _CHART_JS = "chart.umd.min.js"
 

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workflow_bench.accounting import usage_accounting
-from workflow_bench.aggregate import ArmHealth, aggregate_all
-from workflow_bench.report import render_markdown
+from workflow_bench.reports.accounting import usage_accounting
+from workflow_bench.reports.aggregate import ArmHealth, aggregate_all
+from workflow_bench.reports.markdown import render_markdown
 from workflow_bench.reports.health import sweep_health
 from workflow_bench.reports.html import render_html
 from workflow_bench.reports.markdown_sections import promotion_section, stats_section

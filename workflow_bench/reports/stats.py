@@ -22,7 +22,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from workflow_bench.arms import ARMS
-from workflow_bench.outcomes import Row, is_excluded
+from workflow_bench.judging.outcomes import Row, is_excluded
 
 STATS_FILE = "stats.json"
 STATS_SCHEMA = 1

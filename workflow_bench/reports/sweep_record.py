@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from workflow_bench.report import ReportProvenance
+from workflow_bench.reports.provenance import ReportProvenance
 
 SWEEP_RECORD_FILE = "sweep.json"
 SWEEP_RECORD_SCHEMA = 1

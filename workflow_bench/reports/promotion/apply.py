@@ -23,7 +23,7 @@ from typing import Any
 
 from workflow_bench.reports.promotion.policy import PromotionPolicy
 from workflow_bench.reports.promotion.verify import VerifyError, verify_promotion
-from workflow_bench.tasks import canonical_digest
+from workflow_bench.tasks.spec import canonical_digest
 
 CANDIDATE_OVERLAY_DIR = "candidate-overlay"  # where the sweep keeps the overlay bytes it benchmarked
 

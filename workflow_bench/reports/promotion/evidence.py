@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from workflow_bench.outcomes import Row, evidence_failed, is_excluded
+from workflow_bench.judging.outcomes import Row, evidence_failed, is_excluded
 
 SKILL_NOT_INVOKED = "skill-not-invoked"
 

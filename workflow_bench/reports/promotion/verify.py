@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from workflow_bench.aggregate import aggregate_all
+from workflow_bench.reports.aggregate import aggregate_all
 from workflow_bench.reports.health import sweep_health
 from workflow_bench.reports.promotion.document import (
     PROMOTION_FILE,
