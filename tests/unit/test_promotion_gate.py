@@ -128,6 +128,18 @@ def test_skill_not_invoked_never_tilts_toward_promote() -> None:
     assert decision(runs(3, "t1", INC) + cheaper)["decision"] == "promote"
 
 
+def test_a_row_without_proven_skill_invocation_is_not_scored_whatever_its_error_kind() -> None:
+    # skill_invoked=False recorded beside another (first) error kind, or none at all: still not
+    # evidence about the candidate's skill.
+    unproven = row("t1", CAND, 2, skill_invoked=False, error_kind=None, cost_usd=0.1)
+    d = decision(runs(3, "t1", INC) + runs(2, "t1", CAND, cost_usd=0.9) + [unproven])
+    assert d["decision"] == "insufficient_evidence"
+    assert any("unequal scored runs (incumbent 3, candidate 2)" in r for r in d["reasons"]), d["reasons"]
+    proven = row("t1", CAND, 2, cost_usd=0.1)
+    rows = [*runs(3, "t1", INC), *runs(2, "t1", CAND, cost_usd=0.9), proven]
+    assert decision(rows)["decision"] == "promote"
+
+
 def test_excluded_runs_make_a_task_insufficient() -> None:
     cand = [
         *runs(3, "t1", CAND, cost_usd=0.5),

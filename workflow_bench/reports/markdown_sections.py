@@ -38,7 +38,8 @@ def promotion_section(promotion: Mapping[str, Any] | None) -> list[str]:
             f"### {_escape(decision['candidate_arm'])} vs {_escape(decision['incumbent_arm'])}: "
             f"**{decision['decision']}**",
             "",
-            f"Metric `{decision['metric']}`; median improvement {_fmt(decision['median_improvement'])}; "
+            f"Metric `{decision['metric']}`; median improvement {_fmt(decision['median_improvement'])}"
+            f"{'' if decision['metric'] == 'review_weighted_f1' else ' %'}; "
             f"resolved-run margin {_fmt(decision['resolved_margin'])}.",
             "",
             *(f"- {_escape(reason)}" for reason in decision["reasons"]),
@@ -96,6 +97,19 @@ def stats_section(stats: Mapping[str, Any]) -> list[str]:
         "detail in `stats.json`.",
         "",
     ]
+    if stats["arms"]:
+        lines += [
+            "| arm | valid runs | resolve rate | 95 % CI (Wilson) | median cost $ |",
+            "| --- | ---: | ---: | --- | ---: |",
+        ]
+        for arm, summary in stats["arms"].items():
+            ci = summary["resolve_rate_ci95"]
+            ci_text = NA if ci is None else f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
+            lines.append(
+                f"| {_escape(arm)} | {summary['valid_runs']} | {_fmt(summary['resolve_rate'])} | {ci_text} "
+                f"| {_fmt(summary['median_cost_usd'])} |"
+            )
+        lines.append("")
     if stats["comparisons"]:
         lines += [
             "| arm | reference | tasks | Δ resolve rate (median) | 95 % CI | sign p | Δ cost $ (median)"

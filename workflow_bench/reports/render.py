@@ -15,9 +15,9 @@ from typing import Any
 
 from workflow_bench.reports.accounting import usage_accounting
 from workflow_bench.reports.aggregate import ArmHealth, aggregate_all
-from workflow_bench.reports.markdown import render_markdown
 from workflow_bench.reports.health import sweep_health
 from workflow_bench.reports.html import render_html
+from workflow_bench.reports.markdown import render_markdown
 from workflow_bench.reports.markdown_sections import promotion_section, stats_section
 from workflow_bench.reports.promotion.document import (
     PROMOTION_FILE,

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from workflow_bench.reports.aggregate import ArmHealth
 from workflow_bench.arms import ARMS
 from workflow_bench.judging.outcomes import Row
+from workflow_bench.reports.aggregate import ArmHealth
 from workflow_bench.reports.promotion.evidence import arm_evidence
 from workflow_bench.reports.promotion.gate import PromotionEvidence, TaskPair, decide
 from workflow_bench.reports.promotion.policy import PROMOTION_METRICS, PromotionPolicy
