@@ -29,7 +29,8 @@ from workflow_bench.providers.access import ModelAccess
 from workflow_bench.providers.connect import is_openai_model, openai_access, scripted_access
 from workflow_bench.providers.gateway import GatewayError, locate_litellm
 from workflow_bench.providers.scripted import Script, ScriptError, load_script
-from workflow_bench.reports.promotion.policy import PROMOTION_METRICS, PolicyError, PromotionPolicy
+from workflow_bench.reports.promotion.flags import add_promotion_arguments, promotion_policy_from_args
+from workflow_bench.reports.promotion.policy import PromotionPolicy
 from workflow_bench.schedule.pool import DEFAULT_OUTAGE_STREAK, MAX_WORKERS
 from workflow_bench.tasks.spec import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
 from workflow_bench.toolkit.comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
@@ -201,13 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--ce-plugin-version", help="the comparator plugin's exact version (must match its manifest)"
     )
-    gate = parser.add_argument_group("promotion gate (candidate arms; see promotion.json)")
-    gate.add_argument("--promotion-metric", choices=PROMOTION_METRICS, help="gate metric (default cost_usd)")
-    gate.add_argument("--promotion-min-runs", type=_positive_int, help="scored runs per arm and task (3)")
-    gate.add_argument(
-        "--promotion-min-improvement", type=float, help="median improvement %% to promote (5.0)"
-    )
-    gate.add_argument("--promotion-max-task-regression", type=float, help="per-task regression cap %% (20.0)")
+    add_promotion_arguments(parser, positive_int=_positive_int)
     parser.add_argument(
         "--canary",
         action="store_true",
@@ -335,19 +330,9 @@ class PreparedInput:
 
 
 def _promotion_policy(args: argparse.Namespace) -> PromotionPolicy | None:
-    flags = {
-        "metric": args.promotion_metric,
-        "min_runs": args.promotion_min_runs,
-        "min_improvement_pct": args.promotion_min_improvement,
-        "max_task_regression_pct": args.promotion_max_task_regression,
-    }
-    if not any(ARMS[a].candidate_of for a in args.arms):
-        if any(value is not None for value in flags.values()):
-            raise UsageError("--promotion-* flags configure the gate for candidate arms; none was requested")
-        return None
     try:
-        return PromotionPolicy.from_flags(**flags)
-    except PolicyError as exc:
+        return promotion_policy_from_args(args, has_candidates=any(ARMS[a].candidate_of for a in args.arms))
+    except ValueError as exc:
         raise UsageError(str(exc)) from exc
 
 

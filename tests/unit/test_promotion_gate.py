@@ -308,3 +308,21 @@ def test_review_invalid_evidence_is_insufficient() -> None:
     rows = review_pair(cand={"review_weighted_f1": 0.9})
     rows[-1].update(review_evidence_valid=False, error_kind="review-evidence-invalid")
     assert review_decision(rows)["decision"] == "insufficient_evidence"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--arms", "workflow", "--promotion-min-runs", "2"], "none was requested"),
+        (["--arms", "workflow", "candidate_workflow", "--promotion-min-improvement", "nan"], "finite"),
+        (["--arms", "workflow", "candidate_workflow", "--promotion-max-task-regression", "-1"], ">= 0.0"),
+    ],
+)
+def test_bad_promotion_flags_exit_2_before_anything_runs(flags, message, tmp_path, capsys) -> None:
+    from workflow_bench import runner
+
+    out = tmp_path / "out"
+    argv = ["--tasks", str(tmp_path / "absent.yaml"), "--provider", "scripted", "--out", str(out), *flags]
+    assert runner.main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
