@@ -41,7 +41,7 @@
   });
   draw('chart-rate-cost', {type: 'scatter', data: {datasets: scatter}, options: {
     plugins: title('Resolve rate vs median cost per arm (95% CI)'),
-    scales: {x: {title: {display: true, text: 'median cost $ (valid runs)'}},
+    scales: {x: {grace: '15%', title: {display: true, text: 'median cost $ (valid runs)'}},
              y: {min: 0, max: 1, title: {display: true, text: 'resolve rate'}}}}});
 
   // 2. per-task median cost by arm
