@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -230,7 +230,9 @@ def _start_record(
     return record
 
 
-def _write_reports(record: SweepRecord, status: str, rows: list[dict], output: OutputDir, console) -> int:
+def _write_reports(
+    record: SweepRecord, status: str, rows: list[dict], output: OutputDir, console: Callable[[str], None]
+) -> int:
     """Every report from the stored rows, then one health line per arm, then the exit code."""
     output.write_text(SWEEP_RECORD_FILE, record.to_text())
     results_path = output.root / "results.jsonl"
