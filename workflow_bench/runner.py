@@ -41,7 +41,7 @@ from .canary import run_canary
 from .claude_cli import ClaudeCliError, claude_version, locate_claude
 from .output import OutputDirError, prepare_output_dir
 from .runner_args import DEMO_SCRIPT
-from .sandbox import HOST_CHILD_UID, SandboxError, SandboxKind, preflight
+from .sandbox import HOST_CHILD_UID, CellLimits, SandboxError, SandboxKind, preflight
 from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
 
 EXIT_USAGE = 2
@@ -203,6 +203,7 @@ def _sweep_config(
         comparator=ready.comparator,
         sandbox_kind=ready.sandbox_kind,
         promotion_policy=ready.promotion_policy,
+        limits=CellLimits(memory_mib=args.cell_memory_mib, pids=args.cell_pids, disk_mib=args.cell_disk_mib),
     )
 
 

@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,9 +33,10 @@ from workflow_bench.toolkit.spec import Toolkit
 
 from .arms import ArmSpec
 from .output import OutputDir
-from .sandbox import SandboxKind, write_runtime_dir
+from .sandbox import CellLimits, SandboxKind, write_runtime_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
+CONSOLE_LINE_CHARS = 2000  # one live line at most; longer agent text is cut with "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,7 @@ class SweepConfig:
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
     promotion_policy: PromotionPolicy | None = None
     """The gate's policy; the default policy when candidate arms run and none was given."""
+    limits: CellLimits = field(default_factory=CellLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +91,10 @@ class _Console:
         self._secrets = tuple(secrets)
 
     def __call__(self, line: str) -> None:
-        from .redaction import redact_text
+        from .redaction import printable, redact_text
 
-        with self._lock:
-            print(redact_text(line, self._secrets), flush=True)
+        with self._lock:  # printable: agent text (tool names, error tails) must not drive the terminal
+            print(printable(redact_text(line, self._secrets), CONSOLE_LINE_CHARS), flush=True)
 
     def elapsed(self) -> str:
         seconds = int(time.monotonic() - self._started)
@@ -152,6 +154,7 @@ def run_sweep(
         cancel=cancel,
         progress=console,
         sandbox_kind=config.sandbox_kind,
+        limits=config.limits,
     )
     record = _start_record(config, access, started_at, output)
     rows: list[dict] = []
