@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .arms import ARMS, DEFAULT_ARMS, UnknownArmError, resolve_arm
 from .providers.options import ANTHROPIC_KEY_ENV, AUTH_TOKEN_ENV, OPENAI_KEY_ENV
+from .reports.promotion.flags import add_promotion_arguments
 from .sandbox import (
     DEFAULT_DISK_MIB,
     DEFAULT_MEMORY_MIB,
@@ -233,8 +234,12 @@ def _safety(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _promotion(parser: argparse.ArgumentParser) -> None:
+    add_promotion_arguments(parser, positive_int=_positive_int)
+
+
 # Order = the order of --help; keep it when adding a group.
-GROUPS = (_sweep_shape, _model_choice, _limits, _binaries, _credentials, _skills, _safety)
+GROUPS = (_sweep_shape, _model_choice, _limits, _binaries, _credentials, _skills, _promotion, _safety)
 
 
 def build_parser(*, description: str | None) -> argparse.ArgumentParser:
