@@ -1,0 +1,320 @@
+"""`./dev mutation [MODULE...]`: mutation score of the modules that compute what we report.
+
+Contract: for every module in MODULES (or the ones named), mutate it and run the fast tests
+mapped to it; print a per-module table, the diff of every surviving mutant, and as the LAST
+line one JSON object `{"modules": {"<module path>": <score %>, ...}, "total": <score %>}`.
+Score = killed / (mutants - listed equivalents). Exit 0 when every module is >= 95 %, else 1;
+exit 2 on a bad module name or a red baseline.
+
+Two mutators, because one alone has blind spots that would report false survivors:
+- mutmut (pinned in the dev extra) mutates function and method bodies, runs each mutant in a
+  worker forked after import, and runs only the mapped tests that reach the function;
+- `mutation_ast` mutates what mutmut never touches (module-level tables, decorated functions).
+  Every such mutant, and every mutmut survivor, is re-run in a FRESH interpreter, so a mutant
+  that only acts at import time (a table built by a function at import) is not a false survivor.
+Equivalent mutants are listed in tools/mutation-equivalents.toml with a one-line reason each;
+they are excluded from the score and printed with their reasons.
+All work happens in a private temporary copy of the tree; the checkout is never modified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import difflib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mutation_ast
+
+ROOT = Path(__file__).resolve().parent.parent
+EQUIVALENTS_FILE = ROOT / "tools" / "mutation-equivalents.toml"
+THRESHOLD = 95.0
+
+# module path -> the fast tests that pin it. Adding a module is one line. A module whose file
+# does not exist (yet) is skipped with a note.
+MODULES: dict[str, tuple[str, ...]] = {
+    "workflow_bench/review.py": ("tests/unit/test_review.py", "tests/unit/test_aggregate.py"),
+    "workflow_bench/review_contract.py": ("tests/unit/test_review.py", "tests/unit/test_review_contract.py"),
+    "workflow_bench/review_labels.py": ("tests/unit/test_review.py", "tests/unit/test_review_labels.py"),
+    "workflow_bench/aggregate.py": ("tests/unit/test_aggregate.py", "tests/unit/test_report.py"),
+    "workflow_bench/accounting.py": ("tests/unit/test_accounting.py",),
+    "workflow_bench/stream_usage.py": ("tests/unit/test_accounting.py", "tests/unit/test_stream_usage.py"),
+    "workflow_bench/gateway/_usage.py": ("tests/unit/test_gateway_usage.py",),
+    "workflow_bench/judge.py": ("tests/component/test_judge.py",),
+    "workflow_bench/outcomes.py": ("tests/unit/test_outcomes.py",),
+    "workflow_bench/reports/promotion.py": ("tests/unit/test_promotion.py",),
+    "workflow_bench/reports/stats.py": ("tests/unit/test_stats.py",),
+}
+PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly")
+
+
+@dataclass
+class Tally:
+    killed: int = 0
+    survivors: list[tuple[str, str]] = field(default_factory=list)  # (key, diff)
+    equivalent: list[tuple[str, str]] = field(default_factory=list)  # (diff, reason)
+
+    @property
+    def total(self) -> int:
+        return self.killed + len(self.survivors)
+
+    @property
+    def score(self) -> float:
+        return 100.0 if self.total == 0 else round(100.0 * self.killed / self.total, 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="./dev mutation", description=__doc__.split("\n\n")[0])
+    parser.add_argument("modules", nargs="*", metavar="MODULE", help="module paths (default: all in the table)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="parallel mutant runs")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary work tree")
+    args = parser.parse_args(argv)
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        print(f"unknown module(s): {', '.join(unknown)}; known: {', '.join(MODULES)}", file=sys.stderr)
+        return 2
+    wanted = args.modules or list(MODULES)
+    modules = {m: tuple(t for t in MODULES[m] if (ROOT / t).is_file()) for m in wanted if (ROOT / m).is_file()}
+    for m in wanted:
+        if m not in modules:
+            print(f"note: {m} does not exist yet; skipped", file=sys.stderr)
+    if not modules:
+        return 2
+    no_tests = [m for m, tests in modules.items() if not tests]
+    equivalents = _load_equivalents()
+    work = Path(tempfile.mkdtemp(prefix="wb-mutation-"))
+    started = time.monotonic()
+    try:
+        tallies = {m: Tally() for m in modules}
+        for m in no_tests:
+            print(f"note: {m} has no mapped test file: every mutant survives", file=sys.stderr)
+        _copy_tree(work / "tree")
+        _check_baseline(work / "tree", modules)
+        _run_mutmut(work / "tree", modules, tallies, equivalents, jobs=args.jobs)
+        _run_ast(work, modules, tallies, equivalents, jobs=args.jobs)
+    finally:
+        if args.keep:
+            print(f"work tree kept: {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return _report(tallies, elapsed=time.monotonic() - started)
+
+
+# ---- the work tree -------------------------------------------------------------------------
+
+
+def _copy_tree(dest: Path) -> None:
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode()
+    for rel in filter(None, listed.split("\0")):
+        src = ROOT / rel
+        if src.is_file() and not src.is_symlink():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+
+
+def _pytest(cwd: Path, tests: tuple[str, ...], *, env: dict[str, str] | None = None, timeout: float) -> str:
+    """'killed', 'survived' or 'timeout' for one fresh-interpreter test run."""
+    if not tests:
+        return "survived"  # no mapped test: nothing can kill it
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", *PYTEST_ARGS, *tests],
+            cwd=cwd,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
+            capture_output=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    return "survived" if proc.returncode == 0 else "killed"
+
+
+def _check_baseline(tree: Path, modules: dict[str, tuple[str, ...]]) -> None:
+    tests = tuple(sorted({t for ts in modules.values() for t in ts}))
+    if tests and _pytest(tree, tests, timeout=600) != "survived":
+        print(f"the mapped tests fail on the unmutated tree: {' '.join(tests)}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+# ---- mutmut: function bodies ---------------------------------------------------------------
+
+
+def _run_mutmut(tree: Path, modules: dict[str, tuple[str, ...]], tallies: dict[str, Tally], equivalents, *, jobs: int):
+    tests = sorted({t for ts in modules.values() for t in ts})
+    if not tests:
+        return
+    config = {
+        "source_paths": ["workflow_bench"],
+        "only_mutate": list(modules),
+        "pytest_add_cli_args": ["-p", "no:cacheprovider"],
+        "pytest_add_cli_args_test_selection": tests,
+        "also_copy": [p.name for p in tree.iterdir() if p.name not in ("workflow_bench", "tests", "mutants")],
+        "use_git_change_detection": False,
+    }
+    pyproject = tree / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + "\n[tool.mutmut]\n" + _toml(config))
+    mutmut = [sys.executable, "-m", "mutmut"]
+    run = subprocess.run([*mutmut, "run", "--max-children", str(jobs)], cwd=tree, capture_output=True, text=True)
+    if run.returncode != 0:
+        print(run.stdout[-4000:], run.stderr[-4000:], sep="\n", file=sys.stderr)
+        raise SystemExit(f"mutmut run failed (exit {run.returncode})")
+    # Collect every non-killed mutant and its diff in one process (mutmut's own API, in the tree).
+    collect = subprocess.run(
+        [sys.executable, "-c", _COLLECT, json.dumps(list(modules))], cwd=tree, capture_output=True, text=True
+    )
+    if collect.returncode != 0:
+        raise SystemExit(f"reading mutmut results failed:\n{collect.stderr[-4000:]}")
+    results = json.loads(collect.stdout)
+    recheck: list[tuple[str, str, str]] = []
+    for module, (killed, open_mutants) in results.items():
+        tallies[module].killed += killed
+        for key, diff in open_mutants:
+            recheck.append((module, key, diff))
+    # A survivor under fork may be a mutant that only acts at import time: re-run it fresh.
+    def fresh(item: tuple[str, str, str]) -> str:
+        module, key, _diff = item
+        return _pytest(tree / "mutants", modules[module], env={"MUTANT_UNDER_TEST": key}, timeout=300)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for (module, key, diff), verdict in zip(recheck, pool.map(fresh, recheck), strict=True):
+            _record(tallies[module], module, key, diff, verdict, equivalents)
+
+
+_COLLECT = r"""
+import json, sys
+from pathlib import Path
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+from mutmut.mutation.data import SourceFileMutationData
+from mutmut.stats import status_by_exit_code
+out = {}
+for module in json.loads(sys.argv[1]):
+    data = SourceFileMutationData(path=Path(module))
+    data.load()
+    killed, rest = 0, []
+    for key, code in data.exit_code_by_key.items():
+        if status_by_exit_code[code] in ("killed", "timeout", "segfault"):
+            killed += 1
+        else:
+            rest.append((key, get_diff_for_mutant(key, path=Path(module))))
+    out[module] = (killed, rest)
+print(json.dumps(out))
+"""
+
+
+def _toml(config: dict) -> str:
+    return "".join(f"{k} = {json.dumps(v)}\n" for k, v in config.items())
+
+
+# ---- own AST mutator: module-level tables, decorated functions -------------------------------
+
+
+def _run_ast(work: Path, modules: dict[str, tuple[str, ...]], tallies: dict[str, Tally], equivalents, *, jobs: int):
+    jobs_list: list[tuple[str, mutation_ast.Mutant]] = []
+    for module in modules:
+        source = (ROOT / module).read_text()
+        jobs_list.extend((module, m) for m in mutation_ast.mutants(source))
+    if not jobs_list:
+        return
+    # one private copy per worker: a mutant rewrites a file in place
+    slots: list[Path] = []
+    for i in range(jobs):
+        slot = work / f"ast-{i}"
+        shutil.copytree(work / "tree", slot, ignore=shutil.ignore_patterns("mutants"))
+        slots.append(slot)
+    free = list(slots)
+
+    def run_one(item: tuple[str, mutation_ast.Mutant]) -> str:
+        module, mutant = item
+        slot = free.pop()
+        try:
+            target = slot / module
+            original = target.read_text()
+            target.write_text(mutant.source)
+            try:
+                return _pytest(slot, modules[module], timeout=300)
+            finally:
+                target.write_text(original)
+        finally:
+            free.append(slot)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for (module, mutant), verdict in zip(jobs_list, pool.map(run_one, jobs_list), strict=True):
+            original = (ROOT / module).read_text()
+            diff = "".join(
+                difflib.unified_diff(
+                    original.splitlines(keepends=True),
+                    mutant.source.splitlines(keepends=True),
+                    fromfile=module,
+                    tofile=module,
+                    n=0,
+                )
+            )
+            _record(tallies[module], module, f"ast:{module}:{mutant.line}", diff, verdict, equivalents)
+
+
+# ---- equivalents, verdicts, report ---------------------------------------------------------
+
+
+def _load_equivalents() -> list[dict[str, str]]:
+    if not EQUIVALENTS_FILE.is_file():
+        return []
+    entries = tomllib.loads(EQUIVALENTS_FILE.read_text()).get("equivalent", [])
+    for entry in entries:
+        if not {"module", "original", "mutant", "reason"} <= entry.keys() or not entry["reason"].strip():
+            raise SystemExit(f"{EQUIVALENTS_FILE}: every entry needs module, original, mutant and a reason")
+    return entries
+
+
+def _changed_lines(diff: str) -> tuple[str, str]:
+    body = [ln for ln in diff.splitlines() if not ln.startswith(("---", "+++", "@@"))]
+    removed = " ".join(ln[1:].strip() for ln in body if ln.startswith("-"))
+    added = " ".join(ln[1:].strip() for ln in body if ln.startswith("+"))
+    return removed, added
+
+
+def _record(tally: Tally, module: str, key: str, diff: str, verdict: str, equivalents) -> None:
+    if verdict in ("killed", "timeout"):
+        tally.killed += 1
+        return
+    removed, added = _changed_lines(diff)
+    for entry in equivalents:
+        if entry["module"] == module and entry["original"].strip() == removed and entry["mutant"].strip() == added:
+            tally.equivalent.append((diff, entry["reason"]))
+            return
+    tally.survivors.append((key, diff))
+
+
+def _report(tallies: dict[str, Tally], *, elapsed: float) -> int:
+    width = max(len(m) for m in tallies)
+    print(f"\n{'module':<{width}}  mutants  killed  survived  equivalent  score")
+    for module, t in tallies.items():
+        print(f"{module:<{width}}  {t.total:>7}  {t.killed:>6}  {len(t.survivors):>8}  {len(t.equivalent):>10}  {t.score:>5.1f}%")
+    killed = sum(t.killed for t in tallies.values())
+    total = sum(t.total for t in tallies.values())
+    overall = 100.0 if total == 0 else round(100.0 * killed / total, 1)
+    print(f"{'total':<{width}}  {total:>7}  {killed:>6}  {total - killed:>8}  {'':>10}  {overall:>5.1f}%")
+    print(f"({elapsed / 60:.1f} min)")
+    for module, t in tallies.items():
+        for diff, reason in t.equivalent:
+            removed, added = _changed_lines(diff)
+            print(f"\nequivalent in {module}: {removed!r} -> {added!r}: {reason}")
+    for module, t in tallies.items():
+        for key, diff in t.survivors:
+            print(f"\nSURVIVED {key}\n{diff.rstrip()}")
+    print(json.dumps({"modules": {m: t.score for m, t in tallies.items()}, "total": overall}))
+    return 0 if all(t.score >= THRESHOLD for t in tallies.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
