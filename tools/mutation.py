@@ -74,7 +74,9 @@ class Tally:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="./dev mutation", description=__doc__.split("\n\n")[0])
-    parser.add_argument("modules", nargs="*", metavar="MODULE", help="module paths (default: all in the table)")
+    parser.add_argument(
+        "modules", nargs="*", metavar="MODULE", help="module paths (default: all in the table)"
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="parallel mutant runs")
     parser.add_argument("--keep", action="store_true", help="keep the temporary work tree")
     args = parser.parse_args(argv)
@@ -83,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown module(s): {', '.join(unknown)}; known: {', '.join(MODULES)}", file=sys.stderr)
         return 2
     wanted = args.modules or list(MODULES)
-    modules = {m: tuple(t for t in MODULES[m] if (ROOT / t).is_file()) for m in wanted if (ROOT / m).is_file()}
+    modules = {
+        m: tuple(t for t in MODULES[m] if (ROOT / t).is_file()) for m in wanted if (ROOT / m).is_file()
+    }
     for m in wanted:
         if m not in modules:
             print(f"note: {m} does not exist yet; skipped", file=sys.stderr)
@@ -150,7 +154,9 @@ def _check_baseline(tree: Path, modules: dict[str, tuple[str, ...]]) -> None:
 # ---- mutmut: function bodies ---------------------------------------------------------------
 
 
-def _run_mutmut(tree: Path, modules: dict[str, tuple[str, ...]], tallies: dict[str, Tally], equivalents, *, jobs: int):
+def _run_mutmut(
+    tree: Path, modules: dict[str, tuple[str, ...]], tallies: dict[str, Tally], equivalents, *, jobs: int
+):
     tests = sorted({t for ts in modules.values() for t in ts})
     if not tests:
         return
@@ -165,7 +171,9 @@ def _run_mutmut(tree: Path, modules: dict[str, tuple[str, ...]], tallies: dict[s
     pyproject = tree / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + "\n[tool.mutmut]\n" + _toml(config))
     mutmut = [sys.executable, "-m", "mutmut"]
-    run = subprocess.run([*mutmut, "run", "--max-children", str(jobs)], cwd=tree, capture_output=True, text=True)
+    run = subprocess.run(
+        [*mutmut, "run", "--max-children", str(jobs)], cwd=tree, capture_output=True, text=True
+    )
     if run.returncode != 0:
         print(run.stdout[-4000:], run.stderr[-4000:], sep="\n", file=sys.stderr)
         raise SystemExit(f"mutmut run failed (exit {run.returncode})")
@@ -181,6 +189,7 @@ def _run_mutmut(tree: Path, modules: dict[str, tuple[str, ...]], tallies: dict[s
         tallies[module].killed += killed
         for key, diff in open_mutants:
             recheck.append((module, key, diff))
+
     # A survivor under fork may be a mutant that only acts at import time: re-run it fresh.
     def fresh(item: tuple[str, str, str]) -> str:
         module, key, _diff = item
@@ -219,7 +228,9 @@ def _toml(config: dict) -> str:
 # ---- own AST mutator: module-level tables, decorated functions -------------------------------
 
 
-def _run_ast(work: Path, modules: dict[str, tuple[str, ...]], tallies: dict[str, Tally], equivalents, *, jobs: int):
+def _run_ast(
+    work: Path, modules: dict[str, tuple[str, ...]], tallies: dict[str, Tally], equivalents, *, jobs: int
+):
     jobs_list: list[tuple[str, mutation_ast.Mutant]] = []
     for module in modules:
         source = (ROOT / module).read_text()
@@ -289,7 +300,11 @@ def _record(tally: Tally, module: str, key: str, diff: str, verdict: str, equiva
         return
     removed, added = _changed_lines(diff)
     for entry in equivalents:
-        if entry["module"] == module and entry["original"].strip() == removed and entry["mutant"].strip() == added:
+        if (
+            entry["module"] == module
+            and entry["original"].strip() == removed
+            and entry["mutant"].strip() == added
+        ):
             tally.equivalent.append((diff, entry["reason"]))
             return
     tally.survivors.append((key, diff))
@@ -299,7 +314,10 @@ def _report(tallies: dict[str, Tally], *, elapsed: float) -> int:
     width = max(len(m) for m in tallies)
     print(f"\n{'module':<{width}}  mutants  killed  survived  equivalent  score")
     for module, t in tallies.items():
-        print(f"{module:<{width}}  {t.total:>7}  {t.killed:>6}  {len(t.survivors):>8}  {len(t.equivalent):>10}  {t.score:>5.1f}%")
+        print(
+            f"{module:<{width}}  {t.total:>7}  {t.killed:>6}  {len(t.survivors):>8}"
+            f"  {len(t.equivalent):>10}  {t.score:>5.1f}%"
+        )
     killed = sum(t.killed for t in tallies.values())
     total = sum(t.total for t in tallies.values())
     overall = 100.0 if total == 0 else round(100.0 * killed / total, 1)
@@ -309,7 +327,7 @@ def _report(tallies: dict[str, Tally], *, elapsed: float) -> int:
         for diff, reason in t.equivalent:
             removed, added = _changed_lines(diff)
             print(f"\nequivalent in {module}: {removed!r} -> {added!r}: {reason}")
-    for module, t in tallies.items():
+    for t in tallies.values():
         for key, diff in t.survivors:
             print(f"\nSURVIVED {key}\n{diff.rstrip()}")
     print(json.dumps({"modules": {m: t.score for m, t in tallies.items()}, "total": overall}))

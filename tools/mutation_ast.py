@@ -98,7 +98,11 @@ def _scope(body: list[ast.stmt]) -> Iterator[ast.AST]:
             if stmt.decorator_list and not _trampolined(stmt):
                 yield from stmt.body
         elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            names = [t.id for t in getattr(stmt, "targets", [getattr(stmt, "target", None)]) if isinstance(t, ast.Name)]
+            names = [
+                t.id
+                for t in getattr(stmt, "targets", [getattr(stmt, "target", None)])
+                if isinstance(t, ast.Name)
+            ]
             if "__all__" in names or stmt.value is None:
                 continue
             yield stmt.value
@@ -109,9 +113,14 @@ def _scope(body: list[ast.stmt]) -> Iterator[ast.AST]:
 
 def _trampolined(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     decorators = fn.decorator_list
-    return len(decorators) == 1 and isinstance(decorators[0], ast.Name) and decorators[0].id in (
-        "staticmethod",
-        "classmethod",
+    return (
+        len(decorators) == 1
+        and isinstance(decorators[0], ast.Name)
+        and decorators[0].id
+        in (
+            "staticmethod",
+            "classmethod",
+        )
     )
 
 

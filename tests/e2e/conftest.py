@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,19 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_TASKS = REPO_ROOT / "tasks.scenarios.yaml"
+
+
+@contextlib.contextmanager
+def private_tempdir(root: Path) -> Iterator[Path]:
+    """Point the runner's temporary directories at `root` while the block runs.
+
+    What a run leaves behind is then exactly `root`'s content: other sweeps on this machine
+    create wfbench-* directories in the shared /tmp at any moment, so globbing it is flaky.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "tempdir", str(root))
+        yield root
 
 
 @pytest.fixture

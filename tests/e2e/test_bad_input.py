@@ -15,7 +15,7 @@ import yaml
 
 from workflow_bench import runner
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, private_tempdir
 
 pytestmark = pytest.mark.e2e
 BUNDLE = REPO_ROOT / "workflow_bench" / "corpus" / "demo-target.bundle"
@@ -85,9 +85,9 @@ def _write_corpus(tmp_path: Path, tasks) -> Path:
 
 
 def _run(argv, capsys):
-    before = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*"))
-    code = runner.main(argv)
-    created = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*")) - before
+    with tempfile.TemporaryDirectory() as private, private_tempdir(Path(private)) as temp:
+        code = runner.main(argv)
+        created = set(temp.glob("wfbench-cells-*"))
     return code, capsys.readouterr().err, created
 
 

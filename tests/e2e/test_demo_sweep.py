@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -21,7 +19,7 @@ from workflow_bench import runner
 from workflow_bench.claude_cli import PINNED_CLAUDE_CODE_VERSION
 from workflow_bench.row_schema import SCHEMA_VERSION
 
-from .conftest import DEMO_TASKS, output_bytes
+from .conftest import DEMO_TASKS, output_bytes, private_tempdir
 
 pytestmark = pytest.mark.e2e
 
@@ -33,11 +31,11 @@ EXPECTED = {key: value for key, value in CORPUS_EXPECTED.items() if key[0] != "c
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, bwrap_bin, claude_bin):
     out = tmp_path_factory.mktemp("demo") / "out"
-    leftovers_before = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*"))
-    code = runner.main(
-        ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
-    )
-    leftovers = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*")) - leftovers_before
+    with private_tempdir(tmp_path_factory.mktemp("tmp")) as temp:
+        code = runner.main(
+            ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
+        )
+    leftovers = set(temp.glob("wfbench-cells-*"))
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     return code, out, rows, leftovers
 

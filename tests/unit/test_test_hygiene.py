@@ -1,0 +1,66 @@
+"""Rules the test suite itself must keep, checked over its source.
+
+- A missing tool is a conftest fixture that calls `_missing` (a skip locally, a FAILURE under
+  WORKFLOW_BENCH_REQUIRE_SANDBOX=1): a `skipif`/`pytest.skip` elsewhere would let CI pass by
+  not running a layer.
+- No test looks at the shared temporary directory: other sweeps on this machine create
+  wfbench-* entries there at any moment; tests point the runner at a private one
+  (`tests/e2e/conftest.py::private_tempdir`) and look there.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent.parent
+
+
+def _sources() -> dict[Path, str]:
+    return {p: p.read_text() for p in TESTS.rglob("*.py") if p != Path(__file__).resolve()}
+
+
+def _skips_without_the_ci_rule(tree: ast.AST) -> list[int]:
+    """Lines of `skipif` markers, and of `pytest.skip(...)` calls in a function that never
+    consults WORKFLOW_BENCH_REQUIRE_SANDBOX (the rule's switch)."""
+    found = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "skipif"]
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+        strings = {n.value for n in ast.walk(fn) if isinstance(n, ast.Constant)}
+        guarded = "REQUIRE" in names or "_missing" in names or "WORKFLOW_BENCH_REQUIRE_SANDBOX" in strings
+        found += [
+            n.lineno
+            for n in ast.walk(fn)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "skip"
+            if not guarded
+        ]
+    return found
+
+
+def test_no_skip_bypasses_the_ci_rule():
+    offenders = [
+        f"{path.relative_to(TESTS)}:{line}"
+        for path, text in _sources().items()
+        for line in _skips_without_the_ci_rule(ast.parse(text))
+    ]
+    assert not offenders, f"skip through a conftest fixture that calls _missing instead: {offenders}"
+
+
+def test_the_skip_rule_sees_a_skipif_and_an_unguarded_skip():
+    # negative control for the checker itself
+    source = "import pytest\n@pytest.mark.skipif(True, reason='x')\ndef test_a():\n    pytest.skip('y')\n"
+    assert _skips_without_the_ci_rule(ast.parse(source)) == [2, 4]
+
+
+def test_no_test_globs_the_shared_temp_dir():
+    pattern = re.compile(r"gettempdir\(\)|Path\(\s*[\"']/tmp[\"']\s*\)\.(r?glob|iterdir)")
+    offenders = [
+        f"{path.relative_to(TESTS)}:{n}"
+        for path, text in _sources().items()
+        for n, line in enumerate(text.splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert not offenders, f"use a private temp dir (private_tempdir / tmp_path): {offenders}"
