@@ -17,6 +17,7 @@ Order inside a cell, and why:
 
 from __future__ import annotations
 
+import posixpath
 import secrets
 from collections.abc import Mapping
 from dataclasses import replace
@@ -385,21 +386,32 @@ def _judged(
 
 
 def _accepted_plan_doc(changed: tuple[str, ...], after: Mapping[str, str]) -> str:
-    """Planning may add or modify exactly one ``docs/plans/*.md`` file (plus its new dirs)."""
-    files = [p for p in changed if after.get(p, "").startswith("file:") or p not in after]
-    dirs = [p for p in changed if p not in files]
-    plans = [
-        p
-        for p in files
-        if p.startswith(PLAN_DIR + "/") and p.endswith(".md") and "/" not in p[len(PLAN_DIR) + 1 :]
+    """Planning may add or modify exactly one regular file ``docs/plans/<name>.md``, and create
+    the directories on its way (``docs``, ``docs/plans``); nothing else.
+
+    Exact components, not a prefix: ``d``, ``doc`` or ``docs/p`` are other paths; a symlink or
+    any other non-directory is never "a directory on the way", and the plan must be a real file.
+    """
+    plans = [p for p in changed if posixpath.dirname(p) == PLAN_DIR and _is_plan_name(posixpath.basename(p))]
+    ancestors = {PLAN_DIR.rsplit("/", i)[0] for i in range(PLAN_DIR.count("/") + 1)}
+    others = [
+        p for p in changed if p not in plans and not (p in ancestors and after.get(p, "").startswith("dir:"))
     ]
-    others = [p for p in files if p not in plans] + [d for d in dirs if not PLAN_DIR.startswith(d)]
     if len(plans) != 1 or others:
         raise EvidenceError(
             "plan-evidence-invalid",
             f"planning must produce exactly one {PLAN_DIR}/*.md and change nothing else; "
             f"plan docs: {plans[:5]}, other changes: {others[:5]}",
         )
-    if plans[0] not in after:
+    kind = after.get(plans[0])
+    if kind is None:
         raise EvidenceError("plan-evidence-invalid", f"planning deleted {plans[0]}")
+    if not kind.startswith("file:"):
+        raise EvidenceError(
+            "plan-evidence-invalid", f"{plans[0]} is not a regular file ({kind.split(':')[0]})"
+        )
     return plans[0]
+
+
+def _is_plan_name(name: str) -> bool:
+    return name.endswith(".md") and len(name) > len(".md")

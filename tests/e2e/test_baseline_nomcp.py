@@ -49,7 +49,7 @@ def test_baseline_nomcp_cannot_see_skills_and_has_slash_commands_off(
 
     listed, read_skill, init = seen["baseline"]
     assert listed == SEEDED and read_skill
-    assert SEEDED <= set(init["skills"]) and SEEDED <= set(init["slash_commands"])
+    assert set(init["skills"]) >= SEEDED and set(init["slash_commands"]) >= SEEDED
     assert "compact" in init["slash_commands"]  # built-in commands are on for the control
 
     listed, read_skill, init = seen["baseline_nomcp"]
