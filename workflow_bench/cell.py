@@ -26,7 +26,7 @@ from typing import Any
 
 from .access import CellCredentials, CellKey
 from .arms import ArmSpec, SessionSpec
-from .cell_rows import identity_fields, infra_error_row, provider_fields
+from .cell_rows import SESSION_MEASUREMENTS, identity_fields, infra_error_row, provider_fields
 from .comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
 from .context import CellResult, SweepSettings, TaskContext
 from .judge import judge_review, run_hidden_oracle, run_verify
@@ -82,6 +82,7 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     cell_secrets = (*credentials.secrets, *settings.access.static_secrets)
     cell_dir = settings.work_root / f"{key.slug}-{secrets.token_hex(4)}"
     artifacts: dict[str, bytes] = {}
+    run: _CellRun | None = None
     try:
         cell_dir.mkdir(parents=True)
         copy_clone(task.template, cell_dir / "workspace")
@@ -89,6 +90,9 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         row = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
         row = infra_error_row(exc, cell_secrets)
+        if run is not None and run.measured is not None:
+            # The sessions finished before the failure: what they spent was spent.
+            row.update(run.measured)
         if settings.cancel.is_set():
             row["error_kind"] = "cancelled"
     finally:
@@ -130,6 +134,7 @@ class _CellRun:
         self.credentials = credentials
         self.secrets = cell_secrets
         self.artifacts = artifacts
+        self.measured: dict[str, Any] | None = None  # the sessions' measurements, once they ran
         self.sandbox: Sandbox = create_sandbox(
             settings.sandbox_kind,
             workspace=cell_dir / "workspace",
@@ -158,6 +163,7 @@ class _CellRun:
         row = sum_sessions(outcomes)
         row.update(plan_produced=(not self.arm.plans_first) or plan_doc is not None, plan_doc=plan_doc)
         row.update(skill_digest=skill_digest, variant_head_sha=base_sha)
+        self.measured = {k: v for k, v in row.items() if k in SESSION_MEASUREMENTS}
         if settings.cancel.is_set():
             # Keep what the sessions measured; judging a half-finished clone would be noise.
             row.update(ok=False, resolved=False, error_kind="cancelled", error_detail="sweep cancelled")
@@ -378,6 +384,8 @@ def _judged(
         p
         for p in changed_paths(base, after)
         if not any(p == n or p.startswith(n + "/") for n in NON_WORK_PATHS)
+        # a directory alone (e.g. the `docs` a plan was written into) is not work; its files are
+        and not all(side.get(p, "dir:").startswith("dir:") for side in (base, after))
     ]
     if arm.implementation and row["resolved"] and not work:
         row["resolved"] = False

@@ -34,6 +34,31 @@ def provider_fields(access: ModelAccess, key: CellKey, artifacts: dict[str, byte
     return {"usage_provider": dict(observation.usage), "usage_provider_source": observation.source}
 
 
+# What the sessions measured. A cell that fails after its sessions finished keeps these on its
+# infra-error row: the tokens and dollars were spent, and blanking them would drop that spend
+# from the task × arm accounting line. Verdict fields (ok, resolved, error_*) are not here.
+SESSION_MEASUREMENTS = frozenset(
+    {
+        *USAGE_FIELDS,
+        "usage_main_loop",
+        "usage_transcripts",
+        "cost_usd",
+        "duration_s",
+        "num_turns",
+        "session_ids",
+        "sessions",
+        "skill_invoked",
+        "transcript_missing",
+        "tool_use_counts",
+        "evidence_diagnostics",
+        "plan_produced",
+        "plan_doc",
+        "skill_digest",
+        "variant_head_sha",
+    }
+)
+
+
 def infra_error_row(exc: BaseException, cell_secrets) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(USAGE_FIELDS)
     row.update(
