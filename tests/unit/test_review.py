@@ -352,7 +352,7 @@ def test_exact_review_passes_the_oracle() -> None:
     assert (score.true_positives, score.false_positives, score.false_negatives) == (1, 0, 0)
     assert score.precision == score.recall == score.f1 == score.weighted_f1 == 1.0
     assert score.blocker_recall == score.severity_accuracy == score.category_accuracy == 1.0
-    assert score.grounded_evidence == 1.0 and score.verdict_correct and score.score_finite
+    assert score.verdict_correct and score.score_finite
     assert not score.clean_control and not score.clean_pass
     assert score.matches == (("f1", "L1"),)
     assert review_oracle_passed(score)
@@ -375,7 +375,7 @@ def test_approving_defective_code_is_a_miss_with_precision_none() -> None:
     assert score.precision is None and score.weighted_precision is None
     assert score.recall == 0.0 and score.weighted_recall == 0.0
     assert score.f1 == 0.0 and score.weighted_f1 == 0.0  # labels exist: zero, not unknown
-    assert score.blocker_recall == 0.0 and score.grounded_evidence is None
+    assert score.blocker_recall == 0.0
     assert not score.verdict_correct and not review_oracle_passed(score)
 
 
@@ -545,7 +545,7 @@ def _brute_force_max_matching(findings: tuple[ReviewFinding, ...], labels: list[
 CASES = 400
 RATIO_NAMES = (
     "precision", "recall", "f1", "weighted_precision", "weighted_recall", "weighted_f1",
-    "blocker_recall", "severity_accuracy", "category_accuracy", "grounded_evidence",
+    "blocker_recall", "severity_accuracy", "category_accuracy",
 )  # fmt: skip
 
 
@@ -597,7 +597,7 @@ REFERENCE_ROW_FIELDS = (
     "review_true_positives", "review_false_positives", "review_false_negatives", "review_precision",
     "review_recall", "review_f1", "review_weighted_precision", "review_weighted_recall",
     "review_weighted_f1", "review_blocker_recall", "review_severity_accuracy", "review_category_accuracy",
-    "review_grounded_evidence", "review_verdict_correct", "review_clean_control", "review_clean_pass",
+    "review_verdict_correct", "review_clean_control", "review_clean_pass",
     "review_score_finite",
 )  # fmt: skip
 
