@@ -12,7 +12,8 @@ Two mutators, because one alone has blind spots that would report false survivor
 - `mutation_ast` mutates what mutmut never touches (module-level tables, decorated functions).
   Every such mutant, and every mutmut survivor, is re-run in a FRESH interpreter, so a mutant
   that only acts at import time (a table built by a function at import) is not a false survivor.
-Equivalent mutants are listed in tools/mutation-equivalents.toml with a one-line reason each;
+Equivalent mutants are listed in tools/mutation-equivalents.toml with a one-line reason each
+(matched by module, the changed lines before/after and optionally a nearby line);
 they are excluded from the score and printed with their reasons.
 All work happens in a private temporary copy of the tree; the checkout is never modified.
 """
@@ -268,7 +269,7 @@ def _run_ast(
                     mutant.source.splitlines(keepends=True),
                     fromfile=module,
                     tofile=module,
-                    n=0,
+                    n=1,
                 )
             )
             _record(tallies[module], module, f"ast:{module}:{mutant.line}", diff, verdict, equivalents)
@@ -304,6 +305,7 @@ def _record(tally: Tally, module: str, key: str, diff: str, verdict: str, equiva
             entry["module"] == module
             and entry["original"].strip() == removed
             and entry["mutant"].strip() == added
+            and entry.get("near", "").strip() in diff  # a nearby line, when the edit alone is ambiguous
         ):
             tally.equivalent.append((diff, entry["reason"]))
             return
