@@ -43,15 +43,18 @@ THRESHOLD = 95.0
 # module path -> the fast tests that pin it. Adding a module is one line. A module whose file
 # does not exist (yet) is skipped with a note.
 MODULES: dict[str, tuple[str, ...]] = {
-    "workflow_bench/review.py": ("tests/unit/test_review.py", "tests/unit/test_aggregate.py"),
-    "workflow_bench/review_contract.py": ("tests/unit/test_review.py", "tests/unit/test_review_contract.py"),
-    "workflow_bench/review_labels.py": ("tests/unit/test_review.py", "tests/unit/test_review_labels.py"),
-    "workflow_bench/aggregate.py": ("tests/unit/test_aggregate.py", "tests/unit/test_report.py"),
-    "workflow_bench/accounting.py": ("tests/unit/test_accounting.py",),
-    "workflow_bench/stream_usage.py": ("tests/unit/test_accounting.py", "tests/unit/test_stream_usage.py"),
-    "workflow_bench/gateway/_usage.py": ("tests/unit/test_gateway_usage.py",),
-    "workflow_bench/judge.py": ("tests/component/test_judge.py",),
-    "workflow_bench/outcomes.py": ("tests/unit/test_outcomes.py",),
+    "workflow_bench/review/score.py": ("tests/unit/test_review.py", "tests/unit/test_aggregate.py"),
+    "workflow_bench/review/contract.py": ("tests/unit/test_review.py", "tests/unit/test_review_contract.py"),
+    "workflow_bench/review/labels.py": ("tests/unit/test_review.py", "tests/unit/test_review_labels.py"),
+    "workflow_bench/reports/aggregate.py": ("tests/unit/test_aggregate.py", "tests/unit/test_report.py"),
+    "workflow_bench/reports/accounting.py": ("tests/unit/test_accounting.py",),
+    "workflow_bench/cells/stream_usage.py": (
+        "tests/unit/test_accounting.py",
+        "tests/unit/test_stream_usage.py",
+    ),
+    "workflow_bench/providers/gateway/_usage.py": ("tests/unit/test_gateway_usage.py",),
+    "workflow_bench/judging/judge.py": ("tests/component/test_judge.py",),
+    "workflow_bench/judging/outcomes.py": ("tests/unit/test_outcomes.py",),
     "workflow_bench/reports/promotion.py": ("tests/unit/test_promotion.py",),
     "workflow_bench/reports/stats.py": ("tests/unit/test_stats.py",),
 }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflow_bench.gateway import (
+from workflow_bench.providers.gateway import (
     NormalizedUsage,
     UnknownProviderError,
     UsageSemanticsError,
@@ -17,9 +17,9 @@ from workflow_bench.gateway import (
     normalize_openai_responses_usage,
     sum_usage,
 )
-from workflow_bench.gateway._keys import cell_tag, mint_cell_key
-from workflow_bench.provider import Usage
-from workflow_bench.provider._responses import wire_usage
+from workflow_bench.providers.gateway._keys import cell_tag, mint_cell_key
+from workflow_bench.providers.scripted import Usage
+from workflow_bench.providers.scripted._responses import wire_usage
 
 pytestmark = pytest.mark.unit
 
@@ -175,13 +175,29 @@ def test_cell_keys_verify_only_with_their_own_secret_and_tag() -> None:
     [
         ("litellm", {"prompt_tokens": -1}, "prompt_tokens"),
         ("litellm", {"prompt_tokens_details": {"cached_tokens": "9"}}, "prompt_tokens_details.cached_tokens"),
-        ("litellm", {"prompt_tokens_details": {"cache_write_tokens": -2}}, "prompt_tokens_details.cache_write_tokens"),
-        ("litellm", {"prompt_tokens_details": {"cache_creation_tokens": True}}, "prompt_tokens_details.cache_write_tokens"),
+        (
+            "litellm",
+            {"prompt_tokens_details": {"cache_write_tokens": -2}},
+            "prompt_tokens_details.cache_write_tokens",
+        ),
+        (
+            "litellm",
+            {"prompt_tokens_details": {"cache_creation_tokens": True}},
+            "prompt_tokens_details.cache_write_tokens",
+        ),
         ("litellm", {"completion_tokens": 2.0}, "completion_tokens"),
-        ("litellm", {"prompt_tokens_details": [1]}, "prompt_tokens_details: want an object or null, got list"),
+        (
+            "litellm",
+            {"prompt_tokens_details": [1]},
+            "prompt_tokens_details: want an object or null, got list",
+        ),
         ("responses", {"input_tokens": -1}, "input_tokens"),
         ("responses", {"input_tokens_details": {"cached_tokens": "9"}}, "input_tokens_details.cached_tokens"),
-        ("responses", {"input_tokens_details": {"cache_write_tokens": -2}}, "input_tokens_details.cache_write_tokens"),
+        (
+            "responses",
+            {"input_tokens_details": {"cache_write_tokens": -2}},
+            "input_tokens_details.cache_write_tokens",
+        ),
         ("responses", {"output_tokens": False}, "output_tokens"),
         ("responses", {"input_tokens_details": 3}, "input_tokens_details: want an object or null, got int"),
     ],
@@ -198,9 +214,12 @@ def test_a_refused_value_is_named_in_the_error(normalize, usage, field) -> None:
 def test_parts_may_fill_the_whole_prompt_exactly() -> None:
     whole = {"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 40}}
     assert normalize_litellm_usage("openai", whole).input_tokens == 0  # zero is a value, not an error
-    with pytest.raises(UsageSemanticsError, match=r"cached \(60\) \+ cache-write \(41\) tokens exceed the whole"):
+    with pytest.raises(
+        UsageSemanticsError, match=r"cached \(60\) \+ cache-write \(41\) tokens exceed the whole"
+    ):
         normalize_litellm_usage(
-            "openai", {"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 41}}
+            "openai",
+            {"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 41}},
         )
 
 
@@ -210,4 +229,6 @@ def test_the_refusal_of_an_unknown_provider_lists_the_known_ones() -> None:
 
 
 def test_a_failed_responses_request_is_all_unknown() -> None:
-    assert normalize_openai_responses_usage(None) == NormalizedUsage(None, None, None, None, prompt_tokens=None)
+    assert normalize_openai_responses_usage(None) == NormalizedUsage(
+        None, None, None, None, prompt_tokens=None
+    )

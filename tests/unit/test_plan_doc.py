@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflow_bench.cell import EvidenceError, _accepted_plan_doc
+from workflow_bench.cells.run import EvidenceError, _accepted_plan_doc
 
 FILE = "file:644:0123"
 DIR = "dir:755"

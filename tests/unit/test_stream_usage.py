@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflow_bench.stream_usage import sum_usage_fields, transcript_usage
+from workflow_bench.cells.stream_usage import sum_usage_fields, transcript_usage
 
 pytestmark = pytest.mark.unit
 UNKNOWN = dict.fromkeys(
