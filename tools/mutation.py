@@ -21,14 +21,15 @@ All work happens in a private temporary copy of the tree; the checkout is never 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import difflib
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -194,14 +195,115 @@ def _run_mutmut(
         for key, diff in open_mutants:
             recheck.append((module, key, diff))
 
-    # A survivor under fork may be a mutant that only acts at import time: re-run it fresh.
-    def fresh(item: tuple[str, str, str]) -> str:
-        module, key, _diff = item
-        return _pytest(tree / "mutants", modules[module], env={"MUTANT_UNDER_TEST": key}, timeout=300)
+    # A survivor under fork may be a mutant that only acts at import time (the fork happened
+    # after import): re-run, in a fresh import, every open mutant of a function that runs then.
+    at_import = _import_time_functions(tree, modules)
+    fresh = [item for item in recheck if (item[0], _function_of(item[1])) in at_import]
+    requests = [{"env": {"MUTANT_UNDER_TEST": key}, "tests": list(modules[m])} for m, key, _ in fresh]
+    verdicts = dict(
+        zip((key for _, key, _ in fresh), _pool(tree / "mutants", requests, jobs=jobs), strict=True)
+    )
+    for module, key, diff in recheck:
+        _record(tallies[module], module, key, diff, verdicts.get(key, "survived"), equivalents)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        for (module, key, diff), verdict in zip(recheck, pool.map(fresh, recheck), strict=True):
-            _record(tallies[module], module, key, diff, verdict, equivalents)
+
+def _function_of(key: str) -> str:
+    """`pkg.mod.x_name__mutmut_3` -> `name`; `pkg.mod.xǁClassǁname__mutmut_3` -> `name`."""
+    mangled = key.rsplit(".", 1)[-1].rsplit("__mutmut_", 1)[0]
+    return mangled.split("ǁ")[2] if mangled.startswith("xǁ") else mangled[2:]
+
+
+_TRACE = r"""
+import json, sys
+from pathlib import Path
+import pytest
+targets = {str(Path(m).resolve()): m for m in json.loads(sys.argv[1])}
+called = set()
+def profile(frame, event, arg):
+    path = targets.get(frame.f_code.co_filename)
+    if event == "call" and path is not None:
+        called.add((path, frame.f_code.co_name))
+sys.setprofile(profile)
+pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *json.loads(sys.argv[2])])
+sys.setprofile(None)
+print(json.dumps(sorted(called)))
+"""
+
+
+def _import_time_functions(tree: Path, modules: dict[str, tuple[str, ...]]) -> set[tuple[str, str]]:
+    """(module, function) pairs that run while the modules and their mapped tests are imported."""
+    tests = sorted({t for ts in modules.values() for t in ts})
+    traced = subprocess.run(
+        [sys.executable, "-c", _TRACE, json.dumps(list(modules)), json.dumps(tests)],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    last = traced.stdout.strip().splitlines()[-1:] if traced.returncode == 0 else []
+    if not last:
+        raise SystemExit(f"tracing import-time calls failed:\n{traced.stdout[-2000:]}{traced.stderr[-2000:]}")
+    return {(m, f) for m, f in json.loads(last[0])}
+
+
+def _pool(tree: Path, requests: list[dict], *, jobs: int, copies: list[Path] | None = None) -> list[str]:
+    """Verdicts for `requests`, run by `jobs` fork servers (tools/mutation_worker.py).
+
+    With `copies`, worker i works in copies[i] (requests that rewrite a file need a tree each);
+    otherwise every worker shares `tree` (requests that only set the environment)."""
+    if not requests:
+        return []
+    trees = copies or [tree] * jobs
+    pending: queue.Queue[tuple[int, dict]] = queue.Queue()
+    for item in enumerate(requests):
+        pending.put(item)
+    verdicts: list[str] = [""] * len(requests)
+    control = sorted({t for r in requests for t in r["tests"]})
+    if not control:
+        return ["survived"] * len(requests)  # no mapped test: nothing can kill them
+    broken: list[str] = []
+
+    def serve(where: Path) -> None:
+        worker = subprocess.Popen(
+            [sys.executable, str(ROOT / "tools" / "mutation_worker.py"), str(where)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        try:
+            # Negative control: the unmutated tree must pass in this worker, or every "kill" it
+            # reports would be a broken harness, not a test doing its job.
+            worker.stdin.write(json.dumps({"timeout": 600, "tests": control}) + "\n")
+            worker.stdin.flush()
+            if json.loads(worker.stdout.readline())["verdict"] != "survived":
+                broken.append(str(where))
+                return
+            while True:
+                try:
+                    index, request = pending.get_nowait()
+                except queue.Empty:
+                    return
+                if not request["tests"]:
+                    verdicts[index] = "survived"  # no mapped test: nothing can kill it
+                    continue
+                worker.stdin.write(json.dumps({"timeout": 300, **request}) + "\n")
+                worker.stdin.flush()
+                verdicts[index] = json.loads(worker.stdout.readline())["verdict"]
+        finally:
+            worker.stdin.close()
+            worker.wait(timeout=60)
+
+    threads = [threading.Thread(target=serve, args=(where,)) for where in trees[:jobs]]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if broken:
+        raise SystemExit(f"the unmutated tests fail inside the mutation worker for {broken}")
+    if "" in verdicts:
+        raise SystemExit("a mutation worker died before finishing its mutants")
+    return verdicts
 
 
 _COLLECT = r"""
@@ -242,40 +344,27 @@ def _run_ast(
     if not jobs_list:
         return
     # one private copy per worker: a mutant rewrites a file in place
-    slots: list[Path] = []
+    copies = []
     for i in range(jobs):
-        slot = work / f"ast-{i}"
-        shutil.copytree(work / "tree", slot, ignore=shutil.ignore_patterns("mutants"))
-        slots.append(slot)
-    free = list(slots)
-
-    def run_one(item: tuple[str, mutation_ast.Mutant]) -> str:
-        module, mutant = item
-        slot = free.pop()
-        try:
-            target = slot / module
-            original = target.read_text()
-            target.write_text(mutant.source)
-            try:
-                return _pytest(slot, modules[module], timeout=300)
-            finally:
-                target.write_text(original)
-        finally:
-            free.append(slot)
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        for (module, mutant), verdict in zip(jobs_list, pool.map(run_one, jobs_list), strict=True):
-            original = (ROOT / module).read_text()
-            diff = "".join(
-                difflib.unified_diff(
-                    original.splitlines(keepends=True),
-                    mutant.source.splitlines(keepends=True),
-                    fromfile=module,
-                    tofile=module,
-                    n=1,
-                )
+        copy = work / f"ast-{i}"
+        shutil.copytree(work / "tree", copy, ignore=shutil.ignore_patterns("mutants"))
+        copies.append(copy)
+    requests = [
+        {"path": module, "source": m.source, "tests": list(modules[module])} for module, m in jobs_list
+    ]
+    verdicts = _pool(work / "tree", requests, jobs=jobs, copies=copies)
+    for (module, mutant), verdict in zip(jobs_list, verdicts, strict=True):
+        original = (ROOT / module).read_text()
+        diff = "".join(
+            difflib.unified_diff(
+                original.splitlines(keepends=True),
+                mutant.source.splitlines(keepends=True),
+                fromfile=module,
+                tofile=module,
+                n=1,
             )
-            _record(tallies[module], module, f"ast:{module}:{mutant.line}", diff, verdict, equivalents)
+        )
+        _record(tallies[module], module, f"ast:{module}:{mutant.line}", diff, verdict, equivalents)
 
 
 # ---- equivalents, verdicts, report ---------------------------------------------------------
