@@ -49,7 +49,6 @@ from .contract import (
     ReviewArtifact,
     ReviewArtifactError,
     ReviewFinding,
-    normalize_path,
     parse_review_artifact,
 )
 from .labels import Label, ReviewLabelsError, labels_from_oracle, parse_labels
@@ -78,7 +77,6 @@ __all__ = [
     "expected_verdict",
     "labels_from_oracle",
     "match_findings",
-    "normalize_path",
     "parse_labels",
     "parse_review_artifact",
     "review_oracle_passed",
