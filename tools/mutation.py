@@ -55,7 +55,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "workflow_bench/providers/gateway/_usage.py": ("tests/unit/test_gateway_usage.py",),
     "workflow_bench/judging/judge.py": ("tests/component/test_judge.py",),
-    "workflow_bench/judging/outcomes.py": ("tests/unit/test_outcomes.py",),
+    "workflow_bench/judging/outcomes.py": (
+        "tests/unit/test_outcomes.py",
+        "tests/unit/test_outcome_predicates.py",
+    ),
     "workflow_bench/reports/promotion.py": ("tests/unit/test_promotion.py",),
     "workflow_bench/reports/stats.py": ("tests/unit/test_stats.py",),
 }
