@@ -263,3 +263,11 @@ def test_a_directly_built_artifact_is_checked_like_a_parsed_one():
 def test_an_unknown_error_code_is_a_programming_error():
     with pytest.raises(ValueError, match="unknown review artifact error code 'nope'"):
         ReviewArtifactError("nope", "m")
+
+
+def test_every_contract_exception_reads_as_its_message():
+    # Should one ever escape (a traceback, a log line), it must say what was wrong.
+    from workflow_bench.review.contract import FieldError, _Reject
+
+    assert str(FieldError("m1")) == "m1" and str(_Reject("empty", "m2")) == "m2"
+    assert str(ReviewArtifactError("empty", "m3")) == "m3"
