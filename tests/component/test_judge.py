@@ -163,3 +163,94 @@ def test_an_unscorable_review_is_never_a_passed_oracle(tmp_path, setup):
     assert all(fields[name] is None for name in REVIEW_ROW_FIELDS)
     assert problem  # the violation, for the row's error_detail
     assert data == (artifact.read_bytes() if setup in ("not-json", "contract-violation") else None)
+
+
+# ── the authored verify and the hidden oracle, in a real bwrap sandbox ─────────────────────
+# Written against main's judge API (verify -> (passed, output), oracle -> bool). The `judging`
+# lane changes both to a JudgeOutcome; `_verify` / `_oracle` are the only places to adapt.
+
+
+@pytest.fixture
+def sandbox(tmp_path, bwrap_bin):
+    from workflow_bench.sandbox import SandboxKind, create_sandbox
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "code.txt").write_text("agent's work\n")
+    return create_sandbox(SandboxKind.BWRAP, workspace=workspace, claude_bin=None, bwrap_bin=bwrap_bin)
+
+
+def _verify(sandbox, command: str, *, timeout_s: float = 60) -> tuple[bool, str]:
+    import threading
+
+    from workflow_bench.judging.judge import run_verify
+
+    return run_verify(sandbox, command, timeout_s=timeout_s, cancel=threading.Event())
+
+
+def _oracle(sandbox, snapshot: OracleSnapshot, scratch: Path, *, timeout_s: float = 60) -> bool:
+    import threading
+
+    from workflow_bench.judging.judge import run_hidden_oracle
+
+    return run_hidden_oracle(
+        sandbox, snapshot, scratch=scratch, timeout_s=timeout_s, cancel=threading.Event()
+    )
+
+
+def _oracle_snapshot(command: str, content: bytes = b"SECRET-ORACLE-LINE\n") -> OracleSnapshot:
+    file = OracleFile(
+        target="check.txt", data=content, sha256=hashlib.sha256(content).hexdigest(), size=len(content)
+    )
+    return OracleSnapshot(command=command, files=(file,))
+
+
+def test_verify_passes_on_exit_zero_and_fails_otherwise(sandbox):
+    assert _verify(sandbox, "cat code.txt") == (True, "agent's work\n")
+    passed, output = _verify(sandbox, "echo out; echo err >&2; exit 3")
+    assert passed is False and "out" in output and "err" in output
+
+
+def test_verify_keeps_only_the_tail_of_its_output(sandbox):
+    passed, output = _verify(sandbox, "head -c 10000 /dev/zero | tr '\\0' a; echo END")
+    assert passed and len(output) == 4000 and output.endswith("aEND\n")
+
+
+def test_verify_cannot_change_the_workspace(sandbox, tmp_path):
+    passed, _ = _verify(sandbox, "echo changed > code.txt")
+    assert passed is False and (tmp_path / "ws" / "code.txt").read_text() == "agent's work\n"
+
+
+def test_a_verify_that_never_finishes_raises_instead_of_failing_quietly(sandbox):
+    with pytest.raises(Exception, match="authored verify"):
+        _verify(sandbox, "sleep 30", timeout_s=1)
+
+
+def test_the_oracle_reads_its_files_at_the_announced_root_and_is_erased_after(sandbox, tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    command = 'grep -q SECRET-ORACLE-LINE "$WORKFLOW_BENCH_ORACLE_ROOT/check.txt"'
+    assert _oracle(sandbox, _oracle_snapshot(command), scratch) is True
+    assert _oracle(sandbox, _oracle_snapshot(command, b"other\n"), scratch) is False
+    assert list(scratch.iterdir()) == []  # nothing of the oracle stays on disk
+
+
+def test_the_oracle_sees_the_workspace_read_only(sandbox, tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    assert _oracle(sandbox, _oracle_snapshot("echo x > code.txt"), scratch) is False
+    assert (tmp_path / "ws" / "code.txt").read_text() == "agent's work\n"
+
+
+def test_an_oracle_that_never_finishes_raises_without_quoting_itself(sandbox, tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    with pytest.raises(Exception) as raised:
+        _oracle(
+            sandbox,
+            _oracle_snapshot('cat "$WORKFLOW_BENCH_ORACLE_ROOT/check.txt"; sleep 30'),
+            scratch,
+            timeout_s=1,
+        )
+    assert "SECRET-ORACLE-LINE" not in str(raised.value)
+    assert list(scratch.iterdir()) == []
