@@ -48,6 +48,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "workflow_bench/review/contract.py": ("tests/unit/test_review.py", "tests/unit/test_review_contract.py"),
     "workflow_bench/review/labels.py": ("tests/unit/test_review.py", "tests/unit/test_review_labels.py"),
     "workflow_bench/reports/aggregate.py": ("tests/unit/test_aggregate.py", "tests/unit/test_report.py"),
+    "workflow_bench/usage.py": ("tests/unit/test_usage.py", "tests/unit/test_stream_usage.py"),
     "workflow_bench/reports/accounting.py": ("tests/unit/test_accounting.py",),
     "workflow_bench/cells/stream_usage.py": (
         "tests/unit/test_accounting.py",

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from workflow_bench import runner
-from workflow_bench.providers.gateway import sum_usage
+from workflow_bench.usage import sum_usage
 
 from .conftest import DEMO_TASKS, REPO_ROOT, output_bytes
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from workflow_bench.cells.stream_usage import sum_usage_fields, transcript_usage
+from workflow_bench.cells.stream_usage import transcript_usage
+from workflow_bench.usage import sum_usage
 
 pytestmark = pytest.mark.unit
 UNKNOWN = dict.fromkeys(
@@ -172,5 +173,5 @@ def test_no_messages_at_all_is_unknown():
 
 
 def test_sum_over_sessions_is_unknown_per_field_and_when_there_are_none():
-    assert sum_usage_fields([_u(1, 2, 3, 4), _u(10, 0, 0, None)]) == _u(11, 2, 3, None)
-    assert sum_usage_fields([]) == UNKNOWN
+    assert sum_usage([_u(1, 2, 3, 4), _u(10, 0, 0, None)]) == _u(11, 2, 3, None)
+    assert sum_usage([]) == UNKNOWN
