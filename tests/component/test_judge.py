@@ -180,22 +180,30 @@ def sandbox(tmp_path, bwrap_bin):
     return create_sandbox(SandboxKind.BWRAP, workspace=workspace, claude_bin=None, bwrap_bin=bwrap_bin)
 
 
-def _verify(sandbox, command: str, *, timeout_s: float = 60) -> tuple[bool, str]:
+def _verify(sandbox, command: str, *, timeout_s: float = 60, cancel=None, **options) -> tuple[bool, str]:
     import threading
 
     from workflow_bench.judging.judge import run_verify
 
-    return run_verify(sandbox, command, timeout_s=timeout_s, cancel=threading.Event())
+    return run_verify(sandbox, command, timeout_s=timeout_s, cancel=cancel or threading.Event(), **options)
 
 
-def _oracle(sandbox, snapshot: OracleSnapshot, scratch: Path, *, timeout_s: float = 60) -> bool:
+def _oracle(sandbox, snapshot: OracleSnapshot, scratch: Path, *, timeout_s: float = 60, cancel=None) -> bool:
     import threading
 
     from workflow_bench.judging.judge import run_hidden_oracle
 
     return run_hidden_oracle(
-        sandbox, snapshot, scratch=scratch, timeout_s=timeout_s, cancel=threading.Event()
+        sandbox, snapshot, scratch=scratch, timeout_s=timeout_s, cancel=cancel or threading.Event()
     )
+
+
+def _cancelled():
+    import threading
+
+    event = threading.Event()
+    event.set()
+    return event
 
 
 def _oracle_snapshot(command: str, content: bytes = b"SECRET-ORACLE-LINE\n") -> OracleSnapshot:
@@ -222,8 +230,30 @@ def test_verify_cannot_change_the_workspace(sandbox, tmp_path):
 
 
 def test_a_verify_that_never_finishes_raises_instead_of_failing_quietly(sandbox):
-    with pytest.raises(Exception, match="authored verify"):
+    with pytest.raises(Exception, match=r"^authored verify"):
         _verify(sandbox, "sleep 30", timeout_s=1)
+
+
+def test_a_cancelled_sweep_stops_the_verify(sandbox):
+    with pytest.raises(Exception, match=r"^authored verify"):
+        _verify(sandbox, "sleep 30", cancel=_cancelled())
+
+
+def test_verify_gets_the_tool_environment_its_extra_variables_and_its_mounts(sandbox, tmp_path):
+    from workflow_bench.sandbox import Mount
+
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "note.txt").write_text("mounted\n")
+    command = 'test "$HOME" = /home/agent && test "$X_EXTRA" = yes && cat /extra-mount/note.txt'
+    mounts = (Mount(source=extra, target="/extra-mount"),)
+    assert _verify(sandbox, command, env_extra={"X_EXTRA": "yes"}, mounts=mounts) == (True, "mounted\n")
+    assert _verify(sandbox, command, mounts=mounts)[0] is False  # negative control: no extra variable
+
+
+def test_verify_output_that_is_not_utf8_is_kept_with_replacement_characters(sandbox):
+    passed, output = _verify(sandbox, "printf 'ok\\377\\n'")
+    assert passed and output == "ok\ufffd\n"
 
 
 def test_the_oracle_reads_its_files_at_the_announced_root_and_is_erased_after(sandbox, tmp_path):

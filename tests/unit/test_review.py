@@ -637,7 +637,8 @@ def test_a_finding_pairs_with_the_overlapping_label_whose_start_is_nearest() -> 
 
 
 def test_at_equal_distance_the_narrower_label_wins() -> None:
-    wide, narrow = label("wide", start=18, end=40), label("narrow", start=22, end=25)
+    # Starts 2 lines either side of the finding; spans 8 and 2 (the narrow one ends later).
+    wide, narrow = label("wide", start=18, end=26), label("narrow", start=22, end=24)
     for labels in ([wide, narrow], [narrow, wide]):
         score = score_review(review("request_changes", finding("f", line=20, end_line=30)), labels)
         assert score.matches == (("f", "narrow"),)

@@ -177,6 +177,10 @@ def test_the_key_problem_lists_missing_and_unknown_keys():
     error = _refusal(_artifact([item]))
     assert error.code == "finding-keys"
     assert error.message.endswith("(missing evidence; unknown 'extra', 'other')")
+    two_missing = _refusal(
+        _artifact([{k: v for k, v in _finding().items() if k not in ("line", "scenario")}])
+    )
+    assert two_missing.message.endswith("(missing line, scenario)")
     only_missing = _refusal(_artifact([{k: v for k, v in _finding().items() if k != "line"}]))
     assert only_missing.message.endswith("(missing line)")
     only_unknown = _refusal(_artifact(x=1))
@@ -235,7 +239,8 @@ def _built(**overrides) -> ReviewFinding:
 def test_a_directly_built_artifact_is_checked_like_a_parsed_one():
     with pytest.raises(ReviewArtifactError) as raised:
         ReviewArtifact(verdict="yes", findings=())
-    assert raised.value.code == "verdict" and raised.value.message.endswith("got 'yes'")
+    assert raised.value.code == "verdict"
+    assert raised.value.message == "verdict want one of approve, comment, request_changes, got 'yes'"
     for findings in ([_built()], (_built(), "not a finding")):
         with pytest.raises(ReviewArtifactError) as raised:
             ReviewArtifact(verdict="comment", findings=findings)  # type: ignore[arg-type]
