@@ -17,16 +17,28 @@ DEMO_TASKS = REPO_ROOT / "tasks.scenarios.yaml"
 
 
 @contextlib.contextmanager
-def private_tempdir(root: Path) -> Iterator[Path]:
-    """Point the runner's temporary directories at `root` while the block runs.
+def recorded_tempdirs() -> Iterator[list[Path]]:
+    """Every directory made with `tempfile.mkdtemp` while the block runs, in creation order.
 
-    What a run leaves behind is then exactly `root`'s content: other sweeps on this machine
-    create wfbench-* directories in the shared /tmp at any moment, so globbing it is flaky.
+    A test asks whether *these* still exist instead of globbing the shared /tmp, where other
+    sweeps on this machine create wfbench-* directories at any moment. The paths themselves are
+    unchanged (each cell's relay socket lives below them and AF_UNIX paths are short).
     """
-    root.mkdir(parents=True, exist_ok=True)
+    made: list[Path] = []
+    real = tempfile.mkdtemp
+
+    def record(*args, **kwargs):
+        path = real(*args, **kwargs)
+        made.append(Path(path))
+        return path
+
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tempfile, "tempdir", str(root))
-        yield root
+        patch.setattr(tempfile, "mkdtemp", record)
+        yield made
+
+
+def left_behind(made: list[Path], prefix: str = "wfbench-") -> list[Path]:
+    return [p for p in made if p.name.startswith(prefix) and p.exists()]
 
 
 @pytest.fixture

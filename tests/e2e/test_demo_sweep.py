@@ -19,7 +19,7 @@ from workflow_bench import runner
 from workflow_bench.claude_cli import PINNED_CLAUDE_CODE_VERSION
 from workflow_bench.row_schema import SCHEMA_VERSION
 
-from .conftest import DEMO_TASKS, output_bytes, private_tempdir
+from .conftest import DEMO_TASKS, left_behind, output_bytes, recorded_tempdirs
 
 pytestmark = pytest.mark.e2e
 
@@ -31,11 +31,12 @@ EXPECTED = {key: value for key, value in CORPUS_EXPECTED.items() if key[0] != "c
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, bwrap_bin, claude_bin):
     out = tmp_path_factory.mktemp("demo") / "out"
-    with private_tempdir(tmp_path_factory.mktemp("tmp")) as temp:
+    with recorded_tempdirs() as made:
         code = runner.main(
             ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
         )
-    leftovers = set(temp.glob("wfbench-cells-*"))
+    assert any(p.name.startswith("wfbench-cells-") for p in made)  # the recorder saw the clones' root
+    leftovers = left_behind(made, "wfbench-cells-")
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     return code, out, rows, leftovers
 

@@ -4,8 +4,9 @@
   WORKFLOW_BENCH_REQUIRE_SANDBOX=1): a `skipif`/`pytest.skip` elsewhere would let CI pass by
   not running a layer.
 - No test looks at the shared temporary directory: other sweeps on this machine create
-  wfbench-* entries there at any moment; tests point the runner at a private one
-  (`tests/e2e/conftest.py::private_tempdir`) and look there.
+  wfbench-* entries there at any moment; the e2e tests instead
+  records the directories the runner makes (`tests/e2e/conftest.py::recorded_tempdirs`) and
+  checks those.
 """
 
 from __future__ import annotations
@@ -63,4 +64,4 @@ def test_no_test_globs_the_shared_temp_dir():
         for n, line in enumerate(text.splitlines(), 1)
         if pattern.search(line)
     ]
-    assert not offenders, f"use a private temp dir (private_tempdir / tmp_path): {offenders}"
+    assert not offenders, f"use tmp_path, or recorded_tempdirs to see what the runner made: {offenders}"
