@@ -5,8 +5,8 @@
   not running a layer.
 - No test looks at the shared temporary directory: other sweeps on this machine create
   wfbench-* entries there at any moment; the e2e tests instead
-  records the directories the runner makes (`tests/e2e/conftest.py::recorded_tempdirs`) and
-  checks those.
+  record the directories the runner makes (`tests/e2e/conftest.py::recorded_tempdirs`) and
+  check those.
 """
 
 from __future__ import annotations
