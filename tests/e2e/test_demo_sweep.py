@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +21,7 @@ from workflow_bench import runner
 from workflow_bench.claude_cli import PINNED_CLAUDE_CODE_VERSION
 from workflow_bench.row_schema import SCHEMA_VERSION
 
-from .conftest import DEMO_TASKS, left_behind, output_bytes, recorded_tempdirs
+from .conftest import DEMO_TASKS, output_bytes
 
 pytestmark = pytest.mark.e2e
 
@@ -31,12 +33,24 @@ EXPECTED = {key: value for key, value in CORPUS_EXPECTED.items() if key[0] != "c
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, bwrap_bin, claude_bin):
     out = tmp_path_factory.mktemp("demo") / "out"
-    with recorded_tempdirs() as made:
+    # Record the temp dirs this sweep creates: globbing the shared temp dir would also see the
+    # cell dirs of other sweeps running on the same machine.
+    created: list[Path] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def recording_mkdtemp(*args, **kwargs):
+        path = real_mkdtemp(*args, **kwargs)
+        created.append(Path(path))
+        return path
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
         code = runner.main(
             ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
         )
-    assert any(p.name.startswith("wfbench-cells-") for p in made)  # the recorder saw the clones' root
-    leftovers = left_behind(made, "wfbench-cells-")
+    cell_dirs = [p for p in created if p.name.startswith("wfbench-cells-")]
+    assert cell_dirs, "the sweep made no cell dir: the recording no longer sees it"
+    leftovers = {p for p in cell_dirs if p.exists()}
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     return code, out, rows, leftovers
 
