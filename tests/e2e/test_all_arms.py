@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from workflow_bench import runner
 
-from .conftest import DEMO_TASKS, REPO_ROOT
+from .conftest import DEMO_TASKS, REPO_ROOT, left_behind, recorded_tempdirs
 
 pytestmark = pytest.mark.e2e
 CORPUS = REPO_ROOT / "workflow_bench" / "corpus"
@@ -94,9 +93,10 @@ def test_bad_arm_combinations_exit_2_before_any_clone(argv, message, tmp_path, c
         overlay = _overlay_with(tmp_path, "scripts/evil.sh")
         argv = ["--arms", "workflow", "candidate_workflow", "--candidate-overlay", str(overlay)]
     out = tmp_path / "out"
-    before = set(Path(tempfile.gettempdir()).glob("wfbench-*"))
-    code = runner.main(["--tasks", str(DEMO_TASKS), "--provider", "scripted", *argv, "--out", str(out)])
+    with recorded_tempdirs() as made:
+        code = runner.main(["--tasks", str(DEMO_TASKS), "--provider", "scripted", *argv, "--out", str(out)])
+    leftovers = left_behind(made)
     err = capsys.readouterr().err
     assert code == 2 and message in err, err
     assert not out.exists()
-    assert set(Path(tempfile.gettempdir()).glob("wfbench-*")) <= before  # no clone, no leftover snapshot
+    assert not leftovers  # no clone, no leftover snapshot

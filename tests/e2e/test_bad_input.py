@@ -7,7 +7,6 @@ no cell clone directory appears, and no session ever reaches a provider
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ import yaml
 
 from workflow_bench import runner
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, recorded_tempdirs
 
 pytestmark = pytest.mark.e2e
 BUNDLE = REPO_ROOT / "workflow_bench" / "corpus" / "demo-target.bundle"
@@ -85,9 +84,9 @@ def _write_corpus(tmp_path: Path, tasks) -> Path:
 
 
 def _run(argv, capsys):
-    before = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*"))
-    code = runner.main(argv)
-    created = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*")) - before
+    with recorded_tempdirs() as made:
+        code = runner.main(argv)
+    created = [p for p in made if p.name.startswith("wfbench-cells-")]
     return code, capsys.readouterr().err, created
 
 

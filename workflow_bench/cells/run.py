@@ -20,6 +20,7 @@ Order inside a cell, and why:
 
 from __future__ import annotations
 
+import posixpath
 import secrets
 import uuid
 from collections.abc import Mapping
@@ -50,7 +51,7 @@ from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_
 
 from .context import CellResult, SweepSettings, TaskContext
 from .evidence import apply_wire, wire_lines
-from .rows import identity_fields, infra_error_row, provider_fields
+from .rows import SESSION_MEASUREMENTS, identity_fields, infra_error_row, provider_fields
 from .session_fold import progress_observer, sum_sessions
 from .sessions import SessionOutcome, SessionRequest, run_session
 from .workspace import (
@@ -83,6 +84,7 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     cell_secrets = (*credentials.secrets, *settings.access.static_secrets)
     cell_dir = settings.work_root / f"{key.slug}-{secrets.token_hex(4)}"
     artifacts: dict[str, bytes] = {}
+    run: _CellRun | None = None
     resources = CellResources(settings.limits, cell_dir)
     try:
         resources.open(clone_source=task.template)
@@ -91,6 +93,9 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         row = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
         row = infra_error_row(exc, cell_secrets)
+        if run is not None and run.measured is not None:
+            # The sessions finished before the failure: what they spent was spent.
+            row.update(run.measured)
         if settings.cancel.is_set():
             row["error_kind"] = "cancelled"
     finally:
@@ -179,6 +184,7 @@ class _CellRun:
         self.credentials = credentials
         self.secrets = cell_secrets
         self.artifacts = artifacts
+        self.measured: dict[str, Any] | None = None  # the sessions' measurements, once they ran
         self.sandbox: Sandbox = create_sandbox(
             settings.sandbox_kind,
             workspace=cell_dir / "workspace",
@@ -210,6 +216,7 @@ class _CellRun:
         row = sum_sessions(outcomes)
         row.update(plan_produced=(not self.arm.plans_first) or plan_doc is not None, plan_doc=plan_doc)
         row.update(skill_digest=skill_digest, variant_head_sha=base_sha)
+        self.measured = {k: v for k, v in row.items() if k in SESSION_MEASUREMENTS}
         if settings.cancel.is_set():
             # Keep what the sessions measured; judging a half-finished clone would be noise.
             row.update(ok=False, resolved=False, error_kind="cancelled", error_detail="sweep cancelled")
@@ -439,6 +446,8 @@ def _judged(
         p
         for p in changed_paths(base, after)
         if not any(p == n or p.startswith(n + "/") for n in NON_WORK_PATHS)
+        # a directory alone (e.g. the `docs` a plan was written into) is not work; its files are
+        and not all(side.get(p, "dir:").startswith("dir:") for side in (base, after))
     ]
     if arm.implementation and row["resolved"] and not work:
         row["resolved"] = False
@@ -447,21 +456,32 @@ def _judged(
 
 
 def _accepted_plan_doc(changed: tuple[str, ...], after: Mapping[str, str]) -> str:
-    """Planning may add or modify exactly one ``docs/plans/*.md`` file (plus its new dirs)."""
-    files = [p for p in changed if after.get(p, "").startswith("file:") or p not in after]
-    dirs = [p for p in changed if p not in files]
-    plans = [
-        p
-        for p in files
-        if p.startswith(PLAN_DIR + "/") and p.endswith(".md") and "/" not in p[len(PLAN_DIR) + 1 :]
+    """Planning may add or modify exactly one regular file ``docs/plans/<name>.md``, and create
+    the directories on its way (``docs``, ``docs/plans``); nothing else.
+
+    Exact components, not a prefix: ``d``, ``doc`` or ``docs/p`` are other paths; a symlink or
+    any other non-directory is never "a directory on the way", and the plan must be a real file.
+    """
+    plans = [p for p in changed if posixpath.dirname(p) == PLAN_DIR and _is_plan_name(posixpath.basename(p))]
+    ancestors = {PLAN_DIR.rsplit("/", i)[0] for i in range(PLAN_DIR.count("/") + 1)}
+    others = [
+        p for p in changed if p not in plans and not (p in ancestors and after.get(p, "").startswith("dir:"))
     ]
-    others = [p for p in files if p not in plans] + [d for d in dirs if not PLAN_DIR.startswith(d)]
     if len(plans) != 1 or others:
         raise EvidenceError(
             "plan-evidence-invalid",
             f"planning must produce exactly one {PLAN_DIR}/*.md and change nothing else; "
             f"plan docs: {plans[:5]}, other changes: {others[:5]}",
         )
-    if plans[0] not in after:
+    kind = after.get(plans[0])
+    if kind is None:
         raise EvidenceError("plan-evidence-invalid", f"planning deleted {plans[0]}")
+    if not kind.startswith("file:"):
+        raise EvidenceError(
+            "plan-evidence-invalid", f"{plans[0]} is not a regular file ({kind.split(':')[0]})"
+        )
     return plans[0]
+
+
+def _is_plan_name(name: str) -> bool:
+    return name.endswith(".md") and len(name) > len(".md")

@@ -62,9 +62,7 @@ _MAIN_HEADER = (
     "| task | class | arm | resolved | input | cache_create | cache_read | output "
     "| cost $ | wall s | turns | churn | errors |"
 )
-_REVIEW_HEADER = (
-    "| case | arm | TP | FP | FN | precision | recall | blocker recall | weighted F1 | grounding |"
-)
+_REVIEW_HEADER = "| case | arm | TP | FP | FN | precision | recall | blocker recall | weighted F1 |"
 
 
 def _escape(text: str) -> str:
@@ -230,12 +228,11 @@ def _review_section(results: Results) -> list[str]:
                 f"| {_escape(task)} | {_escape(agg.arm)} | {_fmt(review.true_positives, '.1f')} "
                 f"| {_fmt(review.false_positives, '.1f')} | {_fmt(review.false_negatives, '.1f')} "
                 f"| {_fmt(review.precision, '.3f')} | {_fmt(review.recall, '.3f')} "
-                f"| {_fmt(review.blocker_recall, '.3f')} | {_fmt(review.weighted_f1, '.3f')} "
-                f"| {_fmt(review.grounded_evidence, '.3f')} |"
+                f"| {_fmt(review.blocker_recall, '.3f')} | {_fmt(review.weighted_f1, '.3f')} |"
             )
     if not rows:
         return []
-    separator = "| --- | --- |" + " ---: |" * 8
+    separator = "| --- | --- |" + " ---: |" * 7
     return ["## Review quality", "", _REVIEW_HEADER, separator, *rows, ""]
 
 
