@@ -17,7 +17,6 @@ Order inside a cell, and why:
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 from .access import CellCredentials, CellKey
 from .arms import ArmSpec, SessionSpec
+from .cell_paths import make_cell_dir, relay_socket
 from .cell_rows import identity_fields, infra_error_row, provider_fields
 from .comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
 from .context import CellResult, SweepSettings, TaskContext
@@ -79,10 +79,10 @@ class EvidenceError(ValueError):
 def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: CellKey) -> CellResult:
     credentials = settings.access.credentials_for(key)
     cell_secrets = (*credentials.secrets, *settings.access.static_secrets)
-    cell_dir = settings.work_root / f"{key.slug}-{secrets.token_hex(4)}"
     artifacts: dict[str, bytes] = {}
+    cell_dir: Path | None = None
     try:
-        cell_dir.mkdir(parents=True)
+        cell_dir = make_cell_dir(settings.work_root)
         copy_clone(task.template, cell_dir / "workspace")
         run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts)
         row = run.execute()
@@ -91,7 +91,7 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         if settings.cancel.is_set():
             row["error_kind"] = "cancelled"
     finally:
-        cleanup_error = _remove(cell_dir)
+        cleanup_error = _remove(cell_dir) if cell_dir is not None else None
     if cleanup_error is not None:
         row = {
             **row,
@@ -297,16 +297,14 @@ class _CellRun:
             api_timeout_ms=int(settings.session_timeout_s * 1000),
             surrogate_key=SURROGATE_API_KEY,
         )
-        relay_dir = self.cell_dir / "relay"
+        relay_dir, socket_path = relay_socket(self.cell_dir)
         relay_dir.mkdir(mode=0o755)
         if self.arm.review:
             self.review_dir.mkdir()
             self.review_dir.chmod(0o777)  # the sandbox uid writes here (mkdir's mode is masked by umask)
         outcomes: list[SessionOutcome] = []
         plan_doc: str | None = None
-        with ModelRelay(
-            relay_dir / "api.sock", upstream=settings.access.base_url, credentials=self.credentials
-        ):
+        with ModelRelay(socket_path, upstream=settings.access.base_url, credentials=self.credentials):
             for spec in self.arm.sessions:
                 before = workspace_snapshot(self.sandbox.workspace)
                 label = f"{self.key.label} {spec.phase}"

@@ -27,6 +27,7 @@ from pathlib import Path
 from .access import ModelAccess
 from .arms import ARMS, DEFAULT_ARMS, Toolkit, UnknownArmError, required_candidate_arms, resolve_arm
 from .canary import run_canary
+from .cell_paths import CellPathError, check_paths_fit
 from .claude_cli import ClaudeCliError, claude_version, locate_claude
 from .comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
 from .connect import is_openai_model, openai_access, scripted_access
@@ -331,6 +332,7 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     selected, skipped = select_tasks(specs, include_expensive=args.include_expensive)
     if not selected:
         raise UsageError(f"{args.tasks}: no task selected (all are expensive; pass --include-expensive)")
+    check_paths_fit()  # before any clone: every cell's model socket must fit AF_UNIX's limit
     kind = SandboxKind.HOST_UNSAFE if args.unsafe_no_bwrap else SandboxKind.BWRAP
     bwrap = preflight(kind, bwrap_bin=args.bwrap_bin)
     if kind is SandboxKind.HOST_UNSAFE:
@@ -476,7 +478,7 @@ def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
         return EXIT_USAGE
     except (
         UsageError, SandboxError, ClaudeCliError, OutputDirError, ScriptError, GatewayError, OverlayError,
-        ComparatorError,
+        ComparatorError, CellPathError,
     ) as exc:  # fmt: skip
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -9,7 +9,6 @@ module is entered: no clone, no session and no output exist on bad input.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from .accounting import usage_accounting
 from .aggregate import HealthStatus, aggregate_all, arm_health
 from .arms import ArmSpec, Toolkit
 from .cell import run_cell
+from .cell_paths import collect_stale_work_roots, make_work_root
 from .comparator import ComparatorPlugin
 from .context import CellResult, SweepSettings, TaskContext, prepare_task_context
 from .output import OutputDir
@@ -127,7 +127,12 @@ def run_sweep(
     started_at, started = datetime.now(UTC), time.monotonic()
     console = _Console(started, access.static_secrets)
     output = OutputDir(config.out_dir)
-    work_root = Path(tempfile.mkdtemp(prefix="wfbench-cells-"))
+    removed, failed = collect_stale_work_roots()
+    for path in removed:
+        console(f"removed a stale cell directory left by a killed runner: {path}")
+    for message in failed:
+        console(f"could not remove a stale cell directory: {message}")
+    work_root = make_work_root()
     settings = SweepSettings(
         model=config.model,
         effort=config.effort,

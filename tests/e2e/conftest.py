@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,14 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_TASKS = REPO_ROOT / "tasks.scenarios.yaml"
+
+
+@pytest.fixture
+def private_tmpdir(tmp_path_factory, monkeypatch) -> Path:
+    """A private, empty, short TMPDIR for the runner (never glob the shared /tmp: others run sweeps)."""
+    path = tmp_path_factory.mktemp("tmp")
+    monkeypatch.setattr(tempfile, "tempdir", str(path))
+    return path
 
 
 @pytest.fixture

@@ -84,10 +84,14 @@ def _write_corpus(tmp_path: Path, tasks) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _private_tmp(private_tmpdir):
+    return private_tmpdir
+
+
 def _run(argv, capsys):
-    before = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*"))
     code = runner.main(argv)
-    created = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*")) - before
+    created = set(Path(tempfile.gettempdir()).iterdir())  # the private TMPDIR: any entry is a leftover
     return code, capsys.readouterr().err, created
 
 

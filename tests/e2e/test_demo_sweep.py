@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -33,11 +32,13 @@ EXPECTED = {key: value for key, value in CORPUS_EXPECTED.items() if key[0] != "c
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, bwrap_bin, claude_bin):
     out = tmp_path_factory.mktemp("demo") / "out"
-    leftovers_before = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*"))
-    code = runner.main(
-        ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
-    )
-    leftovers = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*")) - leftovers_before
+    private_tmp = tmp_path_factory.mktemp("tmp")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "tempdir", str(private_tmp))  # never glob the shared /tmp
+        code = runner.main(
+            ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
+        )
+    leftovers = set(private_tmp.iterdir())
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     return code, out, rows, leftovers
 
