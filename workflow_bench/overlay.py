@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .arms import SkillRole, Toolkit
+from .input_files import InputFileError, read_bounded
 from .tasks import canonical_digest
 
 MAX_FILES = 64
@@ -65,7 +66,12 @@ def load_overlay(root: Path, *, toolkit: Toolkit) -> Overlay:
             if not stat.S_ISREG(mode):
                 raise OverlayError(f"--candidate-overlay: {relative} is not a regular file")
             role = _role(relative, toolkit)
-            data = path.read_bytes()
+            try:
+                data = read_bounded(path, max_bytes=max(MAX_TOTAL_BYTES - total, 0))
+            except InputFileError as exc:
+                raise OverlayError(
+                    f"--candidate-overlay: {relative}: {exc} (limit {MAX_TOTAL_BYTES} bytes in all)"
+                ) from None
             total += len(data)
             files.append((relative.as_posix(), data))
             roles.add(role)

@@ -75,18 +75,24 @@ def _workers(value: str) -> int:
     return workers
 
 
-def _positive_int(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return number
+# Upper bounds on numeric flags: a typo (--runs 10000000) must exit 2, not plan ten million
+# cells in memory. Each bound is far above any sane sweep: the reference runs 3-5 repetitions;
+# a session or verify longer than a day is a hang; CLI retries past 20 only delay an outage; an
+# outage streak longer than 1000 cells never trips.
+MAX_RUNS = 100
+MAX_TIMEOUT_S = 86_400
+MAX_RETRIES = 20
+MAX_OUTAGE_STREAK = 1000
 
 
-def _non_negative_int(value: str) -> int:
-    number = int(value)
-    if number < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return number
+def _bounded_int(low: int, high: int):
+    def parse(value: str) -> int:
+        number = int(value)
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}, got {number}")
+        return number
+
+    return parse
 
 
 def _arm(value: str) -> str:
@@ -106,7 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--tasks", required=True, type=Path, help="task file (YAML), e.g. tasks.scenarios.yaml"
     )
     parser.add_argument(
-        "--runs", type=_positive_int, default=1, help="repetitions per task × arm (default 1)"
+        "--runs",
+        type=_bounded_int(1, MAX_RUNS),
+        default=1,
+        help=f"repetitions per task × arm, 1..{MAX_RUNS} (default 1)",
     )
     parser.add_argument(
         "--workers", type=_workers, default=1, help=f"cells in parallel, 1..{MAX_WORKERS} (default 1)"
@@ -139,27 +148,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--timeout",
-        type=_positive_int,
+        type=_bounded_int(1, MAX_TIMEOUT_S),
         default=DEFAULT_SESSION_TIMEOUT_S,
-        help="per-session timeout, s (5400)",
+        help=f"per-session timeout, s, 1..{MAX_TIMEOUT_S} (5400)",
     )
     parser.add_argument(
         "--verify-timeout",
-        type=_positive_int,
+        type=_bounded_int(1, MAX_TIMEOUT_S),
         default=DEFAULT_VERIFY_TIMEOUT_S,
-        help="verify/oracle timeout, s",
+        help=f"verify/oracle timeout, s, 1..{MAX_TIMEOUT_S} (600)",
     )
     parser.add_argument(
         "--max-retries",
-        type=_non_negative_int,
+        type=_bounded_int(0, MAX_RETRIES),
         default=DEFAULT_MAX_RETRIES,
-        help="CLI API retries per request (3)",
+        help=f"CLI API retries per request, 0..{MAX_RETRIES} (3)",
     )
     parser.add_argument(
         "--outage-streak",
-        type=_non_negative_int,
+        type=_bounded_int(0, MAX_OUTAGE_STREAK),
         default=DEFAULT_OUTAGE_STREAK,
-        help="abort after this many consecutive systemic failures (0 disables; default 5)",
+        help=f"abort after this many consecutive systemic failures, 0..{MAX_OUTAGE_STREAK} "
+        "(0 disables; default 5)",
     )
     parser.add_argument(
         "--claude-bin", help="Claude Code binary (default: the pinned version installed by ./dev)"

@@ -2,8 +2,9 @@
 
 Owns what a task file may say (reference harness §4.1): the keys, the value checks shared by the
 spec constructors and the loader (``*_problems``), the declaration parts (``DependencySpec``,
-``OracleFileSpec``, ``OracleSpec``), and ``parse_task_file``, which reads YAML that rejects
-duplicate keys and reports **every** defect at once, each naming the file, the task and the key.
+``OracleFileSpec``, ``OracleSpec``), and ``parse_task_file``, which reads YAML (bounded, through
+``input_files``) that rejects duplicate keys and reports **every** defect at once, each naming
+the file, the task and the key.
 
 Parsing may read oracle sources and run read-only ``git`` queries (through ``repos``); it never
 clones, writes or runs anything else. It returns keyword arguments, not specs: ``tasks`` builds
@@ -19,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import yaml
-
+from .input_files import InputFileError, load_yaml, read_bounded
 from .oracles import (
+    MAX_ORACLE_COMMAND_BYTES,
     MAX_ORACLE_FILES,
     OracleCaptureError,
     command_problem,
@@ -50,6 +51,22 @@ TASK_KEYS = (
     "sandbox_dependencies",
     "oracle",
 )
+# Size limits, checked when the file is read so a task that cannot run is refused before any
+# clone. A task file is text; 1 MiB is ~60x the review corpus's file. verify and setup run as
+# `/bin/sh -c <command>`: Linux caps ONE argv string at 32 pages (131072 bytes with its NUL;
+# measured here through bwrap: 131071 runs, 131072 is E2BIG) and all of argv+env at ARG_MAX
+# (`getconf ARG_MAX` = 2 MiB here); 64 KiB leaves room for the harness's own wrapping. The
+# prompt reaches the CLI on stdin, which the CLI refuses above 10 MB; arms add a few KiB of
+# framing, so 1 MiB is far inside. Every other string (class, repo, paths) gets 4 KiB.
+MAX_TASK_FILE_BYTES = 1024 * 1024
+MAX_TEXT_BYTES = 4 * 1024
+TEXT_LIMITS_BYTES = {
+    "prompt": 256 * 1024,
+    "verify": 64 * 1024,
+    "setup": 64 * 1024,
+    "oracle.command": MAX_ORACLE_COMMAND_BYTES,
+}
+
 _REQUIRED_KEYS = ("id", "class", "repo", "prompt", "verify", "oracle")
 _TOP_LEVEL = "<top level>"
 
@@ -117,6 +134,10 @@ def text_problems(key: str, value: object, *, optional: bool = False) -> list[Pr
         return [Problem(key, "must not be blank")]
     if "\0" in value:
         return [Problem(key, "must not contain NUL")]
+    limit = TEXT_LIMITS_BYTES.get(key, MAX_TEXT_BYTES)
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > limit:
+        return [Problem(key, f"is {size} bytes; the limit is {limit}")]
     return []
 
 
@@ -211,29 +232,6 @@ def resolve_repo_location(task_dir: Path, repo: str) -> Path:
 # ── loading ────────────────────────────────────────────────────────────────
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate mapping keys instead of keeping the last one silently."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            continue  # merge keys may legitimately be overridden by explicit ones
-        key = loader.construct_object(key_node, deep=True)
-        if not isinstance(key, str | int | float | bool):
-            continue  # unhashable keys are rejected by construct_mapping itself
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark, f"duplicate key {key!r}", key_node.start_mark
-            )
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 class _Collector:
     """Accumulates defects for one file; knows which task it is looking at."""
 
@@ -275,20 +273,20 @@ def parse_task_file(path: Path) -> tuple[Path, tuple[dict[str, Any], ...], tuple
 
 def _read_yaml(path: Path, out: _Collector) -> list[Any] | None:
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_bounded(path, max_bytes=MAX_TASK_FILE_BYTES).decode("utf-8")
     except FileNotFoundError:
         out.add("(file)", "no such file")
         return None
-    except (OSError, UnicodeDecodeError) as err:
+    except InputFileError as err:
+        out.add("(file)", str(err))
+        return None
+    except UnicodeDecodeError as err:
         out.add("(file)", f"cannot read as UTF-8: {err}")
         return None
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err)
-        out.add("(yaml)", f"{where}{problem}")
+        data = load_yaml(text)
+    except InputFileError as err:
+        out.add("(yaml)", str(err))
         return None
     if not isinstance(data, Mapping):
         out.add("(document)", f"want a mapping with a 'tasks' list, got {type(data).__name__}")

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow_bench"
 LAYERS = {
     "process": 0, "redaction": 0, "outcomes": 0, "row_schema": 0, "access": 0,
-    "review_contract": 0, "review_labels": 0, "review": 0, "arms": 0,
+    "review_contract": 0, "input_files": 0, "review_labels": 0, "review": 0, "arms": 0,
     "oracles": 1, "repos": 1, "relay": 1, "task_schema": 1, "tasks": 1, "claude_cli": 1, "sandbox": 1,
     "provider": 1, "corpus": 1, "gateway": 1, "overlay": 1, "comparator": 1,
     "stream_usage": 1,
