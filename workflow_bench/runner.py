@@ -32,7 +32,8 @@ from .claude_cli import ClaudeCliError, claude_version, locate_claude
 from .comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
 from .connect import is_openai_model, openai_access, scripted_access
 from .gateway import GatewayError, locate_litellm
-from .output import OutputDirError, prepare_output_dir
+from .output import OutputDirError
+from .output_lock import OutputClaim, claim_output_dir
 from .overlay import Overlay, OverlayError, load_overlay
 from .provider import Script, ScriptError, load_script
 from .sandbox import HOST_CHILD_UID, SandboxError, SandboxKind, preflight
@@ -467,22 +468,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     prepared: list[PreparedInput] = []
     try:
-        return _run(args, prepared)
+        with _signals_interrupt():
+            return _run(args, prepared)
+    except KeyboardInterrupt:
+        # Before the sweep began (or a second Ctrl-C): whatever was claimed is released below.
+        print("[cancel] interrupted", file=sys.stderr)
+        return EXIT_CANCELLED
     finally:
         for ready in prepared:
             if ready.comparator is not None:
                 remove_tree(ready.comparator.snapshot.parent)
 
 
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """Until the sweep installs its own handlers, SIGTERM interrupts like Ctrl-C (exit 130, cleaned up)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, _frame) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
     out_dir = args.out or _default_out()
-    out_existed = out_dir.exists()
+    claim: OutputClaim | None = None
     try:
         ready = prepare(args)
         prepared.append(ready)  # main() removes the comparator snapshot whatever happens next
         if args.canary:
             _require_canary(ready)
-        out_dir = prepare_output_dir(out_dir)
+        claim = claim_output_dir(out_dir)
     except TaskFileError as exc:
         print(f"error: invalid task file:\n{exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -501,14 +524,12 @@ def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
             _, exit_code = run_sweep(config, access=access, cancel=cancel)
             return exit_code
     except GatewayError as exc:
-        # The gateway is started before any cell: nothing ran, so leave no output behind.
-        if not out_existed and not any(out_dir.iterdir()):
-            out_dir.rmdir()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("[cancel] interrupted", file=sys.stderr)
-        return EXIT_CANCELLED
+    finally:
+        # Held for the sweep's whole life; a directory holding only the lock (nothing ran) goes.
+        if claim is not None:
+            claim.release(remove_if_unused=True)
 
 
 if __name__ == "__main__":

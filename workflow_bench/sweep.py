@@ -24,7 +24,7 @@ from .cell import run_cell
 from .cell_paths import collect_stale_work_roots, make_work_root
 from .comparator import ComparatorPlugin
 from .context import CellResult, SweepSettings, TaskContext, prepare_task_context
-from .output import OutputDir
+from .output import OutputDir, OutputWriteError
 from .overlay import Overlay
 from .report import ReportProvenance, render_markdown
 from .sandbox import SandboxKind, write_runtime_dir
@@ -153,6 +153,7 @@ def run_sweep(
         sandbox_kind=config.sandbox_kind,
     )
     rows: list[dict] = []
+    write_failures: list[OutputWriteError] = []
     try:
         cells = plan_cells(_task_contexts(config, work_root, console), config.arms, config.runs)
         console(
@@ -163,7 +164,17 @@ def run_sweep(
             console(f"{cell.key.label} starting ({index + 1}/{len(cells)}, {console.elapsed()} elapsed)")
 
         def persist(cell: PlannedCell, result: CellResult) -> None:
-            stored = output.persist(cell.key.slug, result.row, result.artifacts)
+            if write_failures:
+                console(f"{cell.key.label} finished, but --out failed earlier: its row is not written")
+                return
+            try:
+                stored = output.persist(cell.key.slug, result.row, result.artifacts)
+            except OutputWriteError as exc:
+                # Disk full or unwritable --out: stop paying for cells whose rows cannot be kept.
+                write_failures.append(exc)
+                console(f"[output] {exc}; stopping the sweep (rows already written are kept)")
+                cancel.set()
+                return
             rows.append(stored)
             console(cell_summary(cell.key, stored) + f" ({len(rows)}/{len(cells)} done, {console.elapsed()})")
             if stored.get("error_kind") and stored.get("error_detail"):
@@ -183,7 +194,17 @@ def run_sweep(
         shutil.rmtree(work_root, ignore_errors=True)
     if outcome.status == "aborted":
         console(f"[systemic-outage] {outcome.detail}; sweep aborted, partial evidence kept")
-    exit_code = _write_reports(config, access, outcome, rows, output, started_at, started, console)
+    if write_failures:
+        console(
+            f"error: the output directory failed: {write_failures[0]}. {len(rows)} rows were written "
+            f"to {output.root / 'results.jsonl'} and are kept; no report was written"
+        )
+        return outcome, EXIT_FAILED
+    try:
+        exit_code = _write_reports(config, access, outcome, rows, output, started_at, started, console)
+    except OutputWriteError as exc:
+        console(f"error: {exc}. {len(rows)} rows are kept in {output.root / 'results.jsonl'}")
+        return outcome, EXIT_FAILED
     return outcome, exit_code
 
 

@@ -156,6 +156,15 @@ def test_existing_output_dir_is_refused(tmp_path, capsys, bwrap_bin, claude_bin)
     assert (out / "results.jsonl").read_text() == "{}\n"
 
 
+@pytest.mark.parametrize("where", ["under-a-file", "under-proc"])
+def test_out_that_cannot_be_created_exits_2(where, tmp_path, capsys, bwrap_bin, claude_bin):
+    path = _write_corpus(tmp_path, [_task()])
+    out = path / "out" if where == "under-a-file" else Path("/proc/wfbench-out")
+    code, err, created = _run(["--tasks", str(path), "--provider", "scripted", "--out", str(out)], capsys)
+    assert code == 2 and f"--out {out}" in err and "Traceback" not in err, err
+    assert not created and not out.exists()
+
+
 def test_anthropic_provider_without_credentials(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("WORKFLOW_BENCH_ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("WORKFLOW_BENCH_AUTH_TOKEN", raising=False)

@@ -22,7 +22,7 @@ LAYERS = {
     "stream_usage": 1,
     "workspace": 2, "cell_paths": 2, "sessions": 2, "connect": 2, "judge": 2,
     "context": 3, "cell_rows": 3, "cell": 3,
-    "schedule": 4, "output": 4,
+    "schedule": 4, "output": 4, "output_lock": 4,
     "aggregate": 5, "accounting": 5,
     "report": 6,
     "sweep": 7, "canary": 7,
