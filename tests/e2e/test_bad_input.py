@@ -165,6 +165,21 @@ def test_out_that_cannot_be_created_exits_2(where, tmp_path, capsys, bwrap_bin, 
     assert not created and not out.exists()
 
 
+def test_fake_cli_printing_the_pinned_version_is_refused(tmp_path, capsys, bwrap_bin):
+    from workflow_bench.claude_cli import PINNED_CLAUDE_CODE_VERSION
+
+    fake = tmp_path / "claude"
+    fake.write_text(f"#!/bin/sh\necho '{PINNED_CLAUDE_CODE_VERSION} (Claude Code)'\n")
+    fake.chmod(0o755)
+    path = _write_corpus(tmp_path, [_task()])
+    out = tmp_path / "out"
+    code, err, created = _run(
+        ["--tasks", str(path), "--provider", "scripted", "--claude-bin", str(fake), "--out", str(out)], capsys
+    )
+    assert code == 2 and "not the pinned Claude Code" in err and "sha256" in err, err
+    assert not out.exists() and not created
+
+
 def test_anthropic_provider_without_credentials(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("WORKFLOW_BENCH_ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("WORKFLOW_BENCH_AUTH_TOKEN", raising=False)
