@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from workflow_bench.provider import ScriptedProvider, parse_script
+from workflow_bench.providers.scripted import ScriptedProvider, parse_script
 
 pytestmark = pytest.mark.component
 

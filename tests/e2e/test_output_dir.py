@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from workflow_bench import runner
-from workflow_bench.cell_paths import WORK_ROOT_PATTERN
+from workflow_bench.cells.paths import WORK_ROOT_PATTERN
 from workflow_bench.output_lock import LOCK_FILE
 
 from .conftest import REPO_ROOT
@@ -55,12 +55,11 @@ def _rows(out: Path) -> list[dict]:
 
 
 def test_second_runner_on_the_same_out_exits_2_naming_the_first(
-    task_file_for, tmp_path, bwrap_bin, claude_bin, capsys, private_tmpdir
+    task_file_for, tmp_path, tmp_path_factory, bwrap_bin, claude_bin, capsys, private_tmpdir
 ):
     tasks = task_file_for(TRIVIAL)
     out = tmp_path / "out"
-    first_tmp = tmp_path / "tmp1"
-    first_tmp.mkdir()
+    first_tmp = tmp_path_factory.mktemp("t")  # short: the cells' socket paths must fit
     first = _start(["--tasks", str(tasks), "--arms", "baseline", "--out", str(out)], first_tmp)
     lock = out / LOCK_FILE
     _wait_for(lambda: lock.exists() and lock.read_text().strip(), timeout_s=120, proc=first)
@@ -75,7 +74,9 @@ def test_second_runner_on_the_same_out_exits_2_naming_the_first(
     assert not any(private_tmpdir.iterdir())
 
 
-def test_disk_full_keeps_written_rows_and_exits_1(task_file_for, tmp_path, bwrap_bin, claude_bin):
+def test_disk_full_keeps_written_rows_and_exits_1(
+    task_file_for, tmp_path, tmp_path_factory, bwrap_bin, claude_bin
+):
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
     fs = tmp_path / "fs"
@@ -85,8 +86,7 @@ def test_disk_full_keeps_written_rows_and_exits_1(task_file_for, tmp_path, bwrap
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
     try:
         out = fs / "out"
-        private = tmp_path / "tmp"
-        private.mkdir()
+        private = tmp_path_factory.mktemp("t")
         proc = _start(
             [
                 "--tasks",
@@ -121,11 +121,10 @@ def test_disk_full_keeps_written_rows_and_exits_1(task_file_for, tmp_path, bwrap
 
 
 def test_sigterm_before_the_sweep_starts_exits_130_and_leaves_nothing(
-    task_file_for, tmp_path, bwrap_bin, claude_bin, litellm_bin
+    task_file_for, tmp_path, tmp_path_factory, bwrap_bin, claude_bin, litellm_bin
 ):
     out = tmp_path / "out"
-    private = tmp_path / "tmp"
-    private.mkdir()
+    private = tmp_path_factory.mktemp("t")
     # --via-gateway: the LiteLLM proxy takes seconds to start after --out is claimed and
     # before any cell runs, a window wide enough to signal into deterministically.
     proc = _start(["--tasks", str(task_file_for(TRIVIAL)), "--via-gateway", "--out", str(out)], private)
@@ -140,10 +139,9 @@ def test_sigterm_before_the_sweep_starts_exits_130_and_leaves_nothing(
 
 
 def test_sigkill_mid_sweep_then_a_new_run_collects_the_stale_cell_dir(
-    task_file_for, tmp_path, bwrap_bin, claude_bin, monkeypatch
+    task_file_for, tmp_path, tmp_path_factory, bwrap_bin, claude_bin, monkeypatch
 ):
-    private = tmp_path / "tmp"
-    private.mkdir()
+    private = tmp_path_factory.mktemp("t")
     tasks = task_file_for(TRIVIAL)
     killed = _start(["--tasks", str(tasks), "--arms", "baseline", "--out", str(tmp_path / "out1")], private)
 
