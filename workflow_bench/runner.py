@@ -213,6 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--ce-plugin-version", help="the comparator plugin's exact version (must match its manifest)"
     )
     parser.add_argument(
+        "--check-tasks",
+        action="store_true",
+        help="only self-check the task file (python -m workflow_bench.tasks check): base fails, reference "
+        "patch passes, 3 repeats; exit 1 if a task cannot discriminate",
+    )
+    parser.add_argument(
         "--canary",
         action="store_true",
         help="run the containment escape suite first; exit 2 without sweeping unless every attack is blocked",
@@ -468,6 +474,12 @@ def _require_canary(ready: PreparedInput) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.check_tasks:
+        from .tasks.__main__ import main as tasks_main  # the self-check is its own command
+
+        check_argv = ["check", "--tasks", str(args.tasks), "--toolkit", str(args.toolkit)]
+        check_argv += ["--verify-timeout", str(args.verify_timeout), "--bwrap-bin", args.bwrap_bin]
+        return tasks_main(check_argv)
     prepared: list[PreparedInput] = []
     try:
         with _signals_interrupt():

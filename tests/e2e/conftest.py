@@ -35,6 +35,11 @@ def task_file_for(tmp_path):
             if task["id"] not in task_ids:
                 continue
             task = {**task, "repo": str((REPO_ROOT / task["repo"]).resolve()), **overrides}
+            if "reference_patch" in task:
+                source = REPO_ROOT / task["reference_patch"]
+                (folder / "reference").mkdir(exist_ok=True)
+                shutil.copy(source, folder / "reference" / source.name)
+                task["reference_patch"] = f"reference/{source.name}"
             for entry in task["oracle"]["files"]:
                 source = REPO_ROOT / entry["source"]
                 shutil.copy(source, folder / "oracles" / source.name)

@@ -27,6 +27,7 @@ from .oracles import (
     MAX_ORACLE_FILES,
     OracleCaptureError,
     command_problem,
+    read_beneath,
     read_oracle_sources,
     relative_path_problem,
     target_problem,
@@ -51,6 +52,8 @@ TASK_KEYS = (
     "sandbox_copy",
     "sandbox_dependencies",
     "oracle",
+    "reference_patch",
+    "base_expected",
 )
 # Size limits, checked when the file is read so a task that cannot run is refused before any
 # clone. A task file is text; 1 MiB is ~60x the review corpus's file. verify and setup run as
@@ -58,8 +61,11 @@ TASK_KEYS = (
 # measured here through bwrap: 131071 runs, 131072 is E2BIG) and all of argv+env at ARG_MAX
 # (`getconf ARG_MAX` = 2 MiB here); 64 KiB leaves room for the harness's own wrapping. The
 # prompt reaches the CLI on stdin, which the CLI refuses above 10 MB; arms add a few KiB of
-# framing, so 1 MiB is far inside. Every other string (class, repo, paths) gets 4 KiB.
+# framing and a real task prompt is a few KiB, so 256 KiB is generous and far inside (and below
+# the file cap, so an oversized prompt is named as such). Every other string gets 4 KiB.
 MAX_TASK_FILE_BYTES = 1024 * 1024
+# A reference patch is a known-good diff for one task; the demo's largest is about 6 KiB.
+MAX_REFERENCE_PATCH_BYTES = 1024 * 1024
 MAX_TEXT_BYTES = 4 * 1024
 TEXT_LIMITS_BYTES = {
     "prompt": 256 * 1024,
@@ -340,6 +346,12 @@ def _task_fields(item: object, index: int, out: _Collector) -> dict[str, Any] | 
         problems += repo_path_problems(f"sandbox_dependencies[{i}].source", source)
         problems += repo_path_problems(f"sandbox_dependencies[{i}].target", target)
     oracle, oracle_files = _oracle_declaration(item["oracle"], problems) if "oracle" in item else (None, ())
+    reference = item.get("reference_patch")
+    if reference is not None:
+        problems += text_problems("reference_patch", reference) or _reference_problems(
+            out.path.parent, reference
+        )
+    base_verify_passes = _base_expected(item.get("base_expected", {}), problems)
     # The outside-world checks run for every part whose declaration is valid, so one pass
     # reports a bad ref next to, say, a bad `expensive`.
     bad_keys = {p.key for p in problems}
@@ -362,7 +374,30 @@ def _task_fields(item: object, index: int, out: _Collector) -> dict[str, Any] | 
         expensive=item.get("expensive", False),
         sandbox_copy=tuple(copies),
         sandbox_dependencies=tuple(DependencySpec(s, t) for s, t in dependencies),
+        reference_patch=reference,
+        base_verify_passes=base_verify_passes,
     )
+
+
+def _reference_problems(task_dir: Path, source: str) -> list[Problem]:
+    """The reference patch must be readable like an oracle source: beneath the file's dir, no links."""
+    try:
+        read_beneath(task_dir, source, max_bytes=MAX_REFERENCE_PATCH_BYTES)
+    except ValueError as err:
+        return [Problem("reference_patch", str(err))]
+    return []
+
+
+def _base_expected(value: object, problems: list[Problem]) -> bool:
+    """``base_expected: {verify: pass|fail}`` → whether verify is expected to pass on the base."""
+    if not isinstance(value, Mapping) or any(k != "verify" for k in value):
+        problems.append(Problem("base_expected", "want a mapping with only 'verify: pass' or 'verify: fail'"))
+        return False
+    verdict = value.get("verify", "fail")
+    if verdict not in ("pass", "fail"):
+        problems.append(Problem("base_expected.verify", f"want 'pass' or 'fail', got {verdict!r}"))
+        return False
+    return verdict == "pass"
 
 
 def _string_list(value: object, key: str, problems: list[Problem]) -> list[str]:
