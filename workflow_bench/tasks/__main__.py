@@ -1,4 +1,4 @@
-"""``python -m workflow_bench.tasks``: ``check`` (task self-check) and ``agent-script`` (oracle/no-op agents).
+"""``python -m workflow_bench.tasks``: ``check`` (self-check), ``agent-script`` (oracle/no-op), ``deps``.
 
 Exit codes: 0 every task discriminates (or the script was written); 1 a task cannot
 discriminate (named in the table); 2 bad arguments or input (nothing run).
@@ -7,6 +7,7 @@ discriminate (named in the table); 2 bad arguments or input (nothing run).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from workflow_bench.toolkit.spec import Toolkit
 
 from .agents import AGENTS, AgentScriptError, agent_script
 from .check import DEFAULT_REPEATS, CheckSettings, check_tasks, render_table
+from .deps import DependencyBuildError, build_dependencies
 from .spec import TaskFileError, bind_tasks, load_task_file
 
 DEMO_TOOLKIT = Path(__file__).resolve().parents[1] / "corpus" / "toolkit"
@@ -39,11 +41,29 @@ def build_parser() -> argparse.ArgumentParser:
     script.add_argument("--tasks", required=True, type=Path)
     script.add_argument("--agent", required=True, choices=AGENTS)
     script.add_argument("--out", required=True, type=Path, help="script file to write (must not exist)")
+    deps = sub.add_parser("deps", help="build a pinned sandbox_dependencies tree for verify and the oracle")
+    deps.add_argument(
+        "--requirements", required=True, type=Path, help="requirements file, every line name==version"
+    )
+    deps.add_argument(
+        "--out", required=True, type=Path, help="new directory, inside the task repo's working tree"
+    )
+    deps.add_argument("--uv", default=os.environ.get("UV", "uv"), help="uv binary (default: $UV, else uv)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "deps":
+        try:
+            digest = build_dependencies(requirements=args.requirements, out=args.out, uv_bin=args.uv)
+        except DependencyBuildError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(
+            f"built {args.out}/site-packages (manifest sha256 {digest}); mount it with sandbox_dependencies"
+        )
+        return 0
     try:
         bindings = bind_tasks(load_task_file(args.tasks))
         if args.command == "agent-script":
