@@ -240,7 +240,10 @@ def _supervisors() -> list[int]:
         try:
             if (
                 entry.name.isdigit()
-                and b"workflow_bench.providers.gateway._supervisor" in (entry / "cmdline").read_bytes()
+                and b"workflow_bench.providers.gateway._supervisor"
+                in (cmdline := (entry / "cmdline").read_bytes())
+                # Only ours: other checkouts on this machine run their own proxies from their own venv.
+                and sys.prefix.encode() in cmdline
             ):
                 found.append(int(entry.name))
         except OSError:
