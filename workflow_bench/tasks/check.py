@@ -150,6 +150,7 @@ def _check_implementation(context: TaskContext, settings: CheckSettings) -> Task
         reference=tuple(reference),
         reference_digest=hashlib.sha256(patch).hexdigest() if patch is not None else None,
         problems=tuple(problems),
+        detail=f"reference sha256 {hashlib.sha256(patch).hexdigest()[:12]}" if patch is not None else "",
     )
 
 
