@@ -81,6 +81,19 @@ def make_cell_dir(work_root: Path) -> Path:
         return path
 
 
+def new_cell_dir_path(work_root: Path) -> Path:
+    """A fresh, fixed-length cell directory path under ``work_root``, not yet created.
+
+    For callers that create the directory themselves (the cell's resource volume mounts on it).
+    Only this runner writes its work root, and 32 random bits make a collision negligible; the
+    creator's ``mkdir`` still fails loudly if one ever happens.
+    """
+    while True:
+        path = work_root / secrets.token_hex(CELL_DIR_HEX_BYTES)
+        if not path.exists() and not path.with_name(path.name + ".volume").exists():
+            return path
+
+
 def relay_socket(cell_dir: Path) -> tuple[Path, Path]:
     """(the relay directory mounted into the sandbox, the socket path inside it) for one cell."""
     relay_dir = cell_dir / RELAY_DIR
