@@ -93,6 +93,22 @@ def _not_empty(path: Path, others: list[str]) -> OutputDirError:
     )
 
 
+def _refuse_if_held(path: Path) -> None:
+    """``OutputDirError`` naming the holder if a live sweep holds ``path``'s lock; creates nothing."""
+    try:
+        fd = os.open(path / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # no lock file: not a sweep's directory, or not ours to judge
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise OutputDirError(f"--out {path} is in use by {_holder(fd)}; choose another --out") from None
+    except OSError:
+        return
+    finally:
+        os.close(fd)
+
+
 def _open_lock(path: Path) -> tuple[int, bool]:
     """(descriptor of the lock file, whether this call created it)."""
     flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -115,6 +131,7 @@ def claim_output_dir(path: Path) -> OutputClaim:
         elif path.is_symlink() or not path.is_dir():
             raise OutputDirError(f"--out {path} already exists and is not a directory; choose a new one")
         elif others := _others(path):
+            _refuse_if_held(path)  # name the running sweep, if any, rather than just "not empty"
             raise _not_empty(path, others)
         fd, lock_created = _open_lock(path)
     except OSError as err:
