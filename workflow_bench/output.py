@@ -80,6 +80,7 @@ class OutputDir:
     def _persist(self, slug: str, row: Mapping[str, Any], artifacts: Mapping[str, bytes]) -> dict[str, Any]:
         stored = dict(row)
         transcripts = []
+        wires: list[str] = []
         for name, data in sorted(artifacts.items()):
             if name == "review.json":
                 self._write_exclusive(f"{slug}.review.json", data, mode=0o644)
@@ -97,11 +98,15 @@ class OutputDir:
                         "source": TRANSCRIPT_SOURCE,
                     }
                 )
+            elif name.startswith("wire/"):
+                self._write_exclusive(name, data, mode=0o644)
+                wires.append(name)
             elif name.startswith("records/") and name.removeprefix("records/") in RECORD_FILES:
                 self._append(name.removeprefix("records/"), data)
             else:
                 raise OutputDirError(f"unknown artifact kind {name!r}")
         stored["transcript_artifacts"] = transcripts
+        stored["wire_artifacts"] = wires
         line = json.dumps(stored, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
         self._append(RESULTS_FILE, line.encode("utf-8"))
         return stored

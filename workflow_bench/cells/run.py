@@ -20,6 +20,7 @@ Order inside a cell, and why:
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -47,6 +48,7 @@ from workflow_bench.sandbox import (
 from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
 
 from .context import CellResult, SweepSettings, TaskContext
+from .evidence import apply_wire, wire_lines
 from .paths import new_cell_dir_path, relay_socket
 from .rows import identity_fields, infra_error_row, provider_fields
 from .session_fold import progress_observer, sum_sessions
@@ -203,6 +205,8 @@ class _CellRun:
             if outcome.transcript:
                 name = f"transcripts/{self.key.slug}-s{index}-{outcome.session_id or 'unknown'}.jsonl"
                 self.artifacts[name] = outcome.transcript
+            if outcome.wire_summary:
+                self.artifacts[f"wire/{self.key.slug}-s{index}.jsonl"] = wire_lines(outcome.wire_summary)
         row = sum_sessions(outcomes)
         row.update(plan_produced=(not self.arm.plans_first) or plan_doc is not None, plan_doc=plan_doc)
         row.update(skill_digest=skill_digest, variant_head_sha=base_sha)
@@ -353,35 +357,46 @@ class _CellRun:
             self.review_dir.chmod(0o777)  # the sandbox uid writes here (mkdir's mode is masked by umask)
         outcomes: list[SessionOutcome] = []
         plan_doc: str | None = None
-        with ModelRelay(socket_path, upstream=settings.access.base_url, credentials=self.credentials):
-            for spec in self.arm.sessions:
-                before = workspace_snapshot(self.sandbox.workspace)
-                label = f"{self.key.label} {spec.phase}"
-                settings.progress(f"{label} session starting")
+        for spec in self.arm.sessions:
+            before = workspace_snapshot(self.sandbox.workspace)
+            label = f"{self.key.label} {spec.phase}"
+            settings.progress(f"{label} session starting")
+            request = self._request(spec, env, plan_doc)
+            session_id = str(uuid.uuid4())
+            # One relay per session: every request it sees belongs to this session's CLI (or to a
+            # tool process of it, which the wire evidence then exposes).
+            relay = ModelRelay(
+                socket_path,
+                upstream=settings.access.base_url,
+                credentials=self.credentials,
+                session_id=session_id,
+                model=settings.model,
+            )
+            with relay:
                 outcome = run_session(
                     self.sandbox,
-                    self._request(spec, env, plan_doc),
+                    request,
                     policy=self._session_policy(relay_dir),
                     secrets=self.secrets,
                     cancel=settings.cancel,
                     on_event=progress_observer(settings.progress, label),
+                    session_id=session_id,
                 )
-                after = workspace_snapshot(self.sandbox.workspace)
-                try:
-                    if skill_fingerprint(after) != skill_digest:
-                        kind = (
-                            "plan-evidence-invalid"
-                            if spec.phase == "plan"
-                            else "implementation-evidence-invalid"
-                        )
-                        raise EvidenceError(kind, f"{spec.phase} session changed the evaluated skill files")
-                    if spec.phase == "plan" and outcome.ok:
-                        plan_doc = _accepted_plan_doc(changed_paths(before, after), after)
-                except EvidenceError as exc:
-                    outcome = replace(outcome, ok=False, error_kind=exc.kind, error_detail=str(exc))
-                outcomes.append(outcome)
-                if not outcome.ok:
-                    break
+            outcome = apply_wire(outcome, relay.record(), expected_skill=request.expected_skill)
+            after = workspace_snapshot(self.sandbox.workspace)
+            try:
+                if skill_fingerprint(after) != skill_digest:
+                    kind = (
+                        "plan-evidence-invalid" if spec.phase == "plan" else "implementation-evidence-invalid"
+                    )
+                    raise EvidenceError(kind, f"{spec.phase} session changed the evaluated skill files")
+                if spec.phase == "plan" and outcome.ok:
+                    plan_doc = _accepted_plan_doc(changed_paths(before, after), after)
+            except EvidenceError as exc:
+                outcome = replace(outcome, ok=False, error_kind=exc.kind, error_detail=str(exc))
+            outcomes.append(outcome)
+            if not outcome.ok:
+                break
         return outcomes, plan_doc
 
     def _request(self, spec: SessionSpec, env: Mapping[str, str], plan_doc: str | None) -> SessionRequest:
