@@ -42,6 +42,14 @@ def left_behind(made: list[Path], prefix: str = "wfbench-") -> list[Path]:
 
 
 @pytest.fixture
+def private_tmpdir(tmp_path_factory, monkeypatch) -> Path:
+    """A private, empty, short TMPDIR for the runner (never glob the shared /tmp: others run sweeps)."""
+    path = tmp_path_factory.mktemp("tmp")
+    monkeypatch.setattr(tempfile, "tempdir", str(path))
+    return path
+
+
+@pytest.fixture
 def task_file_for(tmp_path):
     """Write a task file holding the named demo tasks, with its oracles copied beside it."""
 
@@ -54,6 +62,11 @@ def task_file_for(tmp_path):
             if task["id"] not in task_ids:
                 continue
             task = {**task, "repo": str((REPO_ROOT / task["repo"]).resolve()), **overrides}
+            if "reference_patch" in task:
+                source = REPO_ROOT / task["reference_patch"]
+                (folder / "reference").mkdir(exist_ok=True)
+                shutil.copy(source, folder / "reference" / source.name)
+                task["reference_patch"] = f"reference/{source.name}"
             for entry in task["oracle"]["files"]:
                 source = REPO_ROOT / entry["source"]
                 shutil.copy(source, folder / "oracles" / source.name)

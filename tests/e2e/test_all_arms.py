@@ -9,7 +9,7 @@ import pytest
 
 from workflow_bench import runner
 
-from .conftest import DEMO_TASKS, REPO_ROOT, left_behind, recorded_tempdirs
+from .conftest import DEMO_TASKS, REPO_ROOT
 
 pytestmark = pytest.mark.e2e
 CORPUS = REPO_ROOT / "workflow_bench" / "corpus"
@@ -88,15 +88,13 @@ def _overlay_with(tmp_path: Path, relative: str) -> Path:
         "overlay-non-skill-path",
     ],
 )
-def test_bad_arm_combinations_exit_2_before_any_clone(argv, message, tmp_path, capsys):
+def test_bad_arm_combinations_exit_2_before_any_clone(argv, message, tmp_path, capsys, private_tmpdir):
     if argv == "non-skill-overlay":
         overlay = _overlay_with(tmp_path, "scripts/evil.sh")
         argv = ["--arms", "workflow", "candidate_workflow", "--candidate-overlay", str(overlay)]
     out = tmp_path / "out"
-    with recorded_tempdirs() as made:
-        code = runner.main(["--tasks", str(DEMO_TASKS), "--provider", "scripted", *argv, "--out", str(out)])
-    leftovers = left_behind(made)
+    code = runner.main(["--tasks", str(DEMO_TASKS), "--provider", "scripted", *argv, "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 2 and message in err, err
     assert not out.exists()
-    assert not leftovers  # no clone, no leftover snapshot
+    assert not any(private_tmpdir.iterdir())  # no clone, no leftover snapshot

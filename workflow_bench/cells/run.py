@@ -21,7 +21,6 @@ Order inside a cell, and why:
 from __future__ import annotations
 
 import posixpath
-import secrets
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
@@ -51,6 +50,7 @@ from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_
 
 from .context import CellResult, SweepSettings, TaskContext
 from .evidence import apply_wire, wire_lines
+from .paths import new_cell_dir_path, relay_socket
 from .rows import SESSION_MEASUREMENTS, identity_fields, infra_error_row, provider_fields
 from .session_fold import progress_observer, sum_sessions
 from .sessions import SessionOutcome, SessionRequest, run_session
@@ -82,9 +82,9 @@ class EvidenceError(ValueError):
 def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: CellKey) -> CellResult:
     credentials = settings.access.credentials_for(key)
     cell_secrets = (*credentials.secrets, *settings.access.static_secrets)
-    cell_dir = settings.work_root / f"{key.slug}-{secrets.token_hex(4)}"
     artifacts: dict[str, bytes] = {}
     run: _CellRun | None = None
+    cell_dir = new_cell_dir_path(settings.work_root)  # fixed length: the relay socket must fit
     resources = CellResources(settings.limits, cell_dir)
     try:
         resources.open(clone_source=task.template)
@@ -357,7 +357,7 @@ class _CellRun:
             api_timeout_ms=int(settings.session_timeout_s * 1000),
             surrogate_key=SURROGATE_API_KEY,
         )
-        relay_dir = self.cell_dir / "relay"
+        relay_dir, socket_path = relay_socket(self.cell_dir)
         relay_dir.mkdir(mode=0o755)
         if self.arm.review:
             self.review_dir.mkdir()
@@ -373,7 +373,7 @@ class _CellRun:
             # One relay per session: every request it sees belongs to this session's CLI (or to a
             # tool process of it, which the wire evidence then exposes).
             relay = ModelRelay(
-                relay_dir / "api.sock",
+                socket_path,
                 upstream=settings.access.base_url,
                 credentials=self.credentials,
                 session_id=session_id,
