@@ -7,7 +7,6 @@ no cell clone directory appears, and no session ever reaches a provider
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ import yaml
 
 from workflow_bench import runner
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, recorded_tempdirs
 
 pytestmark = pytest.mark.e2e
 BUNDLE = REPO_ROOT / "workflow_bench" / "corpus" / "demo-target.bundle"
@@ -90,8 +89,9 @@ def _private_tmp(private_tmpdir):
 
 
 def _run(argv, capsys):
-    code = runner.main(argv)
-    created = set(Path(tempfile.gettempdir()).iterdir())  # the private TMPDIR: any entry is a leftover
+    with recorded_tempdirs() as made:
+        code = runner.main(argv)
+    created = [p for p in made if p.exists()]  # anything the runner made and left behind
     return code, capsys.readouterr().err, created
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import _missing
 from workflow_bench import runner
 from workflow_bench.cells.paths import WORK_ROOT_PATTERN
 from workflow_bench.output_lock import LOCK_FILE
@@ -78,12 +79,12 @@ def test_disk_full_keeps_written_rows_and_exits_1(
     task_file_for, tmp_path, tmp_path_factory, bwrap_bin, claude_bin
 ):
     if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
+        _missing("root, to mount a small tmpfs (CI runs as root)")
     fs = tmp_path / "fs"
     fs.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(fs)], capture_output=True)
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+        _missing(f"a tmpfs mount ({mounted.stderr.decode().strip()})")
     try:
         out = fs / "out"
         private = tmp_path_factory.mktemp("t")
