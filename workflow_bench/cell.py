@@ -4,8 +4,10 @@
 happens. It never writes the output directory: the row and the artifacts
 (patch, transcripts) come back in a ``CellResult`` and the driver persists
 them. It catches ``Exception`` in exactly one place, its top, and records it
-as an ``infra-error`` row (``cancelled`` when the sweep's cancellation event is
-set); ``KeyboardInterrupt`` propagates.
+as an ``infra-error`` row when no agent process had started yet, else as the
+charged ``judging-error`` (``cancelled`` when the sweep's cancellation event is
+set); ``KeyboardInterrupt`` propagates. Failures once the agent has run are
+attributed by ``judging.attribution``: only host-side evidence excuses them.
 
 Order inside a cell, and why:
   copy template → setup (sandbox, no network) → sessions (workspace
@@ -29,6 +31,9 @@ from .cell_rows import identity_fields, infra_error_row, provider_fields
 from .comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
 from .context import CellResult, SweepSettings, TaskContext
 from .judge import judge_review, run_hidden_oracle, run_verify
+from .judging.attribution import ChargedFailure, attribute_session
+from .judging.outcome_report import JudgeOutcome
+from .judging.patch import PatchView
 from .process import ProcessError
 from .redaction import redact_text, redact_value
 from .relay import SURROGATE_API_KEY, ModelRelay
@@ -55,7 +60,7 @@ from .workspace import (
     NON_WORK_PATHS,
     PLAN_DIR,
     SKILLS_DIR,
-    capture_patch,
+    WorkspaceLimitError,
     changed_paths,
     copy_clone,
     head_sha,
@@ -81,6 +86,7 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     cell_secrets = (*credentials.secrets, *settings.access.static_secrets)
     cell_dir = settings.work_root / f"{key.slug}-{secrets.token_hex(4)}"
     artifacts: dict[str, bytes] = {}
+    run: _CellRun | None = None
     try:
         cell_dir.mkdir(parents=True)
         copy_clone(task.template, cell_dir / "workspace")
@@ -90,6 +96,9 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         row = infra_error_row(exc, cell_secrets)
         if settings.cancel.is_set():
             row["error_kind"] = "cancelled"
+        elif run is not None and run.agent_started:
+            # Once agent code has run, anything may be its doing: never excused as infra.
+            row["error_kind"] = "judging-error"
     finally:
         cleanup_error = _remove(cell_dir)
     if cleanup_error is not None:
@@ -110,7 +119,7 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
 def _remove(path: Path) -> str | None:
     try:
         remove_tree(path)
-    except OSError as exc:
+    except (OSError, RecursionError) as exc:  # RecursionError: a directory chain the agent nested deep
         return f"{type(exc).__name__}: {exc}"
     return None
 
@@ -129,6 +138,7 @@ class _CellRun:
         self.credentials = credentials
         self.secrets = cell_secrets
         self.artifacts = artifacts
+        self.agent_started = False  # set just before the first session: from then on, failures are charged
         self.sandbox: Sandbox = create_sandbox(
             settings.sandbox_kind,
             workspace=cell_dir / "workspace",
@@ -142,13 +152,19 @@ class _CellRun:
         )
 
     def execute(self) -> dict[str, Any]:
-        settings, spec = self.settings, self.task.binding.spec
+        settings = self.settings
         self._setup()
         if self.arm.candidate_of:
             self._apply_overlay()
         base = workspace_snapshot(self.sandbox.workspace)
         skill_digest = skill_fingerprint(base)
         base_sha = head_sha(self.sandbox)
+        # The patch's base: the exact tree on disk before the first session, recorded in a git
+        # directory the agent never sees (its .git, index flags and attributes are irrelevant).
+        self.view = PatchView(
+            self.cell_dir / "patch-view.git", excluded=[t for _, t in self.task.binding.dependency_mounts]
+        )
+        self.view.record(self.sandbox.workspace, "base")
         outcomes, plan_doc = self._sessions(skill_digest)
         for index, outcome in enumerate(outcomes):
             if outcome.transcript:
@@ -161,24 +177,67 @@ class _CellRun:
             # Keep what the sessions measured; judging a half-finished clone would be noise.
             row.update(ok=False, resolved=False, error_kind="cancelled", error_detail="sweep cancelled")
             return row
+        try:
+            return self._judge(row, base=base)
+        except ChargedFailure as exc:
+            failure, kind = exc, exc.kind
+        except WorkspaceLimitError as exc:
+            failure, kind = exc, "workspace-invalid"
+        except Exception as exc:  # anything the agent left may have caused it: charged, kept as data
+            failure, kind = exc, "judging-error"
+        row["resolved"] = False
+        if settings.cancel.is_set():
+            row.update(ok=False, error_kind="cancelled", error_detail="sweep cancelled")
+        elif row.get("error_kind") is None:
+            detail = redact_text(f"{type(failure).__name__}: {failure}", self.secrets)[:2000]
+            row.update(error_kind=kind, error_detail=detail)
+        return row
+
+    def _judge(self, row: dict[str, Any], *, base: Mapping[str, str]) -> dict[str, Any]:
+        settings, spec = self.settings, self.task.binding.spec
         after = workspace_snapshot(self.sandbox.workspace)
         if self.arm.review:
             return self._judge_review(row, base=base, after=after)
-        timeout, cancel = settings.verify_timeout_s, settings.cancel
-        authored, output = run_verify(self.sandbox, spec.verify, timeout_s=timeout, cancel=cancel)
-        oracle_passed = run_hidden_oracle(
-            self.sandbox, self.task.binding.oracle, scratch=self.cell_dir, timeout_s=timeout, cancel=cancel
-        )
-        patch, churn = capture_patch(self.sandbox, base_sha)
+        # The patch first: what is on disk now is what the judges below ran against.
+        self.view.record(self.sandbox.workspace, "after")
+        patch, churn = self.view.diff("base", "after")
         self.artifacts["patch.diff"] = patch
         row.update(churn)
-        output = redact_text(output, self.secrets)
-        row.update(authored_tests_passed=authored, authored_test_output=output, verify_output=output)
+        timeout, cancel = settings.verify_timeout_s, settings.cancel
+        verify = run_verify(
+            self.sandbox,
+            spec.verify,
+            scratch=self.cell_dir,
+            min_tests=spec.verify_min_tests,
+            timeout_s=timeout,
+            cancel=cancel,
+        )
+        self._record_verify(row, verify)
+        oracle = run_hidden_oracle(
+            self.sandbox,
+            self.task.binding.oracle,
+            min_tests=spec.oracle.min_tests,
+            scratch=self.cell_dir,
+            timeout_s=timeout,
+            cancel=cancel,
+        )
         row.update(
-            oracle_passed=oracle_passed,
-            oracle_output="hidden oracle passed" if oracle_passed else "hidden oracle failed",
+            oracle_passed=oracle.passed,
+            oracle_output=("hidden oracle passed: " if oracle.passed else "hidden oracle failed: ")
+            + oracle.detail,
+            oracle_tests_run=oracle.tests_run,
+            oracle_tests_passed=oracle.tests_passed,
         )
         return _judged(row, arm=self.arm, base=base, after=after)
+
+    def _record_verify(self, row: dict[str, Any], verify: JudgeOutcome) -> None:
+        output = redact_text(verify.output, self.secrets)
+        row.update(authored_tests_passed=verify.passed, authored_test_output=output, verify_output=output)
+        row.update(
+            verify_detail=redact_text(verify.detail, self.secrets),
+            verify_tests_run=verify.tests_run,
+            verify_tests_passed=verify.tests_passed,
+        )
 
     def _setup(self) -> None:
         """Run the task's untrusted setup; it must leave the seeded skills untouched."""
@@ -275,16 +334,17 @@ class _CellRun:
             row["review_evidence_valid"] = False
         if problem and row["error_kind"] is None:
             row.update(ok=False, error_kind="review-evidence-invalid", error_detail=problem)
-        authored, output = run_verify(
+        verify = run_verify(
             self.sandbox,
             self.task.binding.spec.verify,
+            scratch=self.cell_dir,
+            min_tests=self.task.binding.spec.verify_min_tests,
             timeout_s=self.settings.verify_timeout_s,
             cancel=self.settings.cancel,
             mounts=(Mount(source=self.review_dir, target=REVIEW_OUTPUT_DIR),),
             env_extra={REVIEW_OUTPUT_ENV_VAR: REVIEW_OUTPUT_PATH},
         )
-        output = redact_text(output, self.secrets)
-        row.update(authored_tests_passed=authored, authored_test_output=output, verify_output=output)
+        self._record_verify(row, verify)
         row.update(diff_files=len(changed), diff_insertions=None, diff_deletions=None)
         return _judged(row, arm=self.arm, base=base, after=after)
 
@@ -306,11 +366,12 @@ class _CellRun:
         plan_doc: str | None = None
         with ModelRelay(
             relay_dir / "api.sock", upstream=settings.access.base_url, credentials=self.credentials
-        ):
+        ) as relay:
             for spec in self.arm.sessions:
                 before = workspace_snapshot(self.sandbox.workspace)
                 label = f"{self.key.label} {spec.phase}"
                 settings.progress(f"{label} session starting")
+                self.agent_started = True
                 outcome = run_session(
                     self.sandbox,
                     self._request(spec, env, plan_doc),
@@ -319,7 +380,14 @@ class _CellRun:
                     cancel=settings.cancel,
                     on_event=progress_observer(settings.progress, label),
                 )
-                after = workspace_snapshot(self.sandbox.workspace)
+                outcome = attribute_session(outcome, relay.endpoint)
+                try:
+                    after = workspace_snapshot(self.sandbox.workspace)
+                except WorkspaceLimitError as exc:
+                    outcomes.append(
+                        replace(outcome, ok=False, error_kind="workspace-invalid", error_detail=str(exc))
+                    )
+                    break
                 try:
                     if skill_fingerprint(after) != skill_digest:
                         kind = (

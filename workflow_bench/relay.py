@@ -23,6 +23,7 @@ import os
 import socket
 import ssl
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -43,6 +44,43 @@ class RelayError(RuntimeError):
     pass
 
 
+# Upstream statuses that are the endpoint's fault, not the request's: credentials and model
+# routing are the harness's (the relay injects them), throttling, timeouts and 5xx are the
+# provider's. 400 and 413 describe the request body, which the agent's session shapes.
+_ENDPOINT_FAULT_STATUSES = frozenset({401, 403, 404, 407, 408, 429})
+
+
+class EndpointLog:
+    """What the relay saw of the upstream: when each request ran and whether it failed.
+
+    Host-side evidence for failure attribution (judging): a session that failed right after the
+    endpoint failed it, or that timed out while a model request was still in flight, is the
+    endpoint's fault; otherwise the agent's. Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[int, float] = {}  # request id -> start (monotonic)
+        self._next = 0
+        self.last_fault: str | None = None  # set by the latest finished request; None = it succeeded
+
+    def start(self) -> int:
+        with self._lock:
+            self._next += 1
+            self._open[self._next] = time.monotonic()
+            return self._next
+
+    def finish(self, request: int, fault: str | None) -> None:
+        with self._lock:
+            self._open.pop(request, None)
+            self.last_fault = fault
+
+    def in_flight_since(self) -> float | None:
+        """Start of the oldest request still open, or None."""
+        with self._lock:
+            return min(self._open.values(), default=None)
+
+
 class ModelRelay:
     """Serve one cell's sessions on ``socket_path``; use as a context manager."""
 
@@ -57,6 +95,7 @@ class ModelRelay:
         self._port = parts.port or (443 if parts.scheme == "https" else 80)
         self._prefix = parts.path.rstrip("/")
         self._credentials = credentials
+        self.endpoint = EndpointLog()
         self.socket_path = socket_path
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(str(socket_path))
@@ -93,13 +132,20 @@ class ModelRelay:
         with client:
             try:
                 head, body = _read_request(client)
-                upstream = self._open_upstream()
             except (RelayError, OSError) as exc:
                 _reply_error(client, 502, str(exc))
                 return
-            with upstream:
-                upstream.sendall(self._rewrite(head) + body)
-                _pipe(upstream, client)
+            request = self.endpoint.start()
+            fault: str | None = "upstream closed without a response"
+            try:
+                with self._open_upstream() as upstream:
+                    upstream.sendall(self._rewrite(head) + body)
+                    fault = _pipe(upstream, client)
+            except (RelayError, OSError) as exc:
+                fault = f"upstream unreachable: {type(exc).__name__}"
+                _reply_error(client, 502, str(exc))
+            finally:
+                self.endpoint.finish(request, fault)
 
     def _open_upstream(self) -> socket.socket:
         raw = socket.create_connection((self._host, self._port), timeout=UPSTREAM_TIMEOUT_S)
@@ -155,10 +201,38 @@ def _read_request(client: socket.socket) -> tuple[bytes, bytes]:
     return head, body
 
 
-def _pipe(upstream: socket.socket, client: socket.socket) -> None:
-    with contextlib.suppress(OSError):
+def _pipe(upstream: socket.socket, client: socket.socket) -> str | None:
+    """Copy the response; return the endpoint's fault (None when it answered well).
+
+    Only upstream failures count: a client that hung up mid-response is not the endpoint's.
+    An event stream that ends before ``message_stop`` was cut by the endpoint.
+    """
+    head, tail, completed = b"", b"", False
+    try:
         while chunk := upstream.recv(65536):
-            client.sendall(chunk)
+            if len(head) < 4096:
+                head += chunk[: 4096 - len(head)]
+            window = tail + chunk
+            completed = completed or b"message_stop" in window
+            tail = window[-32:]
+            with contextlib.suppress(OSError):
+                client.sendall(chunk)
+    except OSError as exc:
+        return f"upstream broke mid-response: {type(exc).__name__}"
+    fault = _status_fault(head)
+    if fault is None and b"text/event-stream" in head.partition(b"\r\n\r\n")[0].lower() and not completed:
+        return "upstream event stream ended before message_stop"
+    return fault
+
+
+def _status_fault(head: bytes) -> str | None:
+    parts = head.split(b" ", 2)
+    if len(parts) < 2 or not parts[1][:3].isdigit():
+        return "upstream sent no HTTP status"
+    status = int(parts[1][:3])
+    if status >= 500 or status in _ENDPOINT_FAULT_STATUSES:
+        return f"upstream status {status}"
+    return None
 
 
 def _reply_error(client: socket.socket, status: int, message: str) -> None:

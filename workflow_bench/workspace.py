@@ -3,8 +3,8 @@
 Owns: the per-SHA sanitized template (a parentless one-commit repository that
 holds the task tree and nothing else: no history, no remotes, no refs the
 agent could walk back to the original commits), the per-cell copy of it,
-skill seeding, workspace snapshots for phase boundaries, and patch/churn
-capture.
+skill seeding, workspace snapshots for phase boundaries, and churn parsing
+(the patch itself comes from ``judging.patch``'s harness-owned view).
 
 Trust: host-side git runs only on repositories the harness itself just
 created, before any sandboxed process touched them. Once setup or the agent
@@ -63,6 +63,10 @@ GIT_TIMEOUT_S = 120
 # the boundary check fails closed rather than hashing forever.
 MAX_SNAPSHOT_ENTRIES = 100_000
 MAX_SNAPSHOT_BYTES = 1 << 30
+
+
+class WorkspaceLimitError(RuntimeError):
+    """The workspace is past the snapshot caps: judged as the agent's failure once it has run."""
 
 
 def _git(args: Iterable[str], *, cwd: Path, what: str, env: Mapping[str, str] | None = None) -> str:
@@ -187,12 +191,16 @@ def workspace_snapshot(root: Path) -> dict[str, str]:
             elif stat.S_ISREG(st.st_mode):
                 total += st.st_size
                 if total > MAX_SNAPSHOT_BYTES:
-                    raise RuntimeError(f"workspace exceeds {MAX_SNAPSHOT_BYTES} bytes; refusing to snapshot")
+                    raise WorkspaceLimitError(
+                        f"workspace exceeds {MAX_SNAPSHOT_BYTES} bytes; refusing to snapshot"
+                    )
                 entries[rel] = f"file:{stat.S_IMODE(st.st_mode):o}:{_file_digest(full)}"
             else:
                 entries[rel] = f"special:{stat.S_IFMT(st.st_mode)}"
             if len(entries) > MAX_SNAPSHOT_ENTRIES:
-                raise RuntimeError(f"workspace has over {MAX_SNAPSHOT_ENTRIES} entries; refusing to snapshot")
+                raise WorkspaceLimitError(
+                    f"workspace has over {MAX_SNAPSHOT_ENTRIES} entries; refusing to snapshot"
+                )
     return entries
 
 
@@ -239,25 +247,6 @@ def sandbox_git(sandbox: Sandbox, args: Iterable[str], *, what: str, writable: b
 
 def head_sha(sandbox: Sandbox) -> str:
     return sandbox_git(sandbox, ["rev-parse", "HEAD"], what="rev-parse HEAD").decode().strip()
-
-
-def capture_patch(sandbox: Sandbox, base_sha: str) -> tuple[bytes, dict[str, int]]:
-    """The final working-tree diff against ``base_sha`` (bounded) and its churn.
-
-    Churn excludes plan documents and seeded skills: they are not the
-    implementation, and counting them would flatter the workflow arm.
-    """
-    sandbox_git(sandbox, ["add", "--intent-to-add", "-A"], what="git add -N", writable=True)
-    patch = sandbox_git(
-        sandbox, ["diff", "--no-ext-diff", "--no-textconv", "--binary", base_sha], what="diff"
-    )
-    if len(patch) > MAX_PATCH_BYTES:
-        patch = patch[:MAX_PATCH_BYTES] + f"\n[truncated at {MAX_PATCH_BYTES} bytes]\n".encode()
-    excludes = [f":(exclude){p}" for p in NON_WORK_PATHS]
-    numstat = sandbox_git(
-        sandbox, ["diff", "--no-ext-diff", "--numstat", base_sha, "--", ".", *excludes], what="diff --numstat"
-    )
-    return patch, parse_numstat(numstat.decode("utf-8", "replace"))
 
 
 def parse_numstat(text: str) -> dict[str, int]:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from workflow_bench.judging.patch import PatchView
 from workflow_bench.sandbox import SandboxKind, create_sandbox
 from workflow_bench.workspace import (
     build_template,
-    capture_patch,
     changed_paths,
     copy_clone,
     head_sha,
@@ -101,7 +101,9 @@ def test_skills_seed_fingerprint_and_patch_capture(tmp_path, source_repo, bwrap_
     before = workspace_snapshot(template)
     assert skill_fingerprint(before) is not None
     sandbox = create_sandbox(SandboxKind.BWRAP, workspace=template, claude_bin=None, bwrap_bin=bwrap_bin)
-    base = head_sha(sandbox)
+    assert len(head_sha(sandbox)) == 40
+    view = PatchView(tmp_path / "view.git")
+    view.record(template, "base")
     (template / "app.py").write_text("print('v3')\nprint('more')\n")
     (template / "docs" / "plans").mkdir(parents=True)
     (template / "docs" / "plans" / "p.md").write_text("plan\n")
@@ -109,7 +111,8 @@ def test_skills_seed_fingerprint_and_patch_capture(tmp_path, source_repo, bwrap_
     after = workspace_snapshot(template)
     assert set(changed_paths(before, after)) == {"app.py", "docs", "docs/plans", "docs/plans/p.md", "new.py"}
     assert skill_fingerprint(after) == skill_fingerprint(before)
-    patch, churn = capture_patch(sandbox, base)
+    view.record(template, "after")
+    patch, churn = view.diff("base", "after")
     assert b"print('more')" in patch and b"new.py" in patch
     assert churn == {"diff_files": 2, "diff_insertions": 3, "diff_deletions": 1}  # plans excluded
     (template / ".claude" / "skills" / "plan" / "SKILL.md").write_text("tampered\n")

@@ -20,7 +20,7 @@ LAYERS = {
     "oracles": 1, "repos": 1, "relay": 1, "task_schema": 1, "tasks": 1, "claude_cli": 1, "sandbox": 1,
     "provider": 1, "corpus": 1, "gateway": 1, "overlay": 1, "comparator": 1,
     "stream_usage": 1,
-    "workspace": 2, "sessions": 2, "connect": 2, "judge": 2,
+    "workspace": 2, "sessions": 2, "connect": 2, "judge": 2, "judging": 2,
     "context": 3, "cell_rows": 3, "cell": 3,
     "schedule": 4, "output": 4,
     "aggregate": 5, "accounting": 5,
