@@ -34,7 +34,7 @@ from pathlib import Path
 
 from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.process import ProcessError
-from workflow_bench.sandbox import Mount, RunPolicy, Sandbox, tool_environment
+from workflow_bench.sandbox import BwrapSandbox, Mount, RunPolicy, Sandbox, tool_environment
 
 KIT = Path(__file__).resolve().parent / "kit"
 KIT_FILES = ("judge_runner.py", "unittest_shim.py")
@@ -84,7 +84,13 @@ def run_with_report(
             (kit_dir / name).chmod(0o444)
         report_dir.mkdir()
         report_dir.chmod(0o777)  # the sandbox uid writes the report (mkdir's mode is masked)
-        request = {"nonce": nonce, "report": f"{report_target}/{REPORT_NAME}", "command": command}
+        request = {
+            "nonce": nonce,
+            "report": f"{report_target}/{REPORT_NAME}",
+            "command": command,
+            # kill(-1) is safe only inside a PID namespace of its own (never under --unsafe-no-bwrap).
+            "reap": isinstance(sandbox, BwrapSandbox),
+        }
         env = {**(env_extra or {}), UNITTEST_ENV_VAR: f"{kit_target}/unittest_shim.py"}
         result = sandbox.run(
             ["python3", "-I", "-B", f"{kit_target}/judge_runner.py"],

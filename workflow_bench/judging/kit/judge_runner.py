@@ -11,17 +11,21 @@ nothing from the workspace is importable here). Protocol:
    (``WORKFLOW_BENCH_RESULT_FD=9``); the test framework writes one JSON object per line:
    ``{"test": "<id>", "outcome": "passed"|"failed"|"error"|"skipped"}`` and, when the run
    finished normally, ``{"done": true}``;
-4. after the child exits this process writes ``report`` (JSON: the nonce, the child's exit
+4. after the child exits, and (with ``"reap": true``, only in a sandbox with its own PID
+   namespace) after killing every other process the child left behind, so nothing of the code
+   under test can still rewrite it, this process writes ``report`` (JSON: the nonce, the child's exit
    code, the counts, whether ``done`` was seen). The harness checks it from outside.
 
 A test id reported with any outcome other than ``passed`` counts as not passed, so a late
 forged "passed" line cannot undo a failure. Not imported by workflow_bench (stdlib only).
 """
 
+import contextlib
 import ctypes
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 
@@ -39,6 +43,7 @@ def main() -> int:
     request = json.loads(sys.stdin.buffer.readline(65536))
     sys.stdin.close()
     nonce, report, command = request["nonce"], request["report"], request["command"]
+    reap = request.get("reap") is True
     read_end, write_end = os.pipe()
     if read_end == RESULT_FD:
         read_end, old = os.dup(read_end), read_end
@@ -53,6 +58,10 @@ def main() -> int:
     )
     os.close(RESULT_FD)
     outcomes, done, malformed = _collect(read_end, child)
+    if reap:
+        # Everything the code under test started: kill(-1) spares only us and the namespace's init.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
     passed = sum(1 for seen in outcomes.values() if seen == {"passed"})
     result = {
         "nonce": nonce,
