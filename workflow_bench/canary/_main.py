@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from workflow_bench.claude_cli import ClaudeCliError, claude_version, locate_claude
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 
-from ._suite import render_table, run_suite
+from ._suite import CANARY_TASKS, render_table, run_suite
+from .attacks_judging import run_judging_suite
 
 EXIT_OK, EXIT_ESCAPED, EXIT_PREFLIGHT = 0, 1, 2
 
@@ -29,6 +30,13 @@ def run_canary(
     except (SandboxError, ClaudeCliError) as exc:
         return EXIT_PREFLIGHT, f"preflight failed: {exc}"
     verdicts = run_suite(claude_bin=claude_bin, claude_version=version, bwrap_bin=bwrap, progress=progress)
+    verdicts += run_judging_suite(
+        claude_bin=claude_bin,
+        claude_version=version,
+        bwrap_bin=bwrap,
+        canary_tasks=CANARY_TASKS,
+        progress=progress,
+    )
     table = render_table(verdicts)
     return (EXIT_OK if all(v.blocked for v in verdicts) else EXIT_ESCAPED), table
 
