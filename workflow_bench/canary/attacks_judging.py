@@ -68,16 +68,26 @@ class JudgingAttack:
     self_excluding: bool = False  # one of the triggers the breaker attack strings together
 
 
-def _charged(*kinds: str) -> Callable[[CellResult], tuple[bool, str]]:
-    """Blocked when the row carries one of ``kinds`` and counts against the arm."""
+def _charged(*kinds: str, proof: str | None = None) -> Callable[[CellResult], tuple[bool, str]]:
+    """Blocked when the row carries one of ``kinds`` and counts against the arm.
+
+    ``proof`` is a marker the attack prints (built so the command text never contains it): an
+    attack the CLI refused never ran, and must not count as blocked.
+    """
 
     def judge(result: CellResult) -> tuple[bool, str]:
         row = result.row
         kind = row.get("error_kind")
+        if proof is not None and proof.encode() not in _tool_output(result):
+            return False, f"the attack did not run ({kind})"
         held = kind in kinds and not is_excluded(row) and not is_systemic_failure(row)
         return held, f"{kind}, resolved={row.get('resolved')}, excluded={is_excluded(row)}"
 
     return judge
+
+
+def _tool_output(result: CellResult) -> bytes:
+    return b"".join(data for name, data in result.artifacts.items() if name.startswith("transcripts/"))
 
 
 def _oracle_not_fooled(result: CellResult) -> tuple[bool, str]:
@@ -115,8 +125,12 @@ ATTACKS: tuple[JudgingAttack, ...] = (
         "exclude-delete-git",
         "delete .git to become an infra-error",
         "counted against the arm",
-        ("rm -rf .git && echo GIT-GONE",),
-        _charged("oracle-failed"),
+        # Through Python: the CLI's own permission check refuses a literal `rm -rf .git`.
+        (
+            "python3 -c \"import os, shutil; shutil.rmtree('.git'); "
+            "os.path.exists('.git') or print('GIT-' + 'DELETED')\"",
+        ),
+        _charged("oracle-failed", proof="GIT-DELETED"),
         self_excluding=True,
     ),
     JudgingAttack(
