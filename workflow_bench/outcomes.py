@@ -9,7 +9,8 @@ The flags started from the reference harness (reference-harness.md §5.1) and de
 depart from it where the reference excluded a failure the agent can cause (DESIGN.md §4,
 "failure attribution is explicit"); docs/error-kinds.md is the table with the reasons.
 
-Must never: import from higher layers, perform I/O, or grow a second copy of any flag. Callers:
+Must never: import from higher layers, perform I/O (``__main__`` prints the generated
+docs/error-kinds.md), or grow a second copy of any flag. Callers:
 `cell` (producing kinds), `schedule` (breaker), `aggregate`, `report`, `reuse`, `promotion`.
 
 The evolve-only `runtime-cap-exhausted` kind never appears in a results row, so it is not here.
@@ -309,3 +310,31 @@ def is_systemic_failure(row: Row) -> bool:
     the sweep; an endpoint or harness outage still does.
     """
     return row.get("error_kind") in SYSTEMIC_ERROR_KINDS
+
+
+def vocabulary_markdown() -> str:
+    """docs/error-kinds.md: the table above, with who is charged and why (generated; a test checks)."""
+    yes = {True: "yes", False: "–"}
+    lines = [
+        "# Error kinds",
+        "",
+        "Generated from `workflow_bench/outcomes.py` (`python -m workflow_bench.outcomes`); do not",
+        "edit by hand. A kind **charged to the arm** is one the agent could have caused: it stays in",
+        "medians and resolve denominators as a failure of that arm and never feeds the outage",
+        "breaker. Only kinds the agent cannot cause are excluded or systemic.",
+        "",
+        "| error_kind | produced when | charged to the arm | why "
+        "| excluded | execution | evidence | systemic |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for k in _KINDS:
+        lines.append(
+            f"| `{k.name}` | {k.produced_when} | {yes[k.charged_to_arm]} | {k.attribution} "
+            f"| {yes[k.is_excluded]} | {yes[k.is_execution_failure]} | {yes[k.is_evidence_failure]} "
+            f"| {yes[k.is_systemic]} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(vocabulary_markdown(), end="")

@@ -194,3 +194,14 @@ def test_every_error_kind_the_code_writes_is_in_the_vocabulary():
     assert written, "the scan found nothing: the patterns no longer match the code"
     assert {"infra-error", "cancelled", "review-evidence-invalid"} <= written
     assert written <= set(ERROR_KINDS), sorted(written - set(ERROR_KINDS))
+
+
+def test_error_kinds_doc_is_generated_from_the_table() -> None:
+    from pathlib import Path
+
+    from workflow_bench.outcomes import vocabulary_markdown
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "error-kinds.md"
+    assert doc.read_text() == vocabulary_markdown(), (
+        "run: python -m workflow_bench.outcomes > docs/error-kinds.md"
+    )
