@@ -8,7 +8,7 @@ module is entered: no clone, no session and no output exist on bad input.
 
 from __future__ import annotations
 
-import shutil
+import contextlib
 import tempfile
 import threading
 import time
@@ -30,6 +30,7 @@ from .report import ReportProvenance, render_markdown
 from .sandbox import SandboxKind, write_runtime_dir
 from .schedule import SweepOutcome, run_cells
 from .tasks import TaskBinding
+from .workspace import remove_tree
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
 
@@ -175,7 +176,8 @@ def run_sweep(
             on_start=on_start,
         )
     finally:
-        shutil.rmtree(work_root, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(work_root)  # deep-safe: a cell's leftovers may be any depth
     if outcome.status == "aborted":
         console(f"[systemic-outage] {outcome.detail}; sweep aborted, partial evidence kept")
     exit_code = _write_reports(config, access, outcome, rows, output, started_at, started, console)

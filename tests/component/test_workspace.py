@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -10,10 +11,12 @@ import pytest
 from workflow_bench.judging.patch import PatchView
 from workflow_bench.sandbox import SandboxKind, create_sandbox
 from workflow_bench.workspace import (
+    WorkspaceLimitError,
     build_template,
     changed_paths,
     copy_clone,
     head_sha,
+    remove_tree,
     seed_skills,
     skill_fingerprint,
     workspace_snapshot,
@@ -125,3 +128,33 @@ def test_snapshot_does_not_follow_symlinks(tmp_path):
     (root / "link").symlink_to("/etc/passwd")
     snap = workspace_snapshot(root)
     assert snap["link"] == "link:/etc/passwd"
+
+
+def _deep_chain(root: Path, depth: int) -> None:
+    cwd = os.getcwd()
+    try:
+        os.chdir(root)
+        for _ in range(depth):
+            os.mkdir("d")
+            os.chdir("d")
+    finally:
+        os.chdir(cwd)
+
+
+def test_a_deep_chain_is_a_workspace_limit_and_still_removable(tmp_path):
+    # An agent's 3,000-deep chain once raised RecursionError in snapshot and cleanup alike.
+    root = tmp_path / "ws"
+    root.mkdir()
+    _deep_chain(root, 3000)
+    with pytest.raises(WorkspaceLimitError, match="deeper than"):
+        workspace_snapshot(root)
+    (root / "d").chmod(0o500)  # and a dropped write bit on the way
+    remove_tree(root)
+    assert not root.exists()
+
+
+def test_a_shallow_tree_snapshots_normally(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    _deep_chain(root, 50)
+    assert len(workspace_snapshot(root)) == 50  # negative control for the depth limit

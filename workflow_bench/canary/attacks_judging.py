@@ -16,7 +16,7 @@ canary"): judging the oracle by exit status; the patch taken by the workspace's 
 
 from __future__ import annotations
 
-import shutil
+import contextlib
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -33,6 +33,7 @@ from workflow_bench.provider import ScriptedProvider, parse_script
 from workflow_bench.sandbox import write_runtime_dir
 from workflow_bench.schedule import run_cells
 from workflow_bench.tasks import bind_tasks, load_task_file
+from workflow_bench.workspace import remove_tree
 
 ARM = "baseline"
 MODEL = "scripted-canary-judging"
@@ -173,6 +174,17 @@ ATTACKS: tuple[JudgingAttack, ...] = (
         self_excluding=True,
     ),
     JudgingAttack(
+        "exclude-deep-tree",
+        "a 3,000-deep directory chain to crash judging and cleanup",
+        "workspace-invalid, charged",
+        (
+            "python3 -c \"import os; [(os.mkdir('d'), os.chdir('d')) for _ in range(3000)]; "
+            "print('DEEP-' + 'TREE')\"",
+        ),
+        _charged("workspace-invalid", proof="DEEP-TREE"),
+        self_excluding=True,
+    ),
+    JudgingAttack(
         "patch-forgery",
         "skip-worktree, info/exclude, clean filter, fake HEAD",
         "patch shows the disk",
@@ -275,7 +287,8 @@ def run_judging_suite(
             )
         return _verdicts(outcome.status, outcome.results, outcome.detail)
     finally:
-        shutil.rmtree(work_root, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(work_root)
 
 
 def _verdicts(status: str, results: Sequence[CellResult], detail: str | None) -> list[JudgingVerdict]:

@@ -35,6 +35,7 @@ from pathlib import Path
 from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.process import ProcessError
 from workflow_bench.sandbox import BwrapSandbox, Mount, RunPolicy, Sandbox, tool_environment
+from workflow_bench.workspace import remove_tree
 
 KIT = Path(__file__).resolve().parent / "kit"
 KIT_FILES = ("judge_runner.py", "unittest_shim.py")
@@ -116,8 +117,8 @@ def run_with_report(
             _read_report(report_dir / REPORT_NAME), nonce=nonce, min_tests=min_tests, output=output
         )
     finally:
-        shutil.rmtree(kit_dir, ignore_errors=True)
-        shutil.rmtree(report_dir, ignore_errors=True)
+        remove_tree(kit_dir)
+        remove_tree(report_dir)  # the code under test could write here: any depth, any modes
 
 
 def _read_report(path: Path) -> bytes | None:

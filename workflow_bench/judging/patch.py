@@ -28,10 +28,10 @@ from workflow_bench.workspace import (
     GIT_TIMEOUT_S,
     MAX_PATCH_BYTES,
     MAX_SNAPSHOT_BYTES,
-    MAX_SNAPSHOT_ENTRIES,
     NON_WORK_PATHS,
     WorkspaceLimitError,
     parse_numstat,
+    walk_tree,
 )
 
 # No config, attributes or templates of anyone's: only what the harness passes with -c.
@@ -125,31 +125,21 @@ class PatchView:
 
 def _entries(root: Path, excluded: frozenset[str]) -> Iterator[tuple[bytes, bytes, bytes]]:
     """(path, git mode, bytes) of every regular file and symlink, sorted, never through a link."""
-    count = total = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        rel_dir = os.path.relpath(dirpath, root)
-        dirnames[:] = sorted(d for d in dirnames if d.lower() != ".git" and _rel(rel_dir, d) not in excluded)
-        for name in sorted(filenames):
-            rel = _rel(rel_dir, name)
-            if name.lower() == ".git" or rel in excluded:
-                continue
-            full = os.path.join(dirpath, name)
-            st = os.lstat(full)
-            count += 1
-            if count > MAX_SNAPSHOT_ENTRIES:
-                raise WorkspaceLimitError(f"workspace has over {MAX_SNAPSHOT_ENTRIES} entries")
-            if stat.S_ISLNK(st.st_mode):
-                yield os.fsencode(rel), b"120000", os.fsencode(os.readlink(full))
-            elif stat.S_ISREG(st.st_mode):
-                total += st.st_size
-                if total > MAX_SNAPSHOT_BYTES:
-                    raise WorkspaceLimitError(f"workspace exceeds {MAX_SNAPSHOT_BYTES} bytes")
-                mode = b"100755" if st.st_mode & 0o111 else b"100644"
-                yield os.fsencode(rel), mode, _read(full, st.st_size)
-
-
-def _rel(rel_dir: str, name: str) -> str:
-    return name if rel_dir == "." else f"{rel_dir}/{name}"
+    total = 0
+    for rel, full, st in walk_tree(root):
+        parts = rel.split("/")
+        if any(part.lower() == ".git" for part in parts) or any(
+            rel == e or rel.startswith(e + "/") for e in excluded
+        ):
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            yield os.fsencode(rel), b"120000", os.fsencode(os.readlink(full))
+        elif stat.S_ISREG(st.st_mode):
+            total += st.st_size
+            if total > MAX_SNAPSHOT_BYTES:
+                raise WorkspaceLimitError(f"workspace exceeds {MAX_SNAPSHOT_BYTES} bytes")
+            mode = b"100755" if st.st_mode & 0o111 else b"100644"
+            yield os.fsencode(rel), mode, _read(full, st.st_size)
 
 
 def _read(path: str, size: int) -> bytes:
