@@ -17,20 +17,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .access import CellKey, ModelAccess
-from .accounting import usage_accounting
-from .aggregate import HealthStatus, aggregate_all, arm_health
-from .arms import ArmSpec, Toolkit
-from .cell import run_cell
-from .comparator import ComparatorPlugin
-from .context import CellResult, SweepSettings, TaskContext, prepare_task_context
+from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext, prepare_task_context
+from workflow_bench.cells.run import run_cell
+from workflow_bench.cells.workspace import remove_tree
+from workflow_bench.providers.access import CellKey, ModelAccess
+from workflow_bench.reports.accounting import usage_accounting
+from workflow_bench.reports.aggregate import HealthStatus, aggregate_all, arm_health
+from workflow_bench.reports.markdown import render_markdown
+from workflow_bench.reports.provenance import ReportProvenance
+from workflow_bench.schedule.pool import SweepOutcome, run_cells
+from workflow_bench.tasks.spec import TaskBinding
+from workflow_bench.toolkit.comparator import ComparatorPlugin
+from workflow_bench.toolkit.overlay import Overlay
+from workflow_bench.toolkit.spec import Toolkit
+
+from .arms import ArmSpec
 from .output import OutputDir
-from .overlay import Overlay
-from .report import ReportProvenance, render_markdown
 from .sandbox import SandboxKind, write_runtime_dir
-from .schedule import SweepOutcome, run_cells
-from .tasks import TaskBinding
-from .workspace import remove_tree
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
 

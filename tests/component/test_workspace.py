@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.judging.patch import PatchView
-from workflow_bench.sandbox import SandboxKind, create_sandbox
-from workflow_bench.workspace import (
+from workflow_bench.cells.workspace import (
     WorkspaceLimitError,
     build_template,
     changed_paths,
@@ -21,6 +19,8 @@ from workflow_bench.workspace import (
     skill_fingerprint,
     workspace_snapshot,
 )
+from workflow_bench.judging.patch import PatchView
+from workflow_bench.sandbox import SandboxKind, create_sandbox
 
 pytestmark = pytest.mark.component
 CANARY = "WFBENCH-HISTORY-CANARY-7f3a"

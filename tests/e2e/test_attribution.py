@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from workflow_bench import runner
-from workflow_bench.outcomes import is_excluded, is_systemic_failure
+from workflow_bench.judging.outcomes import is_excluded, is_systemic_failure
 
 pytestmark = pytest.mark.e2e
 SCRIPT = Path(__file__).parent / "scripts" / "attribution.yaml"

@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
+from workflow_bench.cells.sessions import parse_session
 from workflow_bench.judging.attribution import attribute_session
 from workflow_bench.process import ProcessResult
-from workflow_bench.relay import EndpointLog, _pipe
-from workflow_bench.sessions import parse_session
+from workflow_bench.relay.server import EndpointLog, _pipe
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflow_bench.outcomes import (
+from workflow_bench.judging.outcomes import (
     CHARGED_ERROR_KINDS,
     ERROR_KINDS,
     EVIDENCE_FAILURE_KINDS,
@@ -181,7 +181,7 @@ def test_every_error_kind_the_code_writes_is_in_the_vocabulary():
     import re
     from pathlib import Path
 
-    from workflow_bench.outcomes import ERROR_KINDS
+    from workflow_bench.judging.outcomes import ERROR_KINDS
 
     package = Path(__file__).resolve().parents[2] / "workflow_bench"
     patterns = (
@@ -199,9 +199,9 @@ def test_every_error_kind_the_code_writes_is_in_the_vocabulary():
 def test_error_kinds_doc_is_generated_from_the_table() -> None:
     from pathlib import Path
 
-    from workflow_bench.outcomes import vocabulary_markdown
+    from workflow_bench.judging.outcomes import vocabulary_markdown
 
     doc = Path(__file__).resolve().parents[2] / "docs" / "error-kinds.md"
     assert doc.read_text() == vocabulary_markdown(), (
-        "run: python -m workflow_bench.outcomes > docs/error-kinds.md"
+        "run: python -m workflow_bench.judging.outcomes > docs/error-kinds.md"
     )

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from workflow_bench.schedule import next_streak, run_cells
+from workflow_bench.schedule.pool import next_streak, run_cells
 
 pytestmark = pytest.mark.unit
 

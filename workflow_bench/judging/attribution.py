@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from workflow_bench.relay import EndpointLog
-from workflow_bench.sessions import SessionOutcome
+from workflow_bench.cells.sessions import SessionOutcome
+from workflow_bench.relay.server import EndpointLog
 
 
 class ChargedFailure(Exception):
