@@ -142,7 +142,7 @@ _KINDS: tuple[ErrorKind, ...] = (
     ),
     _kind(
         "workspace-invalid",
-        "the workspace the agent left cannot be judged: over the entry or byte limits, or an "
+        "the workspace the agent left cannot be judged: over the entry, byte or depth limits, or an "
         "entry the harness could not read",
         attribution="the workspace is the agent's to write",
         charged=True,
