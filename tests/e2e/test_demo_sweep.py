@@ -33,11 +33,25 @@ EXPECTED = {key: value for key, value in CORPUS_EXPECTED.items() if key[0] != "c
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, bwrap_bin, claude_bin):
     out = tmp_path_factory.mktemp("demo") / "out"
-    leftovers_before = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*"))
-    code = runner.main(
-        ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
-    )
-    leftovers = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*")) - leftovers_before
+    # Record this sweep's own temp dirs: other sweeps on the machine create wfbench-cells-* too,
+    # so globbing the shared /tmp would blame them on this one.
+    created: list[Path] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def recording_mkdtemp(*args, **kwargs):
+        path = real_mkdtemp(*args, **kwargs)
+        created.append(Path(path))
+        return path
+
+    tempfile.mkdtemp = recording_mkdtemp
+    try:
+        code = runner.main(
+            ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
+        )
+    finally:
+        tempfile.mkdtemp = real_mkdtemp
+    assert any(p.name.startswith("wfbench-cells-") for p in created)  # the sweep's work root was seen
+    leftovers = {p for p in created if p.name.startswith("wfbench-cells-") and p.exists()}
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     return code, out, rows, leftovers
 
