@@ -12,10 +12,11 @@ import contextlib
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext, prepare_task_context
 from workflow_bench.cells.run import run_cell
@@ -183,33 +184,57 @@ def run_sweep(
             remove_tree(work_root)  # deep-safe: a cell's leftovers may be any depth
     if outcome.status == "aborted":
         console(f"[systemic-outage] {outcome.detail}; sweep aborted, partial evidence kept")
-    exit_code = _write_reports(config, access, outcome, rows, output, started_at, started, console)
-    return outcome, exit_code
+    finished = FinishedSweep(
+        config=config,
+        provider=access.provider,
+        outcome=outcome,
+        rows=tuple(rows),
+        output=output,
+        started_at=started_at,
+        started_monotonic=started,
+        console=console,
+    )
+    return outcome, _write_reports(finished)
 
 
-def _write_reports(config, access, outcome, rows, output, started_at, started, console) -> int:
+@dataclass(frozen=True, slots=True)
+class FinishedSweep:
+    """What the reports are written from, once every cell's row is persisted."""
+
+    config: SweepConfig
+    provider: str
+    outcome: SweepOutcome
+    rows: tuple[dict[str, Any], ...]
+    output: OutputDir
+    started_at: datetime
+    started_monotonic: float
+    console: Callable[[str], None]
+
+
+def _write_reports(finished: FinishedSweep) -> int:
+    config, outcome, console = finished.config, finished.outcome, finished.console
     ordered = sorted(
-        rows, key=lambda r: (_task_index(config, r["task"]), r["run"], _arm_index(config, r["arm"]))
+        finished.rows, key=lambda r: (_task_index(config, r["task"]), r["run"], _arm_index(config, r["arm"]))
     )
     results = aggregate_all(ordered)
     provenance = ReportProvenance(
         model=config.model,
         effort=config.effort,
-        provider=access.provider,
+        provider=finished.provider,
         claude_code_version=config.claude_version,
         selected_tasks=[t.spec.task_id for t in config.tasks],
         skipped_expensive=config.skipped_expensive,
         runs=config.runs,
         arms=[a.name for a in config.arms],
-        started_at=started_at,
+        started_at=finished.started_at,
         finished_at=datetime.now(UTC),
-        wall_s=round(time.monotonic() - started, 1),
+        wall_s=round(time.monotonic() - finished.started_monotonic, 1),
         status=outcome.status,
         status_detail=outcome.detail,
     )
     text = render_markdown(results, provenance=provenance, accounting=usage_accounting(ordered))
-    report = output.write_text("report.md", text)
-    console(f"wrote {len(rows)} rows to {output.root / 'results.jsonl'} and {report}")
+    report = finished.output.write_text("report.md", text)
+    console(f"wrote {len(finished.rows)} rows to {finished.output.root / 'results.jsonl'} and {report}")
     if outcome.status == "aborted":
         return EXIT_FAILED
     if outcome.status == "cancelled":

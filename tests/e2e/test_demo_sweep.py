@@ -33,8 +33,8 @@ EXPECTED = {key: value for key, value in CORPUS_EXPECTED.items() if key[0] != "c
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, bwrap_bin, claude_bin):
     out = tmp_path_factory.mktemp("demo") / "out"
-    # Record this sweep's own temp dirs: other sweeps on the machine create wfbench-cells-* too,
-    # so globbing the shared /tmp would blame them on this one.
+    # Record the temp dirs this sweep creates: globbing the shared temp dir would also see the
+    # cell dirs of other sweeps running on the same machine.
     created: list[Path] = []
     real_mkdtemp = tempfile.mkdtemp
 
@@ -43,15 +43,14 @@ def demo(tmp_path_factory, bwrap_bin, claude_bin):
         created.append(Path(path))
         return path
 
-    tempfile.mkdtemp = recording_mkdtemp
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
         code = runner.main(
             ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
         )
-    finally:
-        tempfile.mkdtemp = real_mkdtemp
-    assert any(p.name.startswith("wfbench-cells-") for p in created)  # the sweep's work root was seen
-    leftovers = {p for p in created if p.name.startswith("wfbench-cells-") and p.exists()}
+    cell_dirs = [p for p in created if p.name.startswith("wfbench-cells-")]
+    assert cell_dirs, "the sweep made no cell dir: the recording no longer sees it"
+    leftovers = {p for p in cell_dirs if p.exists()}
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     return code, out, rows, leftovers
 
