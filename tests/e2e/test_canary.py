@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 
 from workflow_bench.canary import main
-from workflow_bench.canary.attacks import ATTACKS
+from workflow_bench.canary.attacks import ATTACKS as SUITE_ATTACKS
 from workflow_bench.canary.attacks_judging import ATTACKS as JUDGING_ATTACKS
+from workflow_bench.canary.attacks_limits import LIMIT_ATTACKS
 
 # The judging suite adds one verdict per attack plus the breaker's.
-TOTAL = len(ATTACKS) + len(JUDGING_ATTACKS) + 1
+ATTACKS = (*SUITE_ATTACKS, *LIMIT_ATTACKS, *JUDGING_ATTACKS)
+TOTAL = len(ATTACKS) + 1
 
 pytestmark = pytest.mark.e2e
 

@@ -33,8 +33,9 @@ LAYERS = {
     "schedule": 4, "output": 4,
     "reports.aggregate": 5, "reports.accounting": 5,
     "reports.markdown": 6, "reports.accounting_section": 6, "reports.provenance": 6,
+    "reports": 6, "report": 6,
     "sweep": 7, "canary": 7,
-    "runner": 8, "runner_args": 8,
+    "runner": 8, "runner_args": 8, "promotion": 8,
 }  # fmt: skip
 
 

@@ -48,6 +48,7 @@ REFERENCE_TABLE = {
     "oracle-failed": (False, False, False, False, True),
     "oracle-unavailable": (True, False, False, False, False),
     "no-work-produced": (False, False, False, False, True),
+    "resource-limit": (False, False, False, False, True),
 }
 
 

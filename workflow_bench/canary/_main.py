@@ -15,6 +15,7 @@ from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 
 from ._suite import CANARY_TASKS, render_table, run_suite
 from .attacks_judging import run_judging_suite
+from .attacks_limits import run_limit_cells
 
 EXIT_OK, EXIT_ESCAPED, EXIT_PREFLIGHT = 0, 1, 2
 
@@ -29,14 +30,10 @@ def run_canary(
         version = claude_version(claude_bin)
     except (SandboxError, ClaudeCliError) as exc:
         return EXIT_PREFLIGHT, f"preflight failed: {exc}"
-    verdicts = run_suite(claude_bin=claude_bin, claude_version=version, bwrap_bin=bwrap, progress=progress)
-    verdicts += run_judging_suite(
-        claude_bin=claude_bin,
-        claude_version=version,
-        bwrap_bin=bwrap,
-        canary_tasks=CANARY_TASKS,
-        progress=progress,
-    )
+    cli = {"claude_bin": claude_bin, "claude_version": version, "bwrap_bin": bwrap, "progress": progress}
+    verdicts = run_suite(**cli)
+    verdicts += run_limit_cells(**cli)  # attacks_limits.py: one cell per resource bound, own limits
+    verdicts += run_judging_suite(**cli, canary_tasks=CANARY_TASKS)  # attacks_judging.py
     table = render_table(verdicts)
     return (EXIT_OK if all(v.blocked for v in verdicts) else EXIT_ESCAPED), table
 

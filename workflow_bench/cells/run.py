@@ -9,6 +9,9 @@ as an ``infra-error`` row when no agent process had started yet, else as the
 charged ``judging-error`` (``cancelled`` when the sweep's cancellation event is
 set); ``KeyboardInterrupt`` propagates. Failures once the agent has run are
 attributed by ``judging.attribution``: only host-side evidence excuses them.
+The cell runs inside its kernel bounds (``sandbox.CellResources``: its own disk
+volume, memory and process cgroups); a cell that hit one is ``resource-limit``,
+whatever failed after.
 
 Order inside a cell, and why:
   copy template → setup (sandbox, no network) → sessions (workspace
@@ -41,6 +44,7 @@ from workflow_bench.sandbox import (
     EMPTY_DIR_NAME,
     MODEL_SOCKET_DIR,
     SANDBOX_WORKSPACE,
+    CellResources,
     Mount,
     RunPolicy,
     Sandbox,
@@ -84,10 +88,11 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     cell_dir = settings.work_root / f"{key.slug}-{secrets.token_hex(4)}"
     artifacts: dict[str, bytes] = {}
     run: _CellRun | None = None
+    resources = CellResources(settings.limits, cell_dir)
     try:
-        cell_dir.mkdir(parents=True)
+        resources.open(clone_source=task.template)
         copy_clone(task.template, cell_dir / "workspace")
-        run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts)
+        run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts, resources)
         row = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
         row = infra_error_row(exc, cell_secrets)
@@ -97,7 +102,16 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
             # Once agent code has run, anything may be its doing: never excused as infra.
             row["error_kind"] = "judging-error"
     finally:
-        cleanup_error = _remove(cell_dir)
+        breaches, enforced, cleanup_error, counters_error = _release(resources, cell_dir)
+    if breaches:
+        # The cell's own processes hit a kernel bound: whatever failed after that is the agent's doing.
+        detail = f"{'; '.join(breaches)} (primary={row.get('error_kind')})"[:2000]
+        row = {**row, "ok": False, "resolved": False, "error_kind": "resource-limit", "error_detail": detail}
+    row["resource_limits"] = enforced
+    if counters_error is not None:
+        # The harness could not read its own counters: not the agent's doing, so excluded.
+        detail = f"primary={row.get('error_kind')}: {counters_error}"[:2000]
+        row = {**row, "ok": False, "resolved": False, "error_kind": "infra-error", "error_detail": detail}
     if cleanup_error is not None:
         row = {
             **row,
@@ -108,9 +122,48 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
                 f"primary={row.get('error_kind')}: {row.get('error_detail')}; cleanup: {cleanup_error}"
             )[:2000],
         }
+    try:
+        return _finished(row, settings, task, arm, key, artifacts, cell_secrets)
+    except Exception as exc:  # the row's assembly reads agent output too; a failure there is still data
+        fallback = infra_error_row(exc, cell_secrets)
+        fallback["error_detail"] = f"while assembling the row: {fallback['error_detail']}"
+        if run is not None and run.agent_started:
+            fallback["error_kind"] = "judging-error"  # the row holds agent output: charged, not infra
+        fallback.update(identity_fields(settings, task, arm, key))
+        return CellResult(row=complete_row(redact_value(fallback, cell_secrets)), artifacts=artifacts)
+
+
+def _finished(row, settings, task, arm, key, artifacts, cell_secrets) -> CellResult:
     row.update(identity_fields(settings, task, arm, key))
     row.update(provider_fields(settings.access, key, artifacts, cell_secrets))
     return CellResult(row=complete_row(redact_value(row, cell_secrets)), artifacts=artifacts)
+
+
+def _release(
+    resources: CellResources, cell_dir: Path
+) -> tuple[list[str], dict | None, str | None, str | None]:
+    """Read the bounds hit, then tear the cell down. Never raises.
+
+    Returns (breaches, bounds enforced, cleanup failure, counters failure); counters the harness
+    could not read are a harness failure (``infra-error``), never charged to the arm; a clone that
+    will not go away holds what the agent wrote (``cleanup-failure``, charged).
+    """
+    problems = []
+    breaches: list[str] = []
+    enforced = None
+    counters_error = None
+    try:
+        breaches, enforced = resources.breaches(), resources.enforced()
+    except Exception as exc:
+        counters_error = f"resource counters unreadable: {type(exc).__name__}: {exc}"
+    try:
+        # Still mounted after a failed unmount: deleting through the mount would not free the volume.
+        failure = resources.close() or _remove(cell_dir)
+    except Exception as exc:
+        failure = f"{type(exc).__name__}: {exc}"
+    if failure:
+        problems.append(failure)
+    return breaches, enforced, "; ".join(problems) or None, counters_error
 
 
 def _remove(path: Path) -> str | None:
@@ -125,7 +178,16 @@ class _CellRun:
     """The mutable state of one cell while it runs (never shared between cells)."""
 
     def __init__(
-        self, settings, task, arm, key, cell_dir: Path, credentials: CellCredentials, cell_secrets, artifacts
+        self,
+        settings,
+        task,
+        arm,
+        key,
+        cell_dir: Path,
+        credentials: CellCredentials,
+        cell_secrets,
+        artifacts,
+        resources: CellResources,
     ):
         self.settings: SweepSettings = settings
         self.task: TaskContext = task
@@ -146,6 +208,7 @@ class _CellRun:
                 for source, target in task.binding.dependency_mounts
             ),
             bwrap_bin=settings.bwrap_bin,
+            resources=resources,
         )
 
     def execute(self) -> dict[str, Any]:
