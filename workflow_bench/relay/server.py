@@ -96,6 +96,8 @@ class ModelRelay:
         self._prefix = parts.path.rstrip("/")
         self._credentials = credentials
         self.endpoint = EndpointLog()
+        self._live: set[socket.socket] = set()  # open client and upstream sockets, closed by close()
+        self._live_lock = threading.Lock()
         self.socket_path = socket_path
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(str(socket_path))
@@ -117,8 +119,24 @@ class ModelRelay:
             self._server.shutdown(socket.SHUT_RDWR)
         self._server.close()
         self._thread.join(timeout=5)
+        # Connections still open (a stalled upstream) pin the socket's mount; the cell's volume
+        # could not be unmounted. Closing them unblocks their threads too.
+        with self._live_lock:
+            live, self._live = list(self._live), set()
+        for sock in live:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                sock.close()
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
+
+    def _track(self, sock: socket.socket) -> None:
+        with self._live_lock:
+            if self._closed.is_set():
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+            self._live.add(sock)
 
     def _accept_loop(self) -> None:
         while not self._closed.is_set():
@@ -137,8 +155,10 @@ class ModelRelay:
                 return
             request = self.endpoint.start()
             fault: str | None = "upstream closed without a response"
+            self._track(client)
             try:
                 with self._open_upstream() as upstream:
+                    self._track(upstream)
                     upstream.sendall(self._rewrite(head) + body)
                     fault = _pipe(upstream, client)
             except (RelayError, OSError) as exc:
@@ -146,6 +166,8 @@ class ModelRelay:
                 _reply_error(client, 502, str(exc))
             finally:
                 self.endpoint.finish(request, fault)
+                with self._live_lock:
+                    self._live = {sock for sock in self._live if sock.fileno() != -1 and sock is not client}
 
     def _open_upstream(self) -> socket.socket:
         raw = socket.create_connection((self._host, self._port), timeout=UPSTREAM_TIMEOUT_S)
