@@ -8,7 +8,7 @@ module is entered: no clone, no session and no output exist on bad input.
 
 from __future__ import annotations
 
-import shutil
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -19,6 +19,7 @@ from pathlib import Path
 from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext, prepare_task_context
 from workflow_bench.cells.paths import collect_stale_work_roots, make_work_root
 from workflow_bench.cells.run import run_cell
+from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
 from workflow_bench.reports.promotion.apply import CANDIDATE_OVERLAY_DIR
@@ -201,7 +202,8 @@ def run_sweep(
             on_start=on_start,
         )
     finally:
-        shutil.rmtree(work_root, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(work_root)  # deep-safe: a cell's leftovers may be any depth
     if outcome.status == "aborted":
         console(f"[systemic-outage] {outcome.detail}; sweep aborted, partial evidence kept")
     if write_failures:
