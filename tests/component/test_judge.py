@@ -181,11 +181,10 @@ def sandbox(tmp_path, bwrap_bin):
 
 
 def _verify(sandbox, command: str, *, timeout_s: float = 60, cancel=None, **options) -> tuple[bool, str]:
+    import tempfile
     import threading
 
     from workflow_bench.judging.judge import run_verify
-
-    import tempfile
 
     # No verify_min_tests: the exit-status path (the outcome-report path has its own tests).
     with tempfile.TemporaryDirectory(prefix="judge-scratch-") as scratch:
@@ -207,7 +206,12 @@ def _oracle(sandbox, snapshot: OracleSnapshot, scratch: Path, *, timeout_s: floa
     from workflow_bench.judging.judge import run_hidden_oracle
 
     return run_hidden_oracle(
-        sandbox, snapshot, min_tests=1, scratch=scratch, timeout_s=timeout_s, cancel=cancel or threading.Event()
+        sandbox,
+        snapshot,
+        min_tests=1,
+        scratch=scratch,
+        timeout_s=timeout_s,
+        cancel=cancel or threading.Event(),
     ).passed
 
 
