@@ -16,7 +16,7 @@ from typing import Any
 
 from workflow_bench.review.score import REVIEW_ROW_FIELDS
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _FIELDS: tuple[tuple[str, str, str], ...] = (
     # (section, name, meaning)
@@ -140,6 +140,19 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
         "provenance",
         "candidate_overlay_digest",
         "digest of the candidate skill overlay (candidate_* arms only)",
+    ),
+    ("toolkit", "toolkit_name", "name from the evaluated toolkit's toolkit.yaml"),
+    ("toolkit", "toolkit_version", "version from toolkit.yaml"),
+    (
+        "toolkit",
+        "toolkit_digest",
+        "sha256 over toolkit.yaml and every file of its role skills; null for a toolkit built in code",
+    ),
+    ("toolkit", "index_digest", "digest of the code-graph index the cell got; null when none"),
+    (
+        "toolkit",
+        "mcp_servers",
+        "names of the toolkit MCP servers in the sessions' strict --mcp-config ([] for baseline_nomcp)",
     ),
     ("review", "review_artifact", "file name of the copied review artifact (review arms), or null"),
     ("review", "review_evidence_valid", "the artifact met the contract and the workspace was untouched"),

@@ -30,8 +30,9 @@ from workflow_bench.providers.options import ProviderOptions, ProviderOptionsErr
 from workflow_bench.providers.scripted import Script, ScriptError, load_script
 from workflow_bench.tasks.spec import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
 from workflow_bench.toolkit.comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
+from workflow_bench.toolkit.manifest import load_toolkit
 from workflow_bench.toolkit.overlay import Overlay, OverlayError, candidate_overlay
-from workflow_bench.toolkit.spec import Toolkit, ToolkitError, load_toolkit
+from workflow_bench.toolkit.spec import Toolkit, ToolkitError
 
 from . import runner_args
 from .arms import ARMS, resolve_arm

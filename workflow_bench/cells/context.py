@@ -60,7 +60,7 @@ class TaskContext:
 def prepare_task_context(binding: TaskBinding, *, toolkit: Toolkit, dest: Path) -> TaskContext:
     """Build the task's sanitized template once: snapshot, seeded skills, task assets."""
     sanitized = build_template(source_repo=binding.repo_path, sha=binding.resolved_sha, dest=dest)
-    seed_skills(dest, skills_root=Path(toolkit.root) / "skills", names=toolkit.skill_names)
+    seed_skills(dest, skills_root=toolkit.skills_path, names=toolkit.skill_names)
     add_task_assets(dest, copies=binding.copy_paths, mount_points=[t for _, t in binding.dependency_mounts])
     seeded = skill_fingerprint(workspace_snapshot(dest))
     return TaskContext(binding=binding, template=dest, sanitized_sha=sanitized, seeded_skill_digest=seeded)

@@ -91,6 +91,19 @@ def identity_fields(settings: SweepSettings, task: TaskContext, arm: ArmSpec, ke
         "oracle_manifest_digest": binding.oracle.manifest_digest,
         "recorded_at": datetime.now(UTC).isoformat(),
         **arm_provenance(settings, arm),
+        **toolkit_provenance(settings, arm),
+    }
+
+
+def toolkit_provenance(settings: SweepSettings, arm: ArmSpec) -> dict[str, Any]:
+    """Which toolkit the sweep evaluated, and which of its MCP servers this arm's sessions got."""
+    toolkit = settings.toolkit
+    return {
+        "toolkit_name": toolkit.name,
+        "toolkit_version": toolkit.version,
+        "toolkit_digest": toolkit.digest,
+        "index_digest": None,  # no index step is built yet: unknown, never a fake digest
+        "mcp_servers": [s.name for s in toolkit.mcp_servers] if arm.mcp else [],
     }
 
 

@@ -43,6 +43,7 @@ from workflow_bench.sandbox import (
     create_sandbox,
 )
 from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
+from workflow_bench.toolkit.mcp import SessionMcp, session_mcp
 
 from .context import CellResult, SweepSettings, TaskContext
 from .rows import identity_fields, infra_error_row, provider_fields
@@ -208,6 +209,11 @@ class _CellRun:
             mounts.append(Mount(source=skills, target=skills_target))
         if self.arm.family == "comparator" and self.settings.comparator is not None:
             mounts.append(Mount(source=self.settings.comparator.snapshot, target=SANDBOX_PLUGIN_DIR))
+        if self.arm.mcp:
+            # What the toolkit's servers need (e.g. a node prefix), read-only.
+            mounts += [
+                Mount(source=Path(m.source), target=m.target) for m in self.settings.toolkit.runtime_mounts
+            ]
         if self.arm.review:
             # The artifact's directory, outside the read-only workspace: Claude's Write
             # tool writes a temp file and renames it, so a bound *file* would not do.
@@ -340,17 +346,23 @@ class _CellRun:
         prompt = spec.prompt.format(
             task=self.task.binding.spec.prompt, plan=plan_doc or "", skill=skill or ""
         )
+        mcp = self.mcp
         return SessionRequest(
             prompt=prompt,
             model=settings.model,
-            tools=spec.tools,
-            disallowed_tools=spec.disallowed_tools,
+            tools=(*spec.tools, *mcp.granted_tools),
+            disallowed_tools=(*spec.disallowed_tools, *mcp.refused_tools),
+            mcp_config=mcp.config_json,
             expected_skill=skill,
             env=env,
             timeout_s=settings.session_timeout_s,
             effort=settings.effort,
             extra_args=self._session_args(),
         )
+
+    @property
+    def mcp(self) -> SessionMcp:
+        return session_mcp(self.settings.toolkit, with_mcp=self.arm.mcp)
 
     def _skill_name(self, spec: SessionSpec) -> str | None:
         if spec.skill_role is None:
