@@ -43,7 +43,7 @@ from workflow_bench.sandbox import (
     create_sandbox,
 )
 from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
-from workflow_bench.toolkit.mcp import SessionMcp, session_mcp
+from workflow_bench.toolkit.mcp import JAIL_SOURCE, JAIL_TARGET, SessionMcp, session_mcp
 
 from .context import CellResult, SweepSettings, TaskContext
 from .rows import identity_fields, infra_error_row, provider_fields
@@ -209,11 +209,11 @@ class _CellRun:
             mounts.append(Mount(source=skills, target=skills_target))
         if self.arm.family == "comparator" and self.settings.comparator is not None:
             mounts.append(Mount(source=self.settings.comparator.snapshot, target=SANDBOX_PLUGIN_DIR))
-        if self.arm.mcp:
-            # What the toolkit's servers need (e.g. a node prefix), read-only.
-            mounts += [
-                Mount(source=Path(m.source), target=m.target) for m in self.settings.toolkit.runtime_mounts
-            ]
+        if self.arm.mcp and self.settings.toolkit.mcp_servers:
+            # What the toolkit's servers need (e.g. a node prefix) and their write jail, read-only.
+            toolkit = self.settings.toolkit
+            mounts += [Mount(source=Path(m.source), target=m.target) for m in toolkit.runtime_mounts]
+            mounts.append(Mount(source=JAIL_SOURCE, target=JAIL_TARGET))
         if self.arm.review:
             # The artifact's directory, outside the read-only workspace: Claude's Write
             # tool writes a temp file and renames it, so a bound *file* would not do.

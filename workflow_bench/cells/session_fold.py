@@ -17,16 +17,27 @@ from .sessions import SessionOutcome
 
 
 def progress_observer(progress: Callable[[str], None], label: str) -> Callable[[Mapping[str, Any]], None]:
-    """Live per-turn lines: tool names only, never model prose."""
+    """Live per-turn lines: tool names, never model prose; a short preview of each MCP tool result."""
     turns = {"n": 0}
+    mcp_calls: dict[str, str] = {}
 
     def observe(event: Mapping[str, Any]) -> None:
+        message = event.get("message") or {}
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        if event.get("type") == "user":
+            for block in blocks:
+                name = mcp_calls.pop(str(block.get("tool_use_id")), None)
+                if block.get("type") == "tool_result" and name is not None:
+                    status = "error" if block.get("is_error") else "ok"
+                    progress(f"{label}: {name} {status}: {_preview(block.get('content'))}")
         if event.get("type") == "assistant":
-            message = event.get("message") or {}
-            content = message.get("content") if isinstance(message, dict) else None
-            tools = [
-                b.get("name") for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_use"
-            ]
+            tools = [b.get("name") for b in blocks if b.get("type") == "tool_use"]
+            mcp_calls.update(
+                (str(b.get("id")), str(b.get("name")))
+                for b in blocks
+                if b.get("type") == "tool_use" and str(b.get("name")).startswith("mcp__")
+            )
             if tools:
                 turns["n"] += 1
                 progress(f"{label}: tool call {turns['n']}: {', '.join(str(t) for t in tools)}")
@@ -37,6 +48,15 @@ def progress_observer(progress: Callable[[str], None], label: str) -> Callable[[
             )
 
     return observe
+
+
+def _preview(content: Any, limit: int = 160) -> str:
+    """A one-line, printable, bounded preview of a tool result (the console redacts secrets)."""
+    if isinstance(content, list):
+        content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    text = " ".join(str(content or "").split())
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return text[:limit] + ("…" if len(text) > limit else "")
 
 
 def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
