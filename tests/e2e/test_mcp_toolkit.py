@@ -25,6 +25,7 @@ from workflow_bench.toolkit.manifest import CORPUS_TOOLKIT
 pytestmark = pytest.mark.e2e
 MINI = Path(__file__).resolve().parent / "toolkits" / "mini"
 SITE_PACKAGES = Path(mcp.__file__).resolve().parents[1]
+REFUSED = "<tool_use_error>Error: No such tool available: {}</tool_use_error>"  # CLI 2.1.332
 
 
 def mini_toolkit(tmp_path: Path) -> Path:
@@ -106,7 +107,8 @@ def test_mini_toolkit_server_answers_in_baseline_and_is_absent_in_nomcp(
     results = tool_results(transcript)
     assert results["mcp__mini__lookup"][0] is False, results
     assert "MINI-LOOKUP format_amount: ledger/money.py:18" in results["mcp__mini__lookup"][1], results
-    assert results["mcp__mini__rename"][0] is True and "MINI-RENAMED" not in results["mcp__mini__rename"][1]
+    # Refused by the CLI (never granted), not merely failing in the server's write jail.
+    assert results["mcp__mini__rename"] == (True, REFUSED.format("mcp__mini__rename")), results
     assert "MINI-WRITE-REFUSED" in results["mcp__mini__try_write"][1], results
     assert "MINI-CONNECT-REFUSED" in results["mcp__mini__try_connect"][1], results
     assert base["tool_use_counts"]["mcp__mini__lookup"] == 1
@@ -128,4 +130,4 @@ def test_mini_toolkit_server_answers_in_baseline_and_is_absent_in_nomcp(
         "mcp__mini__try_connect",
     }
     for name, (is_error, text) in results.items():
-        assert is_error and "MINI-" not in text, (name, text)
+        assert (is_error, text) == (True, REFUSED.format(name))
