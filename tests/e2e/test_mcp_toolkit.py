@@ -111,6 +111,7 @@ def test_mini_toolkit_server_answers_in_baseline_and_is_absent_in_nomcp(
     assert results["mcp__mini__rename"] == (True, REFUSED.format("mcp__mini__rename")), results
     assert "MINI-WRITE-REFUSED" in results["mcp__mini__try_write"][1], results
     assert "MINI-CONNECT-REFUSED" in results["mcp__mini__try_connect"][1], results
+    assert results["Read"][0] is False and "# Plan" in results["Read"][1]  # the seeded skill is there
     assert base["tool_use_counts"]["mcp__mini__lookup"] == 1
     assert "MINI-LOOKUP format_amount" in console  # live progress shows MCP results
     patch = (out / base["patch_artifact"]).read_text() if base["patch_artifact"] else ""
@@ -120,9 +121,11 @@ def test_mini_toolkit_server_answers_in_baseline_and_is_absent_in_nomcp(
     assert nomcp["mcp_servers"] == []
     transcript = out / nomcp["transcript_artifacts"][0]["path"]
     init = init_event(transcript)
-    assert init.get("mcp_servers") == [] and init.get("slash_commands") in ([], None), init
-    assert not [s for s in init.get("skills") or [] if s in ("plan", "work", "review")], init.get("skills")
+    assert init.get("mcp_servers") == [], init
+    assert init.get("slash_commands") == [], init.get("slash_commands")  # --disable-slash-commands
     results = tool_results(transcript)
+    skill_read = results.pop("Read")
+    assert skill_read[0] is True and "# Plan" not in skill_read[1], skill_read  # masked by an empty dir
     assert set(results) == {
         "mcp__mini__lookup",
         "mcp__mini__rename",
