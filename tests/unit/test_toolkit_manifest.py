@@ -94,6 +94,7 @@ BAD = {
     "index-into-git": ({"index": {"command": ["x"], "output": ".git/idx"}}, "index.output"),
     "index-escapes": ({"index": {"command": ["x"], "output": "../idx"}}, "index.output"),
     "index-extra-key": ({"index": {"command": ["x"], "output": "idx", "reads": []}}, "index"),
+    "index-env-lowercase": ({"index": {"command": ["x"], "output": "idx", "env": {"a": "b"}}}, "index.env"),
     "mount-over-workspace": (
         {"runtime_mounts": [{"source": "skills", "target": "/workspace/x"}]},
         "runtime_mounts[0].target",

@@ -21,6 +21,7 @@ from workflow_bench.toolkit.comparator import ComparatorPlugin
 from workflow_bench.toolkit.overlay import Overlay
 from workflow_bench.toolkit.spec import Toolkit
 
+from .index import IndexResult
 from .workspace import add_task_assets, build_template, seed_skills, skill_fingerprint, workspace_snapshot
 
 
@@ -55,6 +56,7 @@ class TaskContext:
     template: Path
     sanitized_sha: str
     seeded_skill_digest: str | None
+    index: IndexResult | None = None  # the toolkit's code-graph index on the template (cells/index.py)
 
 
 def prepare_task_context(binding: TaskBinding, *, toolkit: Toolkit, dest: Path) -> TaskContext:

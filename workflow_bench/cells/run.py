@@ -80,6 +80,8 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     cell_dir = settings.work_root / f"{key.slug}-{secrets.token_hex(4)}"
     artifacts: dict[str, bytes] = {}
     try:
+        if task.index is not None and task.index.error is not None:
+            raise RuntimeError(task.index.error)  # memoized per task: no cell of it can run
         cell_dir.mkdir(parents=True)
         copy_clone(task.template, cell_dir / "workspace")
         run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts)
@@ -199,6 +201,7 @@ class _CellRun:
 
     def _session_policy(self, relay_dir: Path) -> RunPolicy:
         mounts = [Mount(source=relay_dir, target=MODEL_SOCKET_DIR)]
+        empty = self.settings.runtime_dir / EMPTY_DIR_NAME
         skills = self.sandbox.workspace / SKILLS_DIR
         skills_target = f"{SANDBOX_WORKSPACE}/{SKILLS_DIR}"
         if self.arm.hide_skills:
@@ -214,6 +217,11 @@ class _CellRun:
             toolkit = self.settings.toolkit
             mounts += [Mount(source=Path(m.source), target=m.target) for m in toolkit.runtime_mounts]
             mounts.append(Mount(source=JAIL_SOURCE, target=JAIL_TARGET))
+        index = self.task.index
+        if index is not None and index.digest is not None:
+            # The index snapshot read-only for MCP arms (nobody can tamper with it); masked otherwise.
+            source = self.task.template / index.output if self.arm.mcp else empty
+            mounts.append(Mount(source=source, target=f"{SANDBOX_WORKSPACE}/{index.output}"))
         if self.arm.review:
             # The artifact's directory, outside the read-only workspace: Claude's Write
             # tool writes a temp file and renames it, so a bound *file* would not do.

@@ -19,7 +19,7 @@ Schema (all paths relative to the toolkit directory unless absolute)::
         env: {KEY: value}           # the server's only variables besides PATH and HOME
         read_only_tools: [lookup]   # granted as mcp__graph__lookup
         mutating_tools: [rename]    # never granted; listed so they can be refused by name
-    index: {command: [tool, analyze], output: .index}   # optional
+    index: {command: [tool, analyze], output: .index, env: {K: v}}   # optional
     runtime_mounts: [{source: "{cache}/node", target: /opt/node}]   # optional, read-only
 """
 
@@ -42,7 +42,8 @@ from .spec import IndexStep, McpServer, RuntimeMount, SkillRole, Toolkit, Toolki
 MANIFEST = "toolkit.yaml"
 MAX_MANIFEST_BYTES = 64 * 1024
 CORPUS_TOOLKIT = Path(__file__).resolve().parents[1] / "corpus" / "toolkit"
-NAMED_TOOLKITS: Mapping[str, Path] = {"demo": CORPUS_TOOLKIT}
+SHIPPED = Path(__file__).resolve().parent / "shipped"
+NAMED_TOOLKITS: Mapping[str, Path] = {"demo": CORPUS_TOOLKIT, "gitnexus": SHIPPED / "gitnexus"}
 ROLES: tuple[SkillRole, ...] = ("plan", "work", "review")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _TOOL = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -163,7 +164,8 @@ def _expand(root: Path, text: str) -> Path:
 def _existing_dir(root: Path, text: str, key: str, fail) -> Path:
     path = _expand(root, text)
     if not path.is_dir():
-        raise fail(key, f"{path} is not a directory")
+        hint = " (an installed toolkit: run ./dev setup --<toolkit name>)" if "{cache}" in text else ""
+        raise fail(key, f"{path} is not a directory{hint}")
     return path.resolve()
 
 
@@ -222,8 +224,17 @@ def _servers(value: Any, fail) -> tuple[McpServer, ...]:
 def _index(value: Any, fail) -> IndexStep | None:
     if value is None:
         return None
-    if not isinstance(value, Mapping) or set(value) != {"command", "output"}:
-        raise fail("index", f"want a mapping with exactly command and output, got {value!r}")
+    if not isinstance(value, Mapping) or not {"command", "output"} <= set(value) <= {
+        "command",
+        "output",
+        "env",
+    }:
+        raise fail("index", f"want a mapping with command, output and optionally env, got {value!r}")
+    env = value.get("env", {})
+    if not isinstance(env, Mapping) or not all(
+        isinstance(k, str) and _ENV_NAME.match(k) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise fail("index.env", f"want a mapping of VARIABLE: string, got {env!r}")
     command = _strings(value["command"], "index.command", fail)
     output = value["output"]
     pure = PurePosixPath(output) if isinstance(output, str) else None
@@ -231,7 +242,7 @@ def _index(value: Any, fail) -> IndexStep | None:
         raise fail("index.output", f"want a relative path inside the clone (not .git), got {output!r}")
     if not command:
         raise fail("index.command", "empty command")
-    return IndexStep(command=command, output=pure.as_posix())
+    return IndexStep(command=command, output=pure.as_posix(), env=dict(env))
 
 
 def _mounts(value: Any, root: Path, fail) -> tuple[RuntimeMount, ...]:

@@ -42,10 +42,15 @@ class McpServer:
 
 @dataclass(frozen=True, slots=True)
 class IndexStep:
-    """How the toolkit indexes a repository: ``command`` run in the clone, writing only ``output``."""
+    """How the toolkit indexes a repository: ``command`` run in the clone, writing only ``output``.
+
+    ``env`` is added to the sandbox's tool environment (e.g. where the tool keeps its registry,
+    pointed inside ``output`` so the snapshot carries it).
+    """
 
     command: tuple[str, ...]
     output: str
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
