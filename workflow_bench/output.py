@@ -59,6 +59,7 @@ class OutputDir:
         """Write the cell's artifacts, then append its row (fsynced). Returns the row as stored."""
         stored = dict(row)
         transcripts = []
+        wires: list[str] = []
         with self._lock:
             for name, data in sorted(artifacts.items()):
                 if name == "review.json":
@@ -77,11 +78,15 @@ class OutputDir:
                             "source": TRANSCRIPT_SOURCE,
                         }
                     )
+                elif name.startswith("wire/"):
+                    self._write_exclusive(name, data, mode=0o644)
+                    wires.append(name)
                 elif name.startswith("records/") and name.removeprefix("records/") in RECORD_FILES:
                     self._append(name.removeprefix("records/"), data)
                 else:
                     raise OutputDirError(f"unknown artifact kind {name!r}")
             stored["transcript_artifacts"] = transcripts
+            stored["wire_artifacts"] = wires
             line = json.dumps(stored, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
             with open(self.root / RESULTS_FILE, "a", encoding="utf-8") as handle:
                 handle.write(line)

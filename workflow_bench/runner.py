@@ -28,6 +28,8 @@ from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.providers.gateway import GatewayError, locate_litellm
 from workflow_bench.providers.options import ProviderOptions, ProviderOptionsError
 from workflow_bench.providers.scripted import Script, ScriptError, load_script
+from workflow_bench.reports.promotion.flags import promotion_policy_from_args
+from workflow_bench.reports.promotion.policy import PromotionPolicy
 from workflow_bench.tasks.spec import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
 from workflow_bench.toolkit.comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
 from workflow_bench.toolkit.manifest import load_toolkit
@@ -40,7 +42,7 @@ from .canary import run_canary
 from .claude_cli import ClaudeCliError, claude_version, locate_claude
 from .output import OutputDirError, prepare_output_dir
 from .runner_args import DEMO_SCRIPT
-from .sandbox import HOST_CHILD_UID, SandboxError, SandboxKind, preflight
+from .sandbox import HOST_CHILD_UID, CellLimits, SandboxError, SandboxKind, preflight
 from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
 
 EXIT_USAGE = 2
@@ -114,11 +116,20 @@ class PreparedInput:
     overlay: Overlay | None = None
     comparator: ComparatorPlugin | None = None
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
+    promotion_policy: PromotionPolicy | None = None
+
+
+def _promotion_policy(args: argparse.Namespace) -> PromotionPolicy | None:
+    try:
+        return promotion_policy_from_args(args, has_candidates=any(ARMS[a].candidate_of for a in args.arms))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def prepare(args: argparse.Namespace) -> PreparedInput:
     """Everything that can reject the input, in order; creates nothing but the repo cache."""
     _validate_args(args)
+    promotion_policy = _promotion_policy(args)
     toolkit = load_toolkit(args.toolkit)
     specs = load_task_file(args.tasks)
     selected, skipped = select_tasks(specs, include_expensive=args.include_expensive)
@@ -148,6 +159,7 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
         overlay=overlay,
         comparator=comparator,
         sandbox_kind=kind,
+        promotion_policy=promotion_policy,
     )
 
 
@@ -191,6 +203,8 @@ def _sweep_config(
         overlay=ready.overlay,
         comparator=ready.comparator,
         sandbox_kind=ready.sandbox_kind,
+        promotion_policy=ready.promotion_policy,
+        limits=CellLimits(memory_mib=args.cell_memory_mib, pids=args.cell_pids, disk_mib=args.cell_disk_mib),
     )
 
 

@@ -13,19 +13,19 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext, prepare_task_context
 from workflow_bench.cells.index import build_index
 from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey, ModelAccess
-from workflow_bench.reports.accounting import usage_accounting
-from workflow_bench.reports.aggregate import HealthStatus, aggregate_all, arm_health
-from workflow_bench.reports.markdown import render_markdown
-from workflow_bench.reports.provenance import ReportProvenance
+from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
+from workflow_bench.reports.promotion.apply import CANDIDATE_OVERLAY_DIR
+from workflow_bench.reports.promotion.policy import PromotionPolicy
+from workflow_bench.reports.render import render_reports
+from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
 from workflow_bench.schedule.pool import SweepOutcome, run_cells
 from workflow_bench.tasks.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
@@ -34,9 +34,10 @@ from workflow_bench.toolkit.spec import Toolkit
 
 from .arms import ArmSpec
 from .output import OutputDir
-from .sandbox import SandboxKind, write_runtime_dir
+from .sandbox import CellLimits, SandboxKind, write_runtime_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
+CONSOLE_LINE_CHARS = 2000  # one live line at most; longer agent text is cut with "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,9 @@ class SweepConfig:
     overlay: Overlay | None = None
     comparator: ComparatorPlugin | None = None
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
+    promotion_policy: PromotionPolicy | None = None
+    """The gate's policy; the default policy when candidate arms run and none was given."""
+    limits: CellLimits = field(default_factory=CellLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +92,10 @@ class _Console:
         self._secrets = tuple(secrets)
 
     def __call__(self, line: str) -> None:
-        from .redaction import redact_text
+        from .redaction import printable, redact_text
 
-        with self._lock:
-            print(redact_text(line, self._secrets), flush=True)
+        with self._lock:  # printable: agent text (tool names, error tails) must not drive the terminal
+            print(printable(redact_text(line, self._secrets), CONSOLE_LINE_CHARS), flush=True)
 
     def elapsed(self) -> str:
         seconds = int(time.monotonic() - self._started)
@@ -174,7 +178,9 @@ def run_sweep(
         cancel=cancel,
         progress=console,
         sandbox_kind=config.sandbox_kind,
+        limits=config.limits,
     )
+    record = _start_record(config, access, started_at, output)
     rows: list[dict] = []
     try:
         cells = plan_cells(_task_contexts(config, work_root, console), config.arms, config.runs)
@@ -206,72 +212,68 @@ def run_sweep(
         shutil.rmtree(work_root, ignore_errors=True)
     if outcome.status == "aborted":
         console(f"[systemic-outage] {outcome.detail}; sweep aborted, partial evidence kept")
-    finished = FinishedSweep(
-        config=config,
-        provider=access.provider,
-        outcome=outcome,
-        rows=tuple(rows),
-        output=output,
-        started_at=started_at,
-        started_monotonic=started,
-        console=console,
+    record = record.finished(
+        status=outcome.status,
+        detail=outcome.detail,
+        finished_at=datetime.now(UTC),
+        wall_s=round(time.monotonic() - started, 1),
     )
-    return outcome, _write_reports(finished)
+    exit_code = _write_reports(record, outcome.status, rows, output, console)
+    return outcome, exit_code
 
 
-@dataclass(frozen=True, slots=True)
-class FinishedSweep:
-    """What the reports are written from, once every cell's row is persisted."""
-
-    config: SweepConfig
-    provider: str
-    outcome: SweepOutcome
-    rows: tuple[dict[str, Any], ...]
-    output: OutputDir
-    started_at: datetime
-    started_monotonic: float
-    console: Callable[[str], None]
-
-
-def _write_reports(finished: FinishedSweep) -> int:
-    config, outcome, console = finished.config, finished.outcome, finished.console
-    ordered = sorted(
-        finished.rows, key=lambda r: (_task_index(config, r["task"]), r["run"], _arm_index(config, r["arm"]))
-    )
-    results = aggregate_all(ordered)
-    provenance = ReportProvenance(
+def _start_record(
+    config: SweepConfig, access: ModelAccess, started_at: datetime, output: OutputDir
+) -> SweepRecord:
+    """sweep.json before any cell: provenance, policy and the overlay snapshot `promotion apply` uses."""
+    candidates = any(a.candidate_of for a in config.arms)
+    policy = (config.promotion_policy or PromotionPolicy()) if candidates else None
+    overlay = None
+    if config.overlay is not None:
+        overlay = overlay_record(
+            digest=config.overlay.digest,
+            files=config.overlay.files,
+            roles=sorted(config.overlay.roles),
+            toolkit_root=Path(config.toolkit.root),
+        )
+        for relative, data in config.overlay.files:
+            target = output.root / CANDIDATE_OVERLAY_DIR / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    record = SweepRecord(
         model=config.model,
         effort=config.effort,
-        provider=finished.provider,
+        provider=access.provider,
         claude_code_version=config.claude_version,
-        selected_tasks=[t.spec.task_id for t in config.tasks],
-        skipped_expensive=config.skipped_expensive,
         runs=config.runs,
-        arms=[a.name for a in config.arms],
-        started_at=finished.started_at,
-        finished_at=datetime.now(UTC),
-        wall_s=round(time.monotonic() - finished.started_monotonic, 1),
-        status=outcome.status,
-        status_detail=outcome.detail,
+        arms=tuple(a.name for a in config.arms),
+        tasks=tuple(t.to_json() for t in config.tasks),
+        skipped_expensive=tuple(config.skipped_expensive),
+        started_at=started_at.isoformat(),
+        policy=None if policy is None else policy.to_json(),
+        overlay=overlay,
     )
-    text = render_markdown(results, provenance=provenance, accounting=usage_accounting(ordered))
-    report = finished.output.write_text("report.md", text)
-    console(f"wrote {len(finished.rows)} rows to {finished.output.root / 'results.jsonl'} and {report}")
-    if outcome.status == "aborted":
-        return EXIT_FAILED
-    if outcome.status == "cancelled":
-        return EXIT_CANCELLED
-    health = arm_health(results, arms=[a.name for a in config.arms])
-    unusable = sorted(name for name, h in health.items() if h.status is HealthStatus.UNUSABLE)
+    output.write_text(SWEEP_RECORD_FILE, record.to_text())
+    return record
+
+
+def _write_reports(
+    record: SweepRecord, status: str, rows: list[dict], output: OutputDir, console: Callable[[str], None]
+) -> int:
+    """Every report from the stored rows, then one health line per arm, then the exit code."""
+    output.write_text(SWEEP_RECORD_FILE, record.to_text())
+    results_path = output.root / "results.jsonl"
+    results_text = results_path.read_text(encoding="utf-8") if results_path.exists() else ""
+    rendered = render_reports(record, results_text)
+    written = [output.write_text(name, text) for name, text in rendered.files.items()]
+    console(f"wrote {len(rows)} rows to {results_path} and {', '.join(p.name for p in written)}")
+    if rendered.promotion is not None:
+        verdicts = ", ".join(f"{d['candidate_arm']}={d['decision']}" for d in rendered.promotion["decisions"])
+        console(f"[promotion] {verdicts}")
+    # After every report is on disk (reference: enforce_measurement_health runs last).
+    for health in rendered.health.values():
+        console(health_line(health))
+    unusable = unusable_arms(rendered.health)
     if unusable:
         console(f"no usable measurement for arm(s): {', '.join(unusable)}")
-        return EXIT_FAILED
-    return EXIT_OK
-
-
-def _task_index(config: SweepConfig, task_id: str) -> int:
-    return next((i for i, t in enumerate(config.tasks) if t.spec.task_id == task_id), len(config.tasks))
-
-
-def _arm_index(config: SweepConfig, arm: str) -> int:
-    return next((i for i, a in enumerate(config.arms) if a.name == arm), len(config.arms))
+    return sweep_exit_code(status, rendered.health)

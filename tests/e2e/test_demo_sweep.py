@@ -85,6 +85,32 @@ def test_skill_evidence_per_arm(demo):
     assert all(r["plan_doc"].startswith("docs/plans/") and r["sessions"] == 2 for r in workflow)
 
 
+def test_the_wire_record_and_the_row_agree_on_usage(demo):
+    """Every row's usage is the relay's record: main conversation for the four fields, all for usage_wire."""
+    _, out, rows, _ = demo
+    fields = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+    for row in rows:
+        assert row["wire_artifacts"] and row["relay_refused_requests"] == 0
+        lines = [
+            [json.loads(line) for line in (out / name).read_text().splitlines()]
+            for name in row["wire_artifacts"]
+        ]
+        main = [
+            x for session in lines for x in session if x["thread"] == session[0]["thread"] and x["accepted"]
+        ]
+        served = [x for session in lines for x in session if x["completed"]]
+        assert {k: row[k] for k in fields} == {k: sum(x["usage"][k] for x in main) for k in fields}, row[
+            "arm"
+        ]
+        assert row["usage_wire"] == {k: sum(x["usage"][k] for x in served) for k in fields}
+        assert row["usage_wire"] == row["usage_provider"]  # the relay saw exactly what was served
+        counts = {}
+        for x in main:
+            for _, name in x["tool_uses"]:
+                counts[name] = counts.get(name, 0) + 1
+        assert row["tool_use_counts"] == dict(sorted(counts.items()))
+
+
 def test_arms_differ_in_cost_and_turns(demo):
     _, _, rows, _ = demo
     by = {(r["task"], r["arm"]): r for r in rows}

@@ -28,13 +28,14 @@ LAYERS = {
     "cells.workspace": 2, "toolkit.manifest": 2, "cells.index": 2,
     "cells.sessions": 2, "cells.session_fold": 2,
     "providers.connect": 2, "providers.options": 2,
-    "judging.judge": 2,
+    "judging.judge": 2, "cells.evidence": 2,
     "cells.context": 3, "cells.rows": 3, "cells.run": 3,
     "schedule": 4, "output": 4,
     "reports.aggregate": 5, "reports.accounting": 5,
     "reports.markdown": 6, "reports.accounting_section": 6, "reports.provenance": 6,
+    "reports": 6, "report": 6,
     "sweep": 7, "canary": 7,
-    "runner": 8, "runner_args": 8,
+    "runner": 8, "runner_args": 8, "promotion": 8,
 }  # fmt: skip
 
 

@@ -223,8 +223,8 @@ def test_provenance_section() -> None:
 @pytest.mark.parametrize(
     ("status", "sentence"),
     [
-        ("aborted", "Sweep aborted: partial evidence; promotion is disabled."),
-        ("cancelled", "Sweep cancelled: partial evidence; promotion is disabled."),
+        ("aborted", "Sweep aborted: partial evidence; no candidate can be promoted from it."),
+        ("cancelled", "Sweep cancelled: partial evidence; no candidate can be promoted from it."),
     ],
 )
 def test_partial_sweep_is_flagged_at_top_and_in_provenance(status: str, sentence: str) -> None:

@@ -6,7 +6,9 @@ happens. It never writes the output directory: the row and the artifacts
 (patch, transcripts) come back in a ``CellResult`` and the driver persists
 them. It catches ``Exception`` in exactly one place, its top, and records it
 as an ``infra-error`` row (``cancelled`` when the sweep's cancellation event is
-set); ``KeyboardInterrupt`` propagates.
+set); ``KeyboardInterrupt`` propagates. The cell runs inside its kernel
+bounds (``sandbox.CellResources``: its own disk volume, memory and process
+cgroups); a cell that hit one is ``resource-limit``, whatever failed after.
 
 Order inside a cell, and why:
   copy template → setup (sandbox, no network) → sessions (workspace
@@ -19,6 +21,7 @@ Order inside a cell, and why:
 from __future__ import annotations
 
 import secrets
+import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +39,7 @@ from workflow_bench.sandbox import (
     EMPTY_DIR_NAME,
     MODEL_SOCKET_DIR,
     SANDBOX_WORKSPACE,
+    CellResources,
     Mount,
     RunPolicy,
     Sandbox,
@@ -46,6 +50,7 @@ from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_
 from workflow_bench.toolkit.mcp import JAIL_SOURCE, JAIL_TARGET, SessionMcp, session_mcp
 
 from .context import CellResult, SweepSettings, TaskContext
+from .evidence import apply_wire, wire_lines
 from .rows import identity_fields, infra_error_row, provider_fields
 from .session_fold import progress_observer, sum_sessions
 from .sessions import SessionOutcome, SessionRequest, run_session
@@ -79,19 +84,25 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     cell_secrets = (*credentials.secrets, *settings.access.static_secrets)
     cell_dir = settings.work_root / f"{key.slug}-{secrets.token_hex(4)}"
     artifacts: dict[str, bytes] = {}
+    resources = CellResources(settings.limits, cell_dir)
     try:
         if task.index is not None and task.index.error is not None:
             raise RuntimeError(task.index.error)  # memoized per task: no cell of it can run
-        cell_dir.mkdir(parents=True)
+        resources.open(clone_source=task.template)
         copy_clone(task.template, cell_dir / "workspace")
-        run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts)
+        run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts, resources)
         row = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
         row = infra_error_row(exc, cell_secrets)
         if settings.cancel.is_set():
             row["error_kind"] = "cancelled"
     finally:
-        cleanup_error = _remove(cell_dir)
+        breaches, enforced, cleanup_error = _release(resources, cell_dir)
+    if breaches:
+        # The cell's own processes hit a kernel bound: whatever failed after that is the agent's doing.
+        detail = f"{'; '.join(breaches)} (primary={row.get('error_kind')})"[:2000]
+        row = {**row, "ok": False, "resolved": False, "error_kind": "resource-limit", "error_detail": detail}
+    row["resource_limits"] = enforced
     if cleanup_error is not None:
         row = {
             **row,
@@ -102,9 +113,42 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
                 f"primary={row.get('error_kind')}: {row.get('error_detail')}; cleanup: {cleanup_error}"
             )[:2000],
         }
+    try:
+        return _finished(row, settings, task, arm, key, artifacts, cell_secrets)
+    except Exception as exc:  # the row's assembly reads agent output too; a failure there is still data
+        fallback = infra_error_row(exc, cell_secrets)
+        fallback["error_detail"] = f"while assembling the row: {fallback['error_detail']}"
+        fallback.update(identity_fields(settings, task, arm, key))
+        return CellResult(row=complete_row(redact_value(fallback, cell_secrets)), artifacts=artifacts)
+
+
+def _finished(row, settings, task, arm, key, artifacts, cell_secrets) -> CellResult:
     row.update(identity_fields(settings, task, arm, key))
     row.update(provider_fields(settings.access, key, artifacts, cell_secrets))
     return CellResult(row=complete_row(redact_value(row, cell_secrets)), artifacts=artifacts)
+
+
+def _release(resources: CellResources, cell_dir: Path) -> tuple[list[str], dict | None, str | None]:
+    """Read the bounds hit, then tear the cell down. Never raises.
+
+    Returns (breaches, bounds enforced, cleanup failure); counters the harness could not read are
+    a harness failure (reported like a failed cleanup), never charged to the arm.
+    """
+    problems = []
+    breaches: list[str] = []
+    enforced = None
+    try:
+        breaches, enforced = resources.breaches(), resources.enforced()
+    except Exception as exc:
+        problems.append(f"resource counters unreadable: {type(exc).__name__}: {exc}")
+    try:
+        # Still mounted after a failed unmount: deleting through the mount would not free the volume.
+        failure = resources.close() or _remove(cell_dir)
+    except Exception as exc:
+        failure = f"{type(exc).__name__}: {exc}"
+    if failure:
+        problems.append(failure)
+    return breaches, enforced, "; ".join(problems) or None
 
 
 def _remove(path: Path) -> str | None:
@@ -119,7 +163,16 @@ class _CellRun:
     """The mutable state of one cell while it runs (never shared between cells)."""
 
     def __init__(
-        self, settings, task, arm, key, cell_dir: Path, credentials: CellCredentials, cell_secrets, artifacts
+        self,
+        settings,
+        task,
+        arm,
+        key,
+        cell_dir: Path,
+        credentials: CellCredentials,
+        cell_secrets,
+        artifacts,
+        resources: CellResources,
     ):
         self.settings: SweepSettings = settings
         self.task: TaskContext = task
@@ -139,6 +192,7 @@ class _CellRun:
                 for source, target in task.binding.dependency_mounts
             ),
             bwrap_bin=settings.bwrap_bin,
+            resources=resources,
         )
 
     def execute(self) -> dict[str, Any]:
@@ -154,6 +208,8 @@ class _CellRun:
             if outcome.transcript:
                 name = f"transcripts/{self.key.slug}-s{index}-{outcome.session_id or 'unknown'}.jsonl"
                 self.artifacts[name] = outcome.transcript
+            if outcome.wire_summary:
+                self.artifacts[f"wire/{self.key.slug}-s{index}.jsonl"] = wire_lines(outcome.wire_summary)
         row = sum_sessions(outcomes)
         row.update(plan_produced=(not self.arm.plans_first) or plan_doc is not None, plan_doc=plan_doc)
         row.update(skill_digest=skill_digest, variant_head_sha=base_sha)
@@ -315,37 +371,46 @@ class _CellRun:
             self.review_dir.chmod(0o777)  # the sandbox uid writes here (mkdir's mode is masked by umask)
         outcomes: list[SessionOutcome] = []
         plan_doc: str | None = None
-        with ModelRelay(
-            relay_dir / "api.sock", upstream=settings.access.base_url, credentials=self.credentials
-        ):
-            for spec in self.arm.sessions:
-                before = workspace_snapshot(self.sandbox.workspace)
-                label = f"{self.key.label} {spec.phase}"
-                settings.progress(f"{label} session starting")
+        for spec in self.arm.sessions:
+            before = workspace_snapshot(self.sandbox.workspace)
+            label = f"{self.key.label} {spec.phase}"
+            settings.progress(f"{label} session starting")
+            request = self._request(spec, env, plan_doc)
+            session_id = str(uuid.uuid4())
+            # One relay per session: every request it sees belongs to this session's CLI (or to a
+            # tool process of it, which the wire evidence then exposes).
+            relay = ModelRelay(
+                relay_dir / "api.sock",
+                upstream=settings.access.base_url,
+                credentials=self.credentials,
+                session_id=session_id,
+                model=settings.model,
+            )
+            with relay:
                 outcome = run_session(
                     self.sandbox,
-                    self._request(spec, env, plan_doc),
+                    request,
                     policy=self._session_policy(relay_dir),
                     secrets=self.secrets,
                     cancel=settings.cancel,
                     on_event=progress_observer(settings.progress, label),
+                    session_id=session_id,
                 )
-                after = workspace_snapshot(self.sandbox.workspace)
-                try:
-                    if skill_fingerprint(after) != skill_digest:
-                        kind = (
-                            "plan-evidence-invalid"
-                            if spec.phase == "plan"
-                            else "implementation-evidence-invalid"
-                        )
-                        raise EvidenceError(kind, f"{spec.phase} session changed the evaluated skill files")
-                    if spec.phase == "plan" and outcome.ok:
-                        plan_doc = _accepted_plan_doc(changed_paths(before, after), after)
-                except EvidenceError as exc:
-                    outcome = replace(outcome, ok=False, error_kind=exc.kind, error_detail=str(exc))
-                outcomes.append(outcome)
-                if not outcome.ok:
-                    break
+            outcome = apply_wire(outcome, relay.record(), expected_skill=request.expected_skill)
+            after = workspace_snapshot(self.sandbox.workspace)
+            try:
+                if skill_fingerprint(after) != skill_digest:
+                    kind = (
+                        "plan-evidence-invalid" if spec.phase == "plan" else "implementation-evidence-invalid"
+                    )
+                    raise EvidenceError(kind, f"{spec.phase} session changed the evaluated skill files")
+                if spec.phase == "plan" and outcome.ok:
+                    plan_doc = _accepted_plan_doc(changed_paths(before, after), after)
+            except EvidenceError as exc:
+                outcome = replace(outcome, ok=False, error_kind=exc.kind, error_detail=str(exc))
+            outcomes.append(outcome)
+            if not outcome.ok:
+                break
         return outcomes, plan_doc
 
     def _request(self, spec: SessionSpec, env: Mapping[str, str], plan_doc: str | None) -> SessionRequest:

@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from workflow_bench.redaction import printable
 from workflow_bench.usage import USAGE_FIELDS, sum_usage
 
 from .sessions import SessionOutcome
+from .skill_evidence import TOOL_NAME_CHARS
+
+PROGRESS_TOOLS = 8  # tool names per live line; the rest are counted
 
 
 def progress_observer(progress: Callable[[str], None], label: str) -> Callable[[Mapping[str, Any]], None]:
@@ -30,7 +34,8 @@ def progress_observer(progress: Callable[[str], None], label: str) -> Callable[[
                 name = mcp_calls.pop(str(block.get("tool_use_id")), None)
                 if block.get("type") == "tool_result" and name is not None:
                     status = "error" if block.get("is_error") else "ok"
-                    progress(f"{label}: {name} {status}: {_preview(block.get('content'))}")
+                    shown = printable(name, TOOL_NAME_CHARS)
+                    progress(f"{label}: {shown} {status}: {_preview(block.get('content'))}")
         if event.get("type") == "assistant":
             tools = [b.get("name") for b in blocks if b.get("type") == "tool_use"]
             mcp_calls.update(
@@ -40,12 +45,13 @@ def progress_observer(progress: Callable[[str], None], label: str) -> Callable[[
             )
             if tools:
                 turns["n"] += 1
-                progress(f"{label}: tool call {turns['n']}: {', '.join(str(t) for t in tools)}")
+                names = ", ".join(printable(t, TOOL_NAME_CHARS) for t in tools[:PROGRESS_TOOLS])
+                more = f" (+{len(tools) - PROGRESS_TOOLS} more)" if len(tools) > PROGRESS_TOOLS else ""
+                progress(f"{label}: tool call {turns['n']}: {names}{more}")
         elif event.get("type") == "system" and event.get("subtype") == "api_retry":
-            progress(
-                f"{label}: API retry {event.get('attempt')}/{event.get('max_retries')} "
-                f"(status {event.get('error_status')})"
-            )
+            attempt, most = printable(event.get("attempt"), 12), printable(event.get("max_retries"), 12)
+            status = printable(event.get("error_status"), 12)
+            progress(f"{label}: API retry {attempt}/{most} (status {status})")
 
     return observe
 
@@ -54,9 +60,7 @@ def _preview(content: Any, limit: int = 160) -> str:
     """A one-line, printable, bounded preview of a tool result (the console redacts secrets)."""
     if isinstance(content, list):
         content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    text = " ".join(str(content or "").split())
-    text = "".join(ch if ch.isprintable() else "?" for ch in text)
-    return text[:limit] + ("…" if len(text) > limit else "")
+    return printable(" ".join(str(content or "")[: limit * 8].split()), limit)
 
 
 def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
@@ -94,4 +98,6 @@ def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
     row["sessions"] = len(outcomes)
     row["usage_main_loop"] = {name: row[name] for name in USAGE_FIELDS}
     row["usage_transcripts"] = sum_usage(o.transcript_usage for o in outcomes)
+    row["usage_wire"] = sum_usage(o.usage_wire for o in outcomes)
+    row["relay_refused_requests"] = sum(o.relay_refused for o in outcomes)
     return row

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workflow_bench.process import ProcessResult
-from workflow_bench.redaction import redact_text, redact_value
+from workflow_bench.redaction import printable, redact_text, redact_value
 from workflow_bench.sandbox import SANDBOX_CLAUDE_BIN, RunPolicy, Sandbox
 from workflow_bench.toolkit.mcp import EMPTY_MCP_CONFIG
 from workflow_bench.usage import USAGE_FIELDS, unknown_usage
@@ -75,6 +75,14 @@ class SessionOutcome:
     diagnostics: tuple[str, ...] = field(default_factory=tuple)
     transcript_usage: Mapping[str, int | None] = field(default_factory=unknown_usage)
     """Usage summed over the stream's assistant messages, subagents included (``transcript_usage``)."""
+    events: tuple[Mapping[str, Any], ...] = ()
+    """The parsed stream (second view), kept in memory for the wire cross-check; never written."""
+    stream_usage: Mapping[str, int] | None = None
+    """The result event's usage as the stream printed it (None when it had no valid result)."""
+    usage_wire: Mapping[str, int | None] = field(default_factory=unknown_usage)
+    """Every message the relay saw served in this session, subagents included (evidence of record)."""
+    relay_refused: int = 0
+    wire_summary: tuple[Mapping[str, Any], ...] = ()
 
 
 def claude_argv(request: SessionRequest, *, session_id: str) -> list[str]:
@@ -115,17 +123,18 @@ def run_session(
     secrets: Sequence[str],
     cancel: threading.Event | None = None,
     on_event: Callable[[Mapping[str, Any]], None] | None = None,
+    session_id: str | None = None,
 ) -> SessionOutcome:
-    """Run one CLI session in the sandbox and parse what it printed."""
-    session_id = str(uuid.uuid4())
+    """Run one CLI session in the sandbox and parse what it printed (the stream: second view)."""
+    session_id = session_id or str(uuid.uuid4())
 
     def _observe(line: bytes) -> None:
         if on_event is None or not line.strip():
             return
         try:
             event = json.loads(line)
-        except ValueError:
-            return
+        except (ValueError, RecursionError):
+            return  # parse_session judges the captured stream strictly afterwards
         if isinstance(event, dict):
             on_event(event)
 
@@ -165,8 +174,8 @@ def parse_events(stdout: bytes) -> list[dict[str, Any]]:
             continue
         try:
             event = json.loads(line, parse_constant=_reject_constant)
-        except ValueError as exc:
-            raise _StreamError(f"line {number} is not JSON: {exc}") from exc
+        except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than json allows
+            raise _StreamError(f"line {number} is not JSON: {type(exc).__name__}: {exc}"[:500]) from exc
         if not isinstance(event, dict):
             raise _StreamError(f"line {number} is not a JSON object")
         events.append(event)
@@ -224,6 +233,7 @@ def _session_error(
         tool_use_counts={},
         transcript=transcript,
         transcript_usage=transcript_usage(events) if events else unknown_usage(),
+        events=tuple(events),
     )
 
 
@@ -231,6 +241,9 @@ def parse_session(
     result: ProcessResult, *, expected_skill: str | None, secrets: Sequence[str]
 ) -> SessionOutcome:
     """Turn a finished CLI process into a SessionOutcome (pure; unit-tested)."""
+    if result.reader_error:
+        # The capture or the live observer failed: what we hold may not be the whole stream.
+        return _session_error(result, result.reader_error, transcript=b"")
     if result.stdout_overflow:
         return _session_error(result, f"stream exceeded {MAX_STREAM_BYTES} bytes", transcript=b"")
     try:
@@ -291,15 +304,20 @@ def parse_session(
         transcript=transcript,
         diagnostics=tuple(diagnostics),
         transcript_usage=transcript_usage(events),
+        events=tuple(events),
+        stream_usage=usage,
     )
 
 
 def _result_failure(final: Mapping[str, Any], returncode: int | None) -> str | None:
+    # Both values come from the stream: stored bounded and escaped (printable), whatever they hold.
     if final.get("is_error") is not False:
-        return f"result is_error={final.get('is_error')!r} ({final.get('terminal_reason')!r})"
+        flag = printable(repr(final.get("is_error")), 40)
+        why = printable(repr(final.get("terminal_reason")), 80)
+        return f"result is_error={flag} ({why})"
     reason = final.get("terminal_reason")
     if reason is not None and reason != "completed":
-        return f"terminal_reason={reason!r}"
+        return f"terminal_reason={printable(repr(reason), 80)}"
     if returncode != 0:
         return f"CLI exited {returncode} after a successful result"
     return None
@@ -307,6 +325,15 @@ def _result_failure(final: Mapping[str, Any], returncode: int | None) -> str | N
 
 def render_transcript(events: Sequence[Mapping[str, Any]], secrets: Sequence[str]) -> bytes:
     """Canonical, structurally redacted JSON lines (sorted keys)."""
-    lines = [json.dumps(redact_value(e, secrets), sort_keys=True, ensure_ascii=False) for e in events]
+    lines = [_render_event(redact_value(e, secrets)) for e in events]
     text = "\n".join(lines) + ("\n" if lines else "")
     return redact_text(text, secrets).encode()
+
+
+def _render_event(event: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(event, sort_keys=True, ensure_ascii=False)
+    except RecursionError:
+        # json.loads accepted it a few frames higher up; a stub keeps the line count honest.
+        stub = {"type": event.get("type"), "wfbench_unrendered": "nesting too deep"}
+        return json.dumps(stub, sort_keys=True)

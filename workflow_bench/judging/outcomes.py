@@ -106,6 +106,13 @@ _KINDS: tuple[ErrorKind, ...] = (
         evidence=True,
     ),
     _kind(
+        "evidence-tampered",
+        "the CLI's stream disagrees with the relay's wire record (an event the model never "
+        "produced, a forged result or usage, a request that continues no conversation of the "
+        "session): charged to the arm, never excluded",
+        evidence=True,
+    ),
+    _kind(
         "review-evidence-invalid",
         "the review artifact was missing or invalid, or the review changed the workspace or skills",
         excluded=True,
@@ -134,6 +141,13 @@ _KINDS: tuple[ErrorKind, ...] = (
     _kind(
         "no-work-produced",
         "an implementation arm finished without changing anything outside its plan",
+    ),
+    # Charged to the arm: only the agent's processes (and the judges of its code) run in the cell's
+    # cgroups and volume, so hitting a bound is the agent's doing; never excluded, never systemic.
+    _kind(
+        "resource-limit",
+        "a process of the cell hit a kernel bound: the memory limit (OOM kill), the process limit "
+        "(a refused fork) or the disk volume (full); only the agent's processes run there",
     ),
 )
 
