@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from workflow_bench.cells.paths import CellPathError, check_paths_fit
 from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.providers.gateway import GatewayError, locate_litellm
 from workflow_bench.providers.options import ProviderOptions, ProviderOptionsError
@@ -40,7 +41,8 @@ from . import runner_args
 from .arms import ARMS, resolve_arm
 from .canary import run_canary
 from .claude_cli import ClaudeCliError, claude_version, locate_claude
-from .output import OutputDirError, prepare_output_dir
+from .output import OutputDirError
+from .output_lock import OutputClaim, claim_output_dir
 from .runner_args import DEMO_SCRIPT
 from .sandbox import HOST_CHILD_UID, CellLimits, SandboxError, SandboxKind, preflight
 from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
@@ -135,6 +137,7 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     selected, skipped = select_tasks(specs, include_expensive=args.include_expensive)
     if not selected:
         raise UsageError(f"{args.tasks}: no task selected (all are expensive; pass --include-expensive)")
+    check_paths_fit()  # before any clone: every cell's model socket must fit AF_UNIX's limit
     kind = SandboxKind.HOST_UNSAFE if args.unsafe_no_bwrap else SandboxKind.BWRAP
     bwrap = preflight(kind, bwrap_bin=args.bwrap_bin)
     if kind is SandboxKind.HOST_UNSAFE:
@@ -240,30 +243,58 @@ def _require_canary(ready: PreparedInput) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.check_tasks:
+        from .tasks.__main__ import main as tasks_main  # the self-check is its own command
+
+        check_argv = ["check", "--tasks", str(args.tasks), "--toolkit", str(args.toolkit)]
+        check_argv += ["--verify-timeout", str(args.verify_timeout), "--bwrap-bin", args.bwrap_bin]
+        return tasks_main(check_argv)
     prepared: list[PreparedInput] = []
     try:
-        return _run(args, prepared)
+        with _signals_interrupt():
+            return _run(args, prepared)
+    except KeyboardInterrupt:
+        # Before the sweep began (or a second Ctrl-C): whatever was claimed is released below.
+        print("[cancel] interrupted", file=sys.stderr)
+        return EXIT_CANCELLED
     finally:
         for ready in prepared:
             if ready.comparator is not None:
                 remove_tree(ready.comparator.snapshot.parent)
 
 
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """Until the sweep installs its own handlers, SIGTERM interrupts like Ctrl-C (exit 130, cleaned up)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, _frame) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
     out_dir = args.out or _default_out()
-    out_existed = out_dir.exists()
+    claim: OutputClaim | None = None
     try:
         ready = prepare(args)
         prepared.append(ready)  # main() removes the comparator snapshot whatever happens next
         if args.canary:
             _require_canary(ready)
-        out_dir = prepare_output_dir(out_dir)
+        claim = claim_output_dir(out_dir)
     except TaskFileError as exc:
         print(f"error: invalid task file:\n{exc}", file=sys.stderr)
         return EXIT_USAGE
     except (
         UsageError, SandboxError, ClaudeCliError, OutputDirError, ScriptError, GatewayError, OverlayError,
-        ComparatorError, ProviderOptionsError, ToolkitError,
+        ComparatorError, ProviderOptionsError, ToolkitError, CellPathError,
     ) as exc:  # fmt: skip
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -276,14 +307,12 @@ def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
             _, exit_code = run_sweep(config, access=access, cancel=cancel)
             return exit_code
     except GatewayError as exc:
-        # The gateway is started before any cell: nothing ran, so leave no output behind.
-        if not out_existed and not any(out_dir.iterdir()):
-            out_dir.rmdir()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("[cancel] interrupted", file=sys.stderr)
-        return EXIT_CANCELLED
+    finally:
+        # Held for the sweep's whole life; a directory holding only the lock (nothing ran) goes.
+        if claim is not None:
+            claim.release(remove_if_unused=True)
 
 
 if __name__ == "__main__":

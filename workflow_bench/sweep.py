@@ -8,8 +8,8 @@ module is entered: no clone, no session and no output exist on bad input.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +19,9 @@ from pathlib import Path
 
 from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext, prepare_task_context
 from workflow_bench.cells.index import build_index
+from workflow_bench.cells.paths import collect_stale_work_roots, make_work_root
 from workflow_bench.cells.run import run_cell
+from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
 from workflow_bench.reports.promotion.apply import CANDIDATE_OVERLAY_DIR
@@ -33,7 +35,7 @@ from workflow_bench.toolkit.overlay import Overlay
 from workflow_bench.toolkit.spec import Toolkit
 
 from .arms import ArmSpec
-from .output import OutputDir
+from .output import OutputDir, OutputWriteError
 from .sandbox import CellLimits, SandboxKind, write_runtime_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
@@ -159,7 +161,12 @@ def run_sweep(
     started_at, started = datetime.now(UTC), time.monotonic()
     console = _Console(started, access.static_secrets)
     output = OutputDir(config.out_dir)
-    work_root = Path(tempfile.mkdtemp(prefix="wfbench-cells-"))
+    removed, failed = collect_stale_work_roots()
+    for path in removed:
+        console(f"removed a stale cell directory left by a killed runner: {path}")
+    for message in failed:
+        console(f"could not remove a stale cell directory: {message}")
+    work_root = make_work_root()
     settings = SweepSettings(
         model=config.model,
         effort=config.effort,
@@ -182,6 +189,7 @@ def run_sweep(
     )
     record = _start_record(config, access, started_at, output)
     rows: list[dict] = []
+    write_failures: list[OutputWriteError] = []
     try:
         cells = plan_cells(_task_contexts(config, work_root, console), config.arms, config.runs)
         console(
@@ -192,7 +200,17 @@ def run_sweep(
             console(f"{cell.key.label} starting ({index + 1}/{len(cells)}, {console.elapsed()} elapsed)")
 
         def persist(cell: PlannedCell, result: CellResult) -> None:
-            stored = output.persist(cell.key.slug, result.row, result.artifacts)
+            if write_failures:
+                console(f"{cell.key.label} finished, but --out failed earlier: its row is not written")
+                return
+            try:
+                stored = output.persist(cell.key.slug, result.row, result.artifacts)
+            except OutputWriteError as exc:
+                # Disk full or unwritable --out: stop paying for cells whose rows cannot be kept.
+                write_failures.append(exc)
+                console(f"[output] {exc}; stopping the sweep (rows already written are kept)")
+                cancel.set()
+                return
             rows.append(stored)
             console(cell_summary(cell.key, stored) + f" ({len(rows)}/{len(cells)} done, {console.elapsed()})")
             if stored.get("error_kind") and stored.get("error_detail"):
@@ -209,16 +227,27 @@ def run_sweep(
             on_start=on_start,
         )
     finally:
-        shutil.rmtree(work_root, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(work_root)  # deep-safe: a cell's leftovers may be any depth
     if outcome.status == "aborted":
         console(f"[systemic-outage] {outcome.detail}; sweep aborted, partial evidence kept")
+    if write_failures:
+        console(
+            f"error: the output directory failed: {write_failures[0]}. {len(rows)} rows were written "
+            f"to {output.root / 'results.jsonl'} and are kept; no report was written"
+        )
+        return outcome, EXIT_FAILED
     record = record.finished(
         status=outcome.status,
         detail=outcome.detail,
         finished_at=datetime.now(UTC),
         wall_s=round(time.monotonic() - started, 1),
     )
-    exit_code = _write_reports(record, outcome.status, rows, output, console)
+    try:
+        exit_code = _write_reports(record, outcome.status, rows, output, console)
+    except OutputWriteError as exc:
+        console(f"error: {exc}. {len(rows)} rows are kept in {output.root / 'results.jsonl'}")
+        return outcome, EXIT_FAILED
     return outcome, exit_code
 
 

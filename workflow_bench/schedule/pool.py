@@ -21,7 +21,7 @@ from contextvars import copy_context
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
-from workflow_bench.judging.outcomes import SYSTEMIC_ERROR_KINDS
+from workflow_bench.judging.outcomes import is_systemic_failure
 
 T = TypeVar("T")
 SweepStatus = Literal["complete", "aborted", "cancelled"]
@@ -36,10 +36,9 @@ class SweepOutcome(Generic[T]):
     detail: str | None = None
 
 
-def next_streak(error_kind: str | None, streak: int, *, review_evidence_valid: object = None) -> int:
-    """Consecutive systemic failures, folded in submission order (pure)."""
-    systemic = error_kind in SYSTEMIC_ERROR_KINDS or review_evidence_valid is False
-    return streak + 1 if systemic else 0
+def next_streak(row: dict, streak: int) -> int:
+    """Consecutive systemic failures, folded in submission order (pure; the one table decides)."""
+    return streak + 1 if is_systemic_failure(row) else 0
 
 
 def run_cells(
@@ -85,9 +84,7 @@ def run_cells(
                 results[index] = result
             while folded in results:
                 row = row_of(results[folded])
-                streak = next_streak(
-                    row.get("error_kind"), streak, review_evidence_valid=row.get("review_evidence_valid")
-                )
+                streak = next_streak(row, streak)
                 folded += 1
                 if outage_streak and streak >= outage_streak and tripped is None:
                     tripped = f"{streak} consecutive systemic failures (last: {row.get('error_kind')})"

@@ -58,6 +58,7 @@ from .schema import (
     TaskFileError,
     TaskSpecError,
     id_problems,
+    min_tests_problems,
     oracle_problems,
     parse_task_file,
     ref_problems,
@@ -121,10 +122,17 @@ class TaskSpec:
     verify: str
     oracle: OracleSpec
     ref: str = "HEAD"
+    verify_min_tests: int | None = None
+    """When set, verify must prove success with an outcome report of at least this many tests."""
     setup: str | None = None
     expensive: bool = False
     sandbox_copy: tuple[str, ...] = ()
     sandbox_dependencies: tuple[DependencySpec, ...] = ()
+    reference_patch: str | None = None
+    """The known-good fix (a file relative to ``source_file``'s directory); hidden like the
+    oracle: only ``tasks check`` and the oracle agent read it, never a normal cell."""
+    base_verify_passes: bool = False
+    """``base_expected: {verify: pass}``: the authored tests already pass on the untouched base."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.source_file, Path) or not self.source_file.is_absolute():
@@ -167,9 +175,14 @@ def _spec_problems(spec: TaskSpec) -> list[Problem]:
     ):
         problems += text_problems(key, value)
     problems += ref_problems(spec.ref)
+    if spec.verify_min_tests is not None:
+        problems += min_tests_problems("verify_min_tests", spec.verify_min_tests)
     problems += text_problems("setup", spec.setup, optional=True)
     if type(spec.expensive) is not bool:
         problems.append(Problem("expensive", f"want true or false, got {spec.expensive!r}"))
+    problems += text_problems("reference_patch", spec.reference_patch, optional=True)
+    if type(spec.base_verify_passes) is not bool:
+        problems.append(Problem("base_expected", f"want true or false, got {spec.base_verify_passes!r}"))
     if not isinstance(spec.sandbox_copy, tuple):
         problems.append(Problem("sandbox_copy", "want a tuple of paths"))
     else:
@@ -183,6 +196,7 @@ def _spec_problems(spec: TaskSpec) -> list[Problem]:
         problems.append(Problem("oracle", "want an OracleSpec with a tuple of files"))
     else:
         problems += oracle_problems(spec.oracle.command, spec.oracle.files)
+        problems += min_tests_problems("oracle.min_tests", spec.oracle.min_tests)
     return problems
 
 
@@ -265,6 +279,8 @@ class TaskBinding:
             "prompt_digest": spec.prompt_digest,
             "setup_digest": spec.setup_digest,
             "verify_digest": spec.verify_digest,
+            "verify_min_tests": spec.verify_min_tests,
+            "oracle_min_tests": spec.oracle.min_tests,
             "expensive": spec.expensive,
             "sandbox_copy": list(spec.sandbox_copy),
             "sandbox_dependencies": [

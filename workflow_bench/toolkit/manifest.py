@@ -32,10 +32,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
 from workflow_bench.claude_cli import default_cache_dir
-from workflow_bench.tasks.schema import _StrictLoader  # the project's duplicate-key-rejecting loader
+from workflow_bench.input_files import InputFileError, load_yaml, read_bounded
 
 from .spec import IndexStep, McpServer, RuntimeMount, SkillRole, Toolkit, ToolkitError
 
@@ -114,25 +112,18 @@ def load_toolkit(value: str | Path) -> Toolkit:
 
 
 def _read(manifest: Path) -> Mapping[str, Any]:
+    if not manifest.is_file():
+        raise ToolkitError(f"{manifest}: (file): no such file; a toolkit directory holds {MANIFEST}")
     try:
-        with manifest.open("rb") as handle:
-            raw = handle.read(MAX_MANIFEST_BYTES + 1)
-    except FileNotFoundError:
-        raise ToolkitError(
-            f"{manifest}: (file): no such file; a toolkit directory holds {MANIFEST}"
-        ) from None
-    except OSError as err:
-        raise ToolkitError(f"{manifest}: (file): cannot read: {err}") from None
-    if len(raw) > MAX_MANIFEST_BYTES:
-        raise ToolkitError(f"{manifest}: (file): larger than {MAX_MANIFEST_BYTES} bytes")
+        raw = read_bounded(manifest, max_bytes=MAX_MANIFEST_BYTES)  # refuses FIFOs, devices, giants
+    except InputFileError as err:
+        raise ToolkitError(f"{manifest}: (file): {err}") from None
     try:
-        data = yaml.load(raw.decode("utf-8"), Loader=_StrictLoader)  # SafeLoader subclass
+        data = load_yaml(raw.decode("utf-8"))  # the project's loader: duplicate keys, alias bombs refused
     except UnicodeDecodeError as err:
         raise ToolkitError(f"{manifest}: (file): not UTF-8: {err}") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        raise ToolkitError(f"{manifest}: (yaml): {at}{getattr(err, 'problem', None) or err}") from None
+    except InputFileError as err:
+        raise ToolkitError(f"{manifest}: (yaml): {err}") from None
     if not isinstance(data, Mapping):
         raise ToolkitError(f"{manifest}: (document): want a mapping, got {type(data).__name__}")
     return data
