@@ -33,8 +33,9 @@ from workflow_bench.reports.promotion.flags import promotion_policy_from_args
 from workflow_bench.reports.promotion.policy import PromotionPolicy
 from workflow_bench.tasks.spec import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
 from workflow_bench.toolkit.comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
+from workflow_bench.toolkit.manifest import load_toolkit
 from workflow_bench.toolkit.overlay import Overlay, OverlayError, candidate_overlay
-from workflow_bench.toolkit.spec import Toolkit, ToolkitError, load_toolkit
+from workflow_bench.toolkit.spec import Toolkit, ToolkitError
 
 from . import runner_args
 from .arms import ARMS, resolve_arm

@@ -9,14 +9,16 @@ module is entered: no clone, no session and no output exist on bad input.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext, prepare_task_context
+from workflow_bench.cells.index import build_index
 from workflow_bench.cells.paths import collect_stale_work_roots, make_work_root
 from workflow_bench.cells.run import run_cell
 from workflow_bench.cells.workspace import remove_tree
@@ -104,14 +106,37 @@ class _Console:
 
 def _task_contexts(config: SweepConfig, work_root: Path, console: _Console) -> list[TaskContext]:
     contexts = []
+    indexes: dict[tuple[str, str], TaskContext] = {}  # (repository, SHA) → the task that built it
     for binding in config.tasks:
         context = prepare_task_context(
             binding, toolkit=config.toolkit, dest=work_root / "templates" / binding.spec.task_id
         )
-        contexts.append(context)
         snapshot, base = context.sanitized_sha[:12], binding.resolved_sha[:12]
         console(f"[{binding.spec.task_id}] sanitized snapshot {snapshot} of {base}")
+        if config.toolkit.index is not None:
+            context = _with_index(config, context, indexes, console)
+        contexts.append(context)
     return contexts
+
+
+def _with_index(config: SweepConfig, context: TaskContext, built: dict, console: _Console) -> TaskContext:
+    """The toolkit's index on the template: built once per (repository, SHA), copied for the rest."""
+    binding = context.binding
+    key = (str(binding.repo_path), binding.resolved_sha)
+    first = built.get(key)
+    if first is not None and first.index is not None and first.index.digest is not None:
+        shutil.copytree(
+            first.template / first.index.output, context.template / first.index.output, symlinks=True
+        )
+        console(f"[{binding.spec.task_id}] index reused from {first.binding.spec.task_id}")
+        return replace(context, index=first.index)
+    index = build_index(context.template, toolkit=config.toolkit, bwrap_bin=config.bwrap_bin)
+    if index is not None and index.digest is not None:
+        built[key] = replace(context, index=index)
+        console(f"[{binding.spec.task_id}] index built: {index.output} {index.digest[:19]}")
+    elif index is not None:
+        console(f"[{binding.spec.task_id}] index build FAILED: its cells will be infra-error")
+    return replace(context, index=index)
 
 
 def cell_summary(key: CellKey, row: dict) -> str:
