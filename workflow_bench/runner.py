@@ -13,13 +13,11 @@ measurement; 2 bad arguments or input (nothing was run); 130 cancelled.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +43,7 @@ from .output import OutputDirError
 from .output_lock import OutputClaim, claim_output_dir
 from .runner_args import DEMO_SCRIPT
 from .sandbox import HOST_CHILD_UID, CellLimits, SandboxError, SandboxKind, preflight
+from .schedule.signals import cancel_on_signals, interrupt_on_sigterm
 from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
 
 EXIT_USAGE = 2
@@ -211,27 +210,6 @@ def _sweep_config(
     )
 
 
-@contextlib.contextmanager
-def _signals_cancel(cancel: threading.Event) -> Iterator[None]:
-    """SIGINT/SIGTERM set the sweep's cancellation event; a second SIGINT stops hard."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, _frame) -> None:
-        if cancel.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        print(f"[cancel] signal {signum}: stopping; in-flight cells are recorded as cancelled", flush=True)
-        cancel.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 def _require_canary(ready: PreparedInput) -> None:
     code, table = run_canary(
         claude_bin_arg=str(ready.claude_bin), bwrap_bin=ready.bwrap_bin, progress=lambda _: None
@@ -251,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return tasks_main(check_argv)
     prepared: list[PreparedInput] = []
     try:
-        with _signals_interrupt():
+        with interrupt_on_sigterm():
             return _run(args, prepared)
     except KeyboardInterrupt:
         # Before the sweep began (or a second Ctrl-C): whatever was claimed is released below.
@@ -261,23 +239,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         for ready in prepared:
             if ready.comparator is not None:
                 remove_tree(ready.comparator.snapshot.parent)
-
-
-@contextlib.contextmanager
-def _signals_interrupt() -> Iterator[None]:
-    """Until the sweep installs its own handlers, SIGTERM interrupts like Ctrl-C (exit 130, cleaned up)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, _frame) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
@@ -300,7 +261,7 @@ def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
         return EXIT_USAGE
     cancel = threading.Event()
     try:
-        with _provider_options(args).model_access(ready.script) as (access, model), _signals_cancel(cancel):
+        with _provider_options(args).model_access(ready.script) as (access, model), cancel_on_signals(cancel):
             config = _sweep_config(args, ready, out_dir=out_dir, model=model)
             print(f"workflow-bench: {access.provider} provider, model {model}, CLI {ready.claude_version}")
             print(f"workflow-bench: writing to {out_dir}")
