@@ -15,13 +15,19 @@ Two mutators, because one alone has blind spots that would report false survivor
 Equivalent mutants are listed in tools/mutation-equivalents.toml with a one-line reason each
 (matched by module, the changed lines before/after and optionally a nearby line);
 they are excluded from the score and printed with their reasons.
+Cosmetic mutants of prose are counted apart ("prose" column), not scored: mutmut's "XX"-wrapping
+or upper/lower-casing of a string literal that contains a space (a message for a human, the
+same rule `mutation_ast` uses). Replacing such a string with None, or any edit to a string
+without a space (a key a rule compares against), stays scored.
 All work happens in a private temporary copy of the tree; the checkout is never modified.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
+import io
 import json
 import os
 import queue
@@ -31,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+import tokenize
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENTS_FILE = ROOT / "tools" / "mutation-equivalents.toml"
 THRESHOLD = 95.0
 
+PROMOTION_TESTS = ("tests/unit/test_promotion_gate.py", "tests/unit/test_promotion_gate_rules.py")
 # module path -> the fast tests that pin it. Adding a module is one line. A module whose file
 # does not exist (yet) is skipped with a note.
 MODULES: dict[str, tuple[str, ...]] = {
@@ -60,8 +68,16 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_outcomes.py",
         "tests/unit/test_outcome_predicates.py",
     ),
-    "workflow_bench/reports/promotion.py": ("tests/unit/test_promotion.py",),
-    "workflow_bench/reports/stats.py": ("tests/unit/test_stats.py",),
+    "workflow_bench/judging/outcome_report.py": ("tests/component/test_outcome_report.py",),
+    "workflow_bench/judging/attribution.py": ("tests/unit/test_attribution.py",),
+    "workflow_bench/judging/patch.py": ("tests/component/test_patch_view.py",),
+    "workflow_bench/cells/evidence.py": ("tests/unit/test_evidence.py",),
+    "workflow_bench/relay/wire.py": ("tests/unit/test_wire.py", "tests/unit/test_evidence.py"),
+    "workflow_bench/reports/health.py": ("tests/unit/test_health.py",),
+    "workflow_bench/reports/promotion/policy.py": PROMOTION_TESTS,
+    "workflow_bench/reports/promotion/evidence.py": PROMOTION_TESTS,
+    "workflow_bench/reports/promotion/gate.py": PROMOTION_TESTS,
+    "workflow_bench/reports/stats.py": ("tests/unit/test_stats_and_rerender.py",),
 }
 PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly")
 
@@ -71,6 +87,7 @@ class Tally:
     killed: int = 0
     survivors: list[tuple[str, str]] = field(default_factory=list)  # (key, diff)
     equivalent: list[tuple[str, str]] = field(default_factory=list)  # (diff, reason)
+    prose: int = 0  # cosmetic edits of a human-readable message; not scored
 
     @property
     def total(self) -> int:
@@ -391,11 +408,36 @@ def _changed_lines(diff: str) -> tuple[str, str]:
     return removed, added
 
 
+def _strings(text: str) -> list[tuple[int, str]] | None:
+    try:
+        return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(text).readline)]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+
+
+def _prose_only(removed: str, added: str) -> bool:
+    """True when the edit only wraps in "XX" or re-cases one string literal that contains a space."""
+    before, after = _strings(removed), _strings(added)
+    if before is None or after is None or len(before) != len(after):
+        return False
+    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+    if len(changed) != 1 or changed[0][0][0] != tokenize.STRING or changed[0][1][0] != tokenize.STRING:
+        return False
+    try:
+        old, new = (ast.literal_eval(changed[0][0][1]), ast.literal_eval(changed[0][1][1]))
+    except (ValueError, SyntaxError):
+        return False
+    return isinstance(old, str) and " " in old and new in ("XX" + old + "XX", old.upper(), old.lower())
+
+
 def _record(tally: Tally, module: str, key: str, diff: str, verdict: str, equivalents) -> None:
     if verdict in ("killed", "timeout"):
         tally.killed += 1
         return
     removed, added = _changed_lines(diff)
+    if _prose_only(removed, added):
+        tally.prose += 1
+        return
     for entry in equivalents:
         if (
             entry["module"] == module
@@ -410,16 +452,21 @@ def _record(tally: Tally, module: str, key: str, diff: str, verdict: str, equiva
 
 def _report(tallies: dict[str, Tally], *, elapsed: float) -> int:
     width = max(len(m) for m in tallies)
-    print(f"\n{'module':<{width}}  mutants  killed  survived  equivalent  score")
+    print(f"\n{'module':<{width}}  mutants  killed  survived  equivalent  prose  score")
     for module, t in tallies.items():
         print(
             f"{module:<{width}}  {t.total:>7}  {t.killed:>6}  {len(t.survivors):>8}"
-            f"  {len(t.equivalent):>10}  {t.score:>5.1f}%"
+            f"  {len(t.equivalent):>10}  {t.prose:>5}  {t.score:>5.1f}%"
         )
     killed = sum(t.killed for t in tallies.values())
     total = sum(t.total for t in tallies.values())
     overall = 100.0 if total == 0 else round(100.0 * killed / total, 1)
-    print(f"{'total':<{width}}  {total:>7}  {killed:>6}  {total - killed:>8}  {'':>10}  {overall:>5.1f}%")
+    equivalent = sum(len(t.equivalent) for t in tallies.values())
+    prose = sum(t.prose for t in tallies.values())
+    print(
+        f"{'total':<{width}}  {total:>7}  {killed:>6}  {total - killed:>8}  {equivalent:>10}  {prose:>5}"
+        f"  {overall:>5.1f}%"
+    )
     print(f"({elapsed / 60:.1f} min)")
     for module, t in tallies.items():
         for diff, reason in t.equivalent:
