@@ -214,3 +214,188 @@ def test_an_incomplete_review_sweep_is_insufficient_even_with_a_gain() -> None:
     d = review(("a", review_arm(), review_arm(review_weighted_f1=0.9)), status="aborted")
     assert d.decision == INSUFFICIENT
     assert d.reasons == ("sweep aborted; partial evidence cannot promote",)
+
+
+# --- implementation gate ------------------------------------------------------------------------
+
+
+def impl_arm(resolved: int = 3, cost: float | None = 1.0, **overrides: Any) -> ArmEvidence:
+    base: dict[str, Any] = {
+        "runs": 3,
+        "valid_runs": 3,
+        "excluded_runs": 0,
+        "scored_runs": 3,
+        "resolved": resolved,
+        "skill_not_invoked": 0,
+        "error_kinds": {},
+        "metrics": {"cost_usd": cost},
+        "review_weighted_f1": None,
+        "review_false_positives": None,
+        "review_blocker_recall": None,
+        "review_verdict_correct": None,
+        "review_clean_pass": None,
+        "review_clean_control": None,
+    }
+    return ArmEvidence(**{**base, **overrides})
+
+
+def implementation(*pairs: tuple[str, ArmEvidence, ArmEvidence], unusable: tuple[str, ...] = ()):
+    evidence = PromotionEvidence(
+        candidate_arm="candidate_workflow",
+        incumbent_arm="workflow",
+        review=False,
+        run_status="complete",
+        model="m",
+        unusable_arms=unusable,
+        tasks=tuple(TaskPair(task, "bugfix", inc, cand) for task, inc, cand in pairs),
+    )
+    d = decide(POLICY, evidence)
+    assert d.reasons and all(isinstance(r, str) and r for r in d.reasons), d.reasons  # always says why
+    return d
+
+
+def test_an_implementation_decision_records_its_arms_figures_and_tasks() -> None:
+    d = implementation(("a", impl_arm(cost=2.0), impl_arm(cost=1.0)))
+    assert d.decision == PROMOTE
+    assert (d.candidate_arm, d.incumbent_arm, d.metric) == ("candidate_workflow", "workflow", "cost_usd")
+    assert d.metric_warning is None  # cost_usd includes subagents: no main-loop warning
+    assert d.median_improvement == 50.0 and d.resolved_margin == 0
+    assert d.reasons == ("median cost_usd improvement 50.0 % >= 5.0 %",)
+    doc = d.to_json()
+    assert doc["gated_tasks"] == ["a"] and doc["ungated_tasks"] == [] and doc["reasons"] == list(d.reasons)
+    [t] = doc["tasks"]
+    assert t["class"] == "bugfix" and t["improvement_pct"] == 50.0
+    assert t["quality_regression"] is False and t["efficiency_regression"] is False
+    assert t["quality_floor_enforced"] is True and t["candidate_quality_floor_met"] is True
+    assert t["skill_attributable_failure"] is False
+
+
+def test_improvement_is_the_percent_saving_to_one_decimal_and_its_median_too() -> None:
+    d = implementation(
+        ("a", impl_arm(cost=3.0), impl_arm(cost=2.0)),  # 33.3 %
+        ("b", impl_arm(cost=10.0), impl_arm(cost=8.99)),  # 10.1 %
+        ("c", impl_arm(cost=10.0), impl_arm(cost=8.98)),  # 10.2 %
+        ("d", impl_arm(cost=3.0), impl_arm(cost=2.9)),  # 3.3 %
+    )
+    assert [t["improvement_pct"] for t in d.tasks] == [33.3, 10.1, 10.2, 3.3]
+    assert d.median_improvement == 10.1  # the median (10.1 + 10.2) / 2, to one decimal
+
+
+def test_no_task_is_insufficient_and_says_so() -> None:
+    d = implementation()
+    assert d.decision == INSUFFICIENT and "no tasks" in d.reasons
+
+
+def test_every_unusable_arm_is_named() -> None:
+    d = implementation(("a", impl_arm(), impl_arm(cost=0.5)), unusable=("workflow", "baseline"))
+    assert d.decision == INSUFFICIENT
+    assert "measurement health UNUSABLE for arm(s) workflow, baseline" in d.reasons
+
+
+def test_both_sides_insufficiencies_are_listed_even_when_one_has_no_rows() -> None:
+    empty = impl_arm(resolved=0, cost=None, runs=0, valid_runs=0, scored_runs=0)
+    short = impl_arm(resolved=2, runs=3, valid_runs=2, excluded_runs=1, scored_runs=2)
+    d = implementation(("a", empty, short))
+    assert "a: incumbent has no rows" in d.reasons
+    assert "a: candidate has 1 excluded run(s)" in d.reasons
+    assert "a: candidate has 2 scored run(s) < min_runs 3" in d.reasons
+
+
+def test_unequal_scored_runs_count_every_skill_not_invoked_row() -> None:
+    inc = impl_arm(runs=4, scored_runs=3, valid_runs=4, skill_not_invoked=1)
+    cand = impl_arm(runs=4, scored_runs=2, resolved=2, valid_runs=4, skill_not_invoked=2)
+    d = implementation(("a", inc, cand))
+    assert "a: unequal scored runs (incumbent 3, candidate 2; skill-not-invoked ×3)" in d.reasons
+
+
+def test_a_skipped_skill_on_the_candidate_alone_enforces_the_quality_floor() -> None:
+    """Neither arm must look good by skipping its skill: the floor applies when any run did."""
+    inc = impl_arm(resolved=0, cost=2.0)
+    cand = impl_arm(resolved=2, cost=1.0, runs=4, valid_runs=4, skill_not_invoked=1)
+    d = implementation(("a", inc, cand))
+    [t] = d.tasks
+    assert t["skill_attributable_failure"] is True and t["quality_floor_enforced"] is True
+    assert d.decision == KEEP and "a: quality floor not met (candidate 2/3)" in d.reasons
+
+
+def test_no_floor_when_the_incumbent_never_resolved_and_every_skill_ran() -> None:
+    d = implementation(("a", impl_arm(resolved=0, cost=2.0), impl_arm(resolved=1, cost=1.0)))
+    [t] = d.tasks
+    assert t["quality_floor_enforced"] is False and t["candidate_quality_floor_met"] is None
+    assert d.decision == PROMOTE, d.reasons
+
+
+def test_a_task_neither_arm_solved_is_ungated_only_when_every_run_was_scored() -> None:
+    both_failed = implementation(("a", impl_arm(resolved=0, cost=2.0), impl_arm(resolved=0, cost=1.0)))
+    assert both_failed.ungated_tasks == ("a",)
+    # one unscored extra run on the candidate side: not fully measured, so the task stays gated
+    cand = impl_arm(resolved=0, cost=1.0, runs=4, valid_runs=4)
+    assert implementation(("a", impl_arm(resolved=0, cost=2.0), cand)).gated_tasks == ("a",)
+
+
+def test_the_keep_and_promote_reasons_state_the_figures() -> None:
+    margin = implementation(("a", impl_arm(resolved=1), impl_arm(resolved=3)))
+    assert margin.decision == PROMOTE
+    assert margin.reasons == ("candidate resolved 2 more run(s) (margin >= 2)",)
+    flat = implementation(("a", impl_arm(), impl_arm(cost=0.99)))
+    assert flat.decision == KEEP
+    assert flat.reasons == (
+        "no improvement: median cost_usd improvement 1.0 % < 5.0 % and resolved-run margin 0 < 2",
+    )
+    dearer = implementation(("a", impl_arm(), impl_arm(cost=1.5)))
+    assert dearer.decision == KEEP and "a: efficiency regression (-50.0 % on cost_usd)" in dearer.reasons
+
+
+def test_unmeasured_or_zero_incumbent_metric_is_named() -> None:
+    assert "a: cost_usd unmeasured" in implementation(("a", impl_arm(), impl_arm(cost=None))).reasons
+    assert "a: incumbent cost_usd is 0" in implementation(("a", impl_arm(cost=0.0), impl_arm())).reasons
+
+
+def test_a_sweep_with_every_task_ungated_has_no_gated_task() -> None:
+    d = implementation(("a", impl_arm(resolved=0, cost=2.0), impl_arm(resolved=0, cost=1.0)))
+    assert d.decision == INSUFFICIENT and "no gated task" in d.reasons
+
+
+# --- evidence folded from rows, and the policy from flags --------------------------------------
+
+
+def test_arm_evidence_counts_error_kinds_and_keeps_every_figure_in_its_json() -> None:
+    from workflow_bench.reports.promotion.evidence import arm_evidence
+
+    from .sweep_fixtures import row
+
+    rows = [
+        row("t", "w", 0, cost_usd=0.1234567, review_blocker_recall=0.5),
+        row("t", "w", 1, cost_usd=0.2, review_blocker_recall=0.75),
+        row("t", "w", 2, ok=False, resolved=False, error_kind="skill-not-invoked", skill_invoked=False),
+        row("t", "w", 3, ok=False, resolved=False, error_kind="skill-not-invoked", skill_invoked=False),
+        row("t", "w", 4, ok=False, resolved=None, error_kind="infra-error", excluded=True),
+    ]
+    ev = arm_evidence(rows, metrics=["cost_usd"])
+    assert (ev.runs, ev.valid_runs, ev.excluded_runs, ev.scored_runs) == (5, 4, 1, 2)
+    assert ev.skill_not_invoked == 2
+    assert ev.error_kinds == {"infra-error": 1, "skill-not-invoked": 2}
+    assert ev.metrics == {"cost_usd": 0.161728}  # the median, to 6 digits
+    assert ev.review_blocker_recall == 0.5  # the worst scored run
+    doc = ev.to_json()
+    assert doc["error_kinds"] == {"infra-error": 1, "skill-not-invoked": 2}
+    assert doc["metrics"] == {"cost_usd": 0.161728} and doc["valid_runs"] == 4
+
+
+def test_an_arm_with_no_scored_row_has_unknown_review_evidence_not_false() -> None:
+    from workflow_bench.reports.promotion.evidence import arm_evidence
+
+    from .sweep_fixtures import row
+
+    rows = [
+        row("t", "w", 0, skill_invoked=False, error_kind="skill-not-invoked", review_verdict_correct=True)
+    ]
+    ev = arm_evidence(rows, metrics=["cost_usd"])
+    assert ev.scored_runs == 0
+    assert ev.review_verdict_correct is None and ev.review_clean_pass is None
+    assert ev.review_clean_control is None and ev.review_blocker_recall is None
+
+
+def test_the_min_runs_flag_applies_to_the_review_gate_too() -> None:
+    policy = PromotionPolicy.from_flags(min_runs=5)
+    assert policy.implementation.min_runs == 5 and policy.review.min_runs == 5
