@@ -63,13 +63,22 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_stream_usage.py",
     ),
     "workflow_bench/providers/gateway/_usage.py": ("tests/unit/test_gateway_usage.py",),
-    "workflow_bench/judging/judge.py": ("tests/component/test_judge.py",),
+    "workflow_bench/judging/judge.py": (
+        "tests/component/test_judge.py",
+        "tests/component/test_judge_verdicts.py",
+    ),
     "workflow_bench/judging/outcomes.py": (
         "tests/unit/test_outcomes.py",
         "tests/unit/test_outcome_predicates.py",
     ),
-    "workflow_bench/judging/outcome_report.py": ("tests/component/test_outcome_report.py",),
-    "workflow_bench/judging/attribution.py": ("tests/unit/test_attribution.py",),
+    "workflow_bench/judging/outcome_report.py": (
+        "tests/component/test_outcome_report.py",
+        "tests/component/test_judge_verdicts.py",
+    ),
+    "workflow_bench/judging/attribution.py": (
+        "tests/unit/test_attribution.py",
+        "tests/unit/test_attribution_rules.py",
+    ),
     "workflow_bench/judging/patch.py": ("tests/component/test_patch_view.py",),
     "workflow_bench/cells/evidence.py": ("tests/unit/test_evidence.py",),
     "workflow_bench/relay/wire.py": ("tests/unit/test_wire.py", "tests/unit/test_evidence.py"),

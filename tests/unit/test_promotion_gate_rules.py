@@ -23,10 +23,16 @@ from workflow_bench.reports.promotion.gate import (
     decide,
     decisions_summary,
 )
-from workflow_bench.reports.promotion.policy import PromotionPolicy
+from workflow_bench.reports.promotion.policy import (
+    ImplementationPolicy,
+    PolicyError,
+    PromotionPolicy,
+    ReviewPolicy,
+)
 
 pytestmark = pytest.mark.unit
 POLICY = PromotionPolicy()
+DEFAULT_JSON = POLICY.to_json()
 
 
 def review_arm(**overrides: Any) -> ArmEvidence:
@@ -399,3 +405,65 @@ def test_an_arm_with_no_scored_row_has_unknown_review_evidence_not_false() -> No
 def test_the_min_runs_flag_applies_to_the_review_gate_too() -> None:
     policy = PromotionPolicy.from_flags(min_runs=5)
     assert policy.implementation.min_runs == 5 and policy.review.min_runs == 5
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: ImplementationPolicy(min_runs=0), "min_runs: want an integer >= 1, got 0"),
+        (
+            lambda: ImplementationPolicy(min_resolved_margin=0),
+            "min_resolved_margin: want an integer >= 1, got 0",
+        ),
+        (
+            lambda: ImplementationPolicy(min_improvement_pct=-0.5),
+            "min_improvement_pct: want a finite number >= 0.0,",
+        ),
+        (
+            lambda: ImplementationPolicy(min_gated_task_ratio=1.01),
+            "min_gated_task_ratio: want a finite number >= 0.0 and <= 1.0, got 1.01",
+        ),
+        (lambda: ReviewPolicy(min_runs=0), "min_runs: want an integer >= 1, got 0"),
+        (
+            lambda: ReviewPolicy(min_improvement=1.5),
+            "min_improvement: want a finite number >= 0.0 and <= 1.0",
+        ),
+        (lambda: ReviewPolicy(metric="recall"), "review metric must be review_weighted_f1, got 'recall'"),
+        (
+            lambda: PromotionPolicy(evidence_max_age_days=91),
+            "evidence_max_age_days: want an integer >= 1 and <= 90, got 91",
+        ),
+        (lambda: PromotionPolicy.from_json([]), "policy: want an object, got list"),
+        (
+            lambda: PromotionPolicy.from_json({**DEFAULT_JSON, "implementation": 1}),
+            "policy.implementation: want",
+        ),
+        (
+            lambda: PromotionPolicy.from_json({**DEFAULT_JSON, "review": {}}),
+            "policy.review: unknown keys [], missing",
+        ),
+    ],
+)
+def test_a_bad_policy_value_names_its_key_and_the_bound(build, message: str) -> None:
+    with pytest.raises(PolicyError) as raised:
+        build()
+    assert message in str(raised.value)
+
+
+def test_every_bound_is_inclusive() -> None:
+    """The edge values a user may legitimately ask for are accepted."""
+    ImplementationPolicy(min_runs=1, min_resolved_margin=1, min_improvement_pct=0.0, min_gated_task_ratio=1.0)
+    ImplementationPolicy(min_gated_task_ratio=0.0, max_task_regression_pct=0.0)
+    ReviewPolicy(min_runs=1, min_improvement=1.0)
+    ReviewPolicy(min_improvement=0.0)
+    PromotionPolicy(evidence_max_age_days=1)
+    PromotionPolicy(evidence_max_age_days=90)
+
+
+def test_a_stored_policy_round_trips_every_value() -> None:
+    policy = PromotionPolicy(
+        implementation=ImplementationPolicy(metric="duration_s", min_runs=4),
+        review=ReviewPolicy(min_improvement=0.05),
+        evidence_max_age_days=30,
+    )
+    assert PromotionPolicy.from_json(policy.to_json()) == policy

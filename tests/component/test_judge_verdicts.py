@@ -1,0 +1,129 @@
+"""The judge's verdicts in a real bwrap sandbox: which path decides, and what each failure is charged as.
+
+test_judge.py covers reading and scoring the review artifact and the exit-status verify; these
+pin the rest of `judging.judge`'s contract: a verify with ``verify_min_tests`` is believed only
+on a nonce-bound outcome report (exit 0 alone is not a pass), with the task's variables and
+mounts; a hang is charged to the agent as ``verify-timeout`` / ``oracle-timeout`` (never an infra
+excuse); and the oracle's output never leaves the judge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+
+import pytest
+
+from workflow_bench.judging.attribution import ChargedFailure
+from workflow_bench.judging.judge import run_hidden_oracle, run_verify
+from workflow_bench.sandbox import Mount, SandboxKind, create_sandbox
+from workflow_bench.tasks.oracles import OracleFile, OracleSnapshot
+
+pytestmark = pytest.mark.component
+
+
+def _report(*tests: str) -> str:
+    """A shell command speaking the outcome-report protocol: one passed line per test on fd 9."""
+    lines = "".join(f'{{"test": "{t}", "outcome": "passed"}}\\n' for t in tests)
+    return f"""printf '{lines}{{"done": true}}\\n' >&9"""
+
+
+@pytest.fixture
+def sandbox(tmp_path, bwrap_bin):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "code.txt").write_text("agent's work\n")
+    return create_sandbox(SandboxKind.BWRAP, workspace=workspace, claude_bin=None, bwrap_bin=bwrap_bin)
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    path = tmp_path / "scratch"
+    path.mkdir()
+    return path
+
+
+def _verify(sandbox, scratch, command, *, min_tests, timeout_s=60.0, **options):
+    return run_verify(
+        sandbox,
+        command,
+        scratch=scratch,
+        min_tests=min_tests,
+        timeout_s=timeout_s,
+        cancel=threading.Event(),
+        **options,
+    )
+
+
+def test_a_verify_with_min_tests_passes_only_on_a_report_with_enough_tests(sandbox, scratch) -> None:
+    assert _verify(sandbox, scratch, _report("a", "b"), min_tests=2).passed is True
+    assert _verify(sandbox, scratch, _report("a", "b"), min_tests=3).passed is False  # too few
+    # negative control: exit 0 with no report passes the exit-status path but not this one
+    assert _verify(sandbox, scratch, "true", min_tests=None).passed is True
+    assert _verify(sandbox, scratch, "true", min_tests=1).passed is False
+    assert list(scratch.iterdir()) == []  # the judge kit and report directory are cleaned up
+
+
+def test_a_reported_verify_gets_the_tasks_variables_and_mounts(sandbox, scratch, tmp_path) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "note.txt").write_text("mounted\n")
+    command = f'test "$X_EXTRA" = yes && grep -q mounted /extra-mount/note.txt && {_report("a")}'
+    mounts = (Mount(source=extra, target="/extra-mount"),)
+    outcome = _verify(sandbox, scratch, command, min_tests=1, env_extra={"X_EXTRA": "yes"}, mounts=mounts)
+    assert outcome.passed is True
+    assert _verify(sandbox, scratch, command, min_tests=1, mounts=mounts).passed is False  # no variable
+    assert _verify(sandbox, scratch, command, min_tests=1, env_extra={"X_EXTRA": "yes"}).passed is False
+
+
+@pytest.mark.parametrize("min_tests", [None, 1])
+def test_a_hung_verify_is_charged_to_the_agent_as_verify_timeout(sandbox, scratch, min_tests) -> None:
+    with pytest.raises(ChargedFailure) as raised:
+        _verify(sandbox, scratch, "sleep 30", min_tests=min_tests, timeout_s=1)
+    assert raised.value.kind == "verify-timeout"
+
+
+def _oracle(content: bytes, command: str) -> OracleSnapshot:
+    file = OracleFile(
+        target="check.txt", data=content, sha256=hashlib.sha256(content).hexdigest(), size=len(content)
+    )
+    return OracleSnapshot(command=command, files=(file,))
+
+
+def test_the_oracles_output_never_leaves_the_judge(sandbox, scratch) -> None:
+    command = f'cat "$WORKFLOW_BENCH_ORACLE_ROOT/check.txt"; {_report("hidden")}'
+    outcome = run_hidden_oracle(
+        sandbox,
+        _oracle(b"SECRET-ORACLE-LINE\n", command),
+        min_tests=1,
+        scratch=scratch,
+        timeout_s=60,
+        cancel=threading.Event(),
+    )
+    assert outcome.passed is True and outcome.output == ""
+
+
+def test_a_hung_oracle_is_charged_as_oracle_timeout(sandbox, scratch) -> None:
+    with pytest.raises(ChargedFailure) as raised:
+        run_hidden_oracle(
+            sandbox,
+            _oracle(b"x\n", "sleep 30"),
+            min_tests=1,
+            scratch=scratch,
+            timeout_s=1,
+            cancel=threading.Event(),
+        )
+    assert raised.value.kind == "oracle-timeout"
+    assert list(scratch.iterdir()) == []
+
+
+def test_an_oracle_below_its_min_tests_fails(sandbox, scratch) -> None:
+    outcome = run_hidden_oracle(
+        sandbox,
+        _oracle(b"x\n", _report("one")),
+        min_tests=2,
+        scratch=scratch,
+        timeout_s=60,
+        cancel=threading.Event(),
+    )
+    assert outcome.passed is False
