@@ -86,7 +86,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "workflow_bench/reports/promotion/policy.py": PROMOTION_TESTS,
     "workflow_bench/reports/promotion/evidence.py": PROMOTION_TESTS,
     "workflow_bench/reports/promotion/gate.py": PROMOTION_TESTS,
-    "workflow_bench/reports/stats.py": ("tests/unit/test_stats_and_rerender.py",),
+    "workflow_bench/reports/stats.py": (
+        "tests/unit/test_stats_and_rerender.py",
+        "tests/unit/test_stats_rules.py",
+    ),
 }
 PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly")
 

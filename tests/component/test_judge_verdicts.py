@@ -59,6 +59,9 @@ def test_a_verify_with_min_tests_passes_only_on_a_report_with_enough_tests(sandb
     assert _verify(sandbox, scratch, _report("a", "b"), min_tests=2).passed is True
     assert _verify(sandbox, scratch, _report("a", "b"), min_tests=3).passed is False  # too few
     # negative control: exit 0 with no report passes the exit-status path but not this one
+    unreported = _verify(sandbox, scratch, "exit 3", min_tests=None)
+    assert unreported.passed is False and unreported.detail == "exit status 3 (no outcome report declared)"
+    assert unreported.tests_run is None  # no report: the test count is unknown, not 0
     assert _verify(sandbox, scratch, "true", min_tests=None).passed is True
     assert _verify(sandbox, scratch, "true", min_tests=1).passed is False
     assert list(scratch.iterdir()) == []  # the judge kit and report directory are cleaned up

@@ -1,0 +1,155 @@
+"""stats.json's rules one at a time: what is compared, what is unknown, and the documented methods.
+
+test_stats_and_rerender.py checks a realistic sweep end to end; these pin each rule with its
+negative control: a task measured on one side only is skipped (and the next task still counts),
+an unmeasured cost is an unknown delta (never 0), the CI is the documented bootstrap (percentile,
+2000 resamples, seed 0: a re-render is byte-identical), the arm CI is Wilson's, and pass@k /
+pass^k cover exactly k = 1..runs over the tasks with at least k valid runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from workflow_bench.reports.stats import (
+    paired_statistics,
+    pass_at_k,
+    pass_hat_k,
+    stats_text,
+    summarize_deltas,
+)
+
+from .sweep_fixtures import row, runs
+
+pytestmark = pytest.mark.unit
+
+
+def _stats(rows, arms, tasks, n=3):
+    return paired_statistics(rows, arms=arms, tasks=tasks, runs=n)
+
+
+def test_the_ci_is_the_documented_bootstrap_and_repeats_exactly() -> None:
+    deltas = [0.3, -0.1, 0.25, 0.05, 0.4, 0.12, -0.2, 0.33]
+    expected = scipy_stats.bootstrap(
+        (np.asarray(deltas),),
+        np.median,
+        confidence_level=0.95,
+        n_resamples=2000,
+        method="percentile",
+        rng=np.random.default_rng(0),
+    ).confidence_interval
+    summary = summarize_deltas(deltas)
+    assert summary["ci95"] == [round(expected.low, 6), round(expected.high, 6)]
+    assert summarize_deltas(deltas) == summary  # fixed seed: the same input, the same CI
+    assert summary["tasks"] == 8 and summary["median_delta"] == round(float(np.median(deltas)), 6)
+
+
+def test_two_tasks_are_enough_for_a_ci_and_integer_deltas_are_fine() -> None:
+    assert summarize_deltas([1, 3])["ci95"] is not None
+    assert summarize_deltas([])["median_delta"] is None and summarize_deltas([])["tasks"] == 0
+
+
+def test_a_task_measured_on_one_side_only_is_skipped_and_later_tasks_still_count() -> None:
+    rows = runs(3, "t1", "baseline", cost_usd=1.0) + runs(3, "t2", "baseline", cost_usd=1.0)
+    rows += runs(3, "t2", "workflow", cost_usd=3.0)  # t1: workflow never ran
+    [comparison] = _stats(rows, ["workflow", "baseline"], ["t1", "t2"])["comparisons"]
+    assert [t["task"] for t in comparison["per_task"]] == ["t2"]
+    assert comparison["cost_usd"]["median_delta"] == 2.0 and comparison["cost_usd"]["tasks"] == 1
+    assert comparison["kind"] == "vs-baseline"
+
+
+def test_an_unmeasured_cost_is_an_unknown_delta_not_zero() -> None:
+    rows = runs(3, "t1", "baseline", cost_usd=1.0) + runs(3, "t1", "workflow", cost_usd=None)
+    rows += runs(3, "t2", "baseline", cost_usd=True) + runs(3, "t2", "workflow", cost_usd=1.0)
+    [comparison] = _stats(rows, ["workflow", "baseline"], ["t1", "t2"])["comparisons"]
+    assert [t["cost_usd_delta"] for t in comparison["per_task"]] == [None, None]
+    assert [t["resolve_rate_delta"] for t in comparison["per_task"]] == [0.0, 0.0]
+    assert comparison["cost_usd"]["tasks"] == 0 and comparison["cost_usd"]["median_delta"] is None
+    assert _stats(rows, ["workflow"], ["t1"])["arms"]["workflow"]["median_cost_usd"] is None
+
+
+def test_a_candidate_is_compared_with_its_incumbent_only_when_the_incumbent_ran() -> None:
+    rows = runs(3, "t1", "workflow") + runs(3, "t1", "candidate_workflow")
+    kinds = [
+        (c["arm"], c["reference"], c["kind"])
+        for c in _stats(rows, ["workflow", "candidate_workflow"], ["t1"])["comparisons"]
+    ]
+    assert kinds == [("candidate_workflow", "workflow", "candidate-vs-incumbent")]
+    assert _stats(rows, ["candidate_workflow"], ["t1"])["comparisons"] == []
+
+
+def test_the_arm_summary_uses_wilsons_interval_and_knows_when_there_is_nothing() -> None:
+    rows = [
+        *runs(2, "t1", "workflow", cost_usd=2.0),
+        row("t1", "workflow", 2, cost_usd=4.0),
+        row("t1", "workflow", 3, resolved=False, cost_usd=4.0),
+    ]
+    summary = _stats(rows, ["workflow", "baseline"], ["t1"])["arms"]
+    wilson = scipy_stats.binomtest(3, 4).proportion_ci(0.95, method="wilson")
+    assert summary["workflow"] == {
+        "valid_runs": 4,
+        "resolved": 3,
+        "resolve_rate": 0.75,
+        "resolve_rate_ci95": [round(wilson.low, 6), round(wilson.high, 6)],
+        "median_cost_usd": 3.0,
+    }
+    assert summary["baseline"] == {
+        "valid_runs": 0,
+        "resolved": 0,
+        "resolve_rate": None,
+        "resolve_rate_ci95": None,
+        "median_cost_usd": None,
+    }
+
+
+def test_pass_k_covers_k_up_to_runs_over_tasks_with_enough_valid_runs() -> None:
+    rows = runs(3, "t1", "workflow") + runs(2, "t2", "workflow", resolved=False)
+    pass_k = _stats(rows, ["workflow"], ["t1", "t2"])["pass_k"]["workflow"]
+    assert set(pass_k) == {"1", "2", "3"}
+    assert [pass_k[k]["tasks"] for k in ("1", "2", "3")] == [2, 2, 1]
+    assert pass_k["1"]["pass_at_k"] == 0.5 and pass_k["3"]["pass_hat_k"] == 1.0
+    none = _stats(runs(2, "t1", "workflow"), ["workflow"], ["t1"])["pass_k"]["workflow"]["3"]
+    assert none == {"tasks": 0, "pass_at_k": None, "pass_hat_k": None}
+
+
+def test_pass_k_bounds_and_their_message() -> None:
+    assert pass_hat_k(3, 0, 1) == 0.0 and pass_at_k(3, 0, 1) == 0.0  # c = 0 is a valid count
+    for fn, n, c, k in ((pass_hat_k, 2, 1, 3), (pass_hat_k, 2, 3, 1), (pass_at_k, 2, -1, 1)):
+        with pytest.raises(ValueError, match=rf"got n={n} c={c} k={k}"):
+            fn(n, c, k)
+
+
+def test_the_document_names_its_schema_and_methods() -> None:
+    stats = _stats(runs(3, "t1", "workflow") + runs(3, "t1", "baseline"), ["workflow", "baseline"], ["t1"])
+    assert stats["schema_version"] == 1
+    assert set(stats["method"]) == {"delta", "ci", "sign_test", "resolve_rate_ci95", "pass_k"}
+    assert "2000 resamples, seed 0" in stats["method"]["ci"] and "95%" in stats["method"]["ci"]
+
+
+def test_stats_text_is_canonical_json_and_refuses_nan() -> None:
+    assert (
+        stats_text({"b": 1, "a": {"é": [1.5]}})
+        == '{\n  "a": {\n    "é": [\n      1.5\n    ]\n  },\n  "b": 1\n}\n'
+    )
+    assert (
+        json.loads(stats_text(_stats(runs(3, "t1", "workflow"), ["workflow"], ["t1"])))["schema_version"] == 1
+    )
+    with pytest.raises(ValueError):
+        stats_text({"x": math.nan})
+
+
+def test_a_non_finite_cost_is_an_unknown_delta() -> None:
+    rows = runs(3, "t1", "baseline", cost_usd=1.0) + runs(3, "t1", "workflow", cost_usd=math.inf)
+    [comparison] = _stats(rows, ["workflow", "baseline"], ["t1"])["comparisons"]
+    assert comparison["per_task"][0]["cost_usd_delta"] is None
+    assert _stats(rows, ["workflow"], ["t1"])["arms"]["workflow"]["median_cost_usd"] is None
+
+
+def test_an_arm_the_registry_does_not_know_is_summarized_without_an_incumbent() -> None:
+    stats = _stats(runs(3, "t1", "my_arm"), ["my_arm"], ["t1"])
+    assert stats["comparisons"] == [] and stats["arms"]["my_arm"]["valid_runs"] == 3
