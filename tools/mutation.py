@@ -72,6 +72,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_outcome_predicates.py",
     ),
     "workflow_bench/judging/outcome_report.py": (
+        "tests/unit/test_outcome_check.py",
         "tests/component/test_outcome_report.py",
         "tests/component/test_judge_verdicts.py",
     ),

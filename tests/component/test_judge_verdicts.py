@@ -130,3 +130,12 @@ def test_an_oracle_below_its_min_tests_fails(sandbox, scratch) -> None:
         cancel=threading.Event(),
     )
     assert outcome.passed is False
+
+
+def test_a_directory_planted_at_the_report_path_is_no_proof_not_a_crash(sandbox, scratch) -> None:
+    """The code under test can find the writable report directory; what it plants there is refused."""
+    plant = 'for d in /.wfbench-out-*; do mkdir "$d/outcome.json"; done'
+    outcome = _verify(sandbox, scratch, f"{plant}; {_report('a')}", min_tests=1)
+    assert outcome.passed is False
+    assert outcome.detail == "no proof of success: no outcome report was written"
+    assert list(scratch.iterdir()) == []

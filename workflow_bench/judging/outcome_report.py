@@ -126,9 +126,12 @@ def _read_report(path: Path) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    # fstat before fdopen: fdopen raises IsADirectoryError on a directory, which would turn a
+    # directory the code under test made at the report path into a harness crash.
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
         return handle.read(MAX_REPORT_BYTES + 1)
 
 
