@@ -81,7 +81,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_attribution_rules.py",
     ),
     "workflow_bench/judging/patch.py": ("tests/component/test_patch_view.py",),
-    "workflow_bench/cells/evidence.py": ("tests/unit/test_evidence.py",),
+    "workflow_bench/cells/evidence.py": (
+        "tests/unit/test_evidence.py",
+        "tests/unit/test_evidence_outcomes.py",
+    ),
     "workflow_bench/relay/wire.py": ("tests/unit/test_wire.py", "tests/unit/test_evidence.py"),
     "workflow_bench/reports/health.py": ("tests/unit/test_health.py",),
     "workflow_bench/reports/promotion/policy.py": PROMOTION_TESTS,
