@@ -49,6 +49,12 @@ EQUIVALENTS_FILE = ROOT / "tools" / "mutation-equivalents.toml"
 THRESHOLD = 95.0
 
 PROMOTION_TESTS = ("tests/unit/test_promotion_gate.py", "tests/unit/test_promotion_gate_rules.py")
+WIRE_TESTS = (
+    "tests/unit/test_wire.py",
+    "tests/unit/test_evidence.py",
+    "tests/unit/test_evidence_outcomes.py",
+    "tests/unit/test_evidence_threads.py",
+)
 # module path -> the fast tests that pin it. Adding a module is one line. A module whose file
 # does not exist (yet) is skipped with a note.
 MODULES: dict[str, tuple[str, ...]] = {
@@ -81,11 +87,8 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_attribution_rules.py",
     ),
     "workflow_bench/judging/patch.py": ("tests/component/test_patch_view.py",),
-    "workflow_bench/cells/evidence.py": (
-        "tests/unit/test_evidence.py",
-        "tests/unit/test_evidence_outcomes.py",
-    ),
-    "workflow_bench/relay/wire.py": ("tests/unit/test_wire.py", "tests/unit/test_evidence.py"),
+    "workflow_bench/cells/evidence.py": WIRE_TESTS,
+    "workflow_bench/relay/wire.py": WIRE_TESTS,
     "workflow_bench/reports/health.py": ("tests/unit/test_health.py",),
     "workflow_bench/reports/promotion/policy.py": PROMOTION_TESTS,
     "workflow_bench/reports/promotion/evidence.py": PROMOTION_TESTS,
