@@ -89,7 +89,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "workflow_bench/judging/patch.py": ("tests/component/test_patch_view.py",),
     "workflow_bench/cells/evidence.py": WIRE_TESTS,
     "workflow_bench/relay/wire.py": WIRE_TESTS,
-    "workflow_bench/reports/health.py": ("tests/unit/test_health.py",),
+    "workflow_bench/reports/health.py": ("tests/unit/test_health.py", "tests/unit/test_health_lines.py"),
     "workflow_bench/reports/promotion/policy.py": PROMOTION_TESTS,
     "workflow_bench/reports/promotion/evidence.py": PROMOTION_TESTS,
     "workflow_bench/reports/promotion/gate.py": PROMOTION_TESTS,
@@ -205,10 +205,12 @@ def _run_mutmut(
     tests = sorted({t for ts in modules.values() for t in ts})
     if not tests:
         return
+    # mutmut hands each mutant its covering tests unordered; run them fastest first (-x).
+    shutil.copy2(ROOT / "tools" / "mutation_order.py", tree / "mutation_order.py")
     config = {
         "source_paths": ["workflow_bench"],
         "only_mutate": list(modules),
-        "pytest_add_cli_args": ["-p", "no:cacheprovider"],
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "mutation_order"],
         "pytest_add_cli_args_test_selection": tests,
         "also_copy": [p.name for p in tree.iterdir() if p.name not in ("workflow_bench", "tests", "mutants")],
         "use_git_change_detection": False,
@@ -389,10 +391,18 @@ def _run_ast(
         copy = work / f"ast-{i}"
         shutil.copytree(work / "tree", copy, ignore=shutil.ignore_patterns("mutants"))
         copies.append(copy)
+    # Two passes: first only the tests mutmut saw reach the module, fastest first (most mutants
+    # die there in seconds); a mutant that survives them gets every mapped test file, so a test
+    # that reads a table without calling the module's functions still counts.
+    covering = _covering_tests(work / "tree", modules)
     requests = [
-        {"path": module, "source": m.source, "tests": list(modules[module])} for module, m in jobs_list
+        {"path": module, "source": m.source, "tests": covering.get(module, [])} for module, m in jobs_list
     ]
     verdicts = _pool(work / "tree", requests, jobs=jobs, copies=copies)
+    again = [i for i, verdict in enumerate(verdicts) if verdict == "survived"]
+    full = [{**requests[i], "tests": list(modules[jobs_list[i][0]])} for i in again]
+    for i, verdict in zip(again, _pool(work / "tree", full, jobs=jobs, copies=copies), strict=True):
+        verdicts[i] = verdict
     for (module, mutant), verdict in zip(jobs_list, verdicts, strict=True):
         original = (ROOT / module).read_text()
         diff = "".join(
@@ -405,6 +415,26 @@ def _run_ast(
             )
         )
         _record(tallies[module], module, f"ast:{module}:{mutant.line}", diff, verdict, equivalents)
+
+
+def _covering_tests(tree: Path, modules: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
+    """Per module, the test ids mutmut's stats run saw call into it, fastest first."""
+    try:
+        stats = json.loads((tree / "mutants" / "mutmut-stats.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    durations = stats.get("duration_by_test", {})
+    out: dict[str, list[str]] = {}
+    for module in modules:
+        prefix = module.removesuffix(".py").replace("/", ".") + "."
+        ids = {
+            t
+            for name, tests in stats.get("tests_by_mangled_function_name", {}).items()
+            if name.startswith(prefix)
+            for t in tests
+        }
+        out[module] = sorted(ids, key=lambda t: (durations.get(t, float("inf")), t))
+    return out
 
 
 # ---- equivalents, verdicts, report ---------------------------------------------------------
