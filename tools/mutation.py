@@ -51,6 +51,7 @@ THRESHOLD = 95.0
 PROMOTION_TESTS = ("tests/unit/test_promotion_gate.py", "tests/unit/test_promotion_gate_rules.py")
 WIRE_TESTS = (
     "tests/unit/test_wire.py",
+    "tests/unit/test_wire_rules.py",
     "tests/unit/test_evidence.py",
     "tests/unit/test_evidence_outcomes.py",
     "tests/unit/test_evidence_threads.py",
