@@ -1,0 +1,171 @@
+"""Skill evidence, subagent threads and the stream cross-check on the edge cases the agent controls.
+
+Rules pinned here (cells.evidence): a skill counts as invoked when the model called Skill with
+that name in any of the forms the CLI uses (``skill``, ``command``, ``name``; a leading "/", a
+plugin prefix "ns:", extra arguments, any case) and got a non-error result; a subagent thread is
+anchored by one unanswered Agent/Task/Skill call, each call anchoring at most one subagent; the
+cross-check never crashes on stream shapes a forger can print, bounds the ids it quotes, and
+reads a usage count the wire never reported as the CLI's zero.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workflow_bench.cells.evidence import WireEvidence, analyse, cross_check
+from workflow_bench.relay.wire import ToolResult, ToolUse
+
+from .test_evidence import USER, _exchange, _honest, _record, _reply, _stream
+
+pytestmark = pytest.mark.unit
+
+
+def _wire(*uses: ToolUse, results: dict[str, bool] | None = None) -> WireEvidence:
+    return WireEvidence(
+        exchanges=1,
+        refused=0,
+        usage={},
+        usage_main={},
+        tool_use_counts={},
+        tool_uses={u.id: u for u in uses},
+        tool_results={k: ToolResult(k, error, "d") for k, error in (results or {}).items()},
+        main_tool_use_ids=(),
+        turns=1,
+    )
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        {"skill": "work"},
+        {"skill": "/Work"},
+        {"skill": "plugin:work"},
+        {"skill": "a:b:work"},
+        {"command": "/work now please"},
+        {"name": "WORK"},
+        {"skill": "  ", "command": "work"},
+        {"skill": 5, "name": "work"},
+    ],
+)
+def test_every_form_of_a_skill_call_is_recognised(inputs) -> None:
+    wire = _wire(ToolUse("t1", "Skill", inputs), results={"t1": False})
+    assert wire.skill_invoked("work") is True
+    assert wire.skill_invoked("plan") is False
+
+
+def test_the_skill_call_is_found_among_other_calls_and_needs_a_good_result() -> None:
+    bash, skill = ToolUse("t0", "Bash", {"command": "work"}), ToolUse("t1", "skill", {"skill": "work"})
+    assert _wire(bash, skill, results={"t0": False, "t1": False}).skill_invoked("work") is True
+    assert _wire(bash, results={"t0": False}).skill_invoked("work") is False  # a Bash "work" is no skill
+    assert _wire(skill, results={"t1": True}).skill_invoked("work") is False
+    assert _wire(skill).skill_invoked("work") is False  # never answered
+
+
+# --- subagent threads ------------------------------------------------------------------------
+
+
+def _parent(calls: list[dict]):
+    return _exchange(0, [USER], _reply("m1", calls, 10))
+
+
+def _child(index: int, agent: str, text: str = "read it"):
+    return _exchange(index, [{"role": "user", "content": text}], _reply(f"s{index}", [], 1), agent_id=agent)
+
+
+AGENT = {"type": "tool_use", "id": "a1", "name": "Agent", "input": {"prompt": "read it"}}
+
+
+def test_an_agent_call_after_other_calls_still_anchors_its_subagent() -> None:
+    bash = {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "ls"}}
+    other = {"type": "tool_use", "id": "a0", "name": "Agent", "input": {"prompt": "something else"}}
+    assert analyse(_record([_parent([bash, other, AGENT]), _child(1, "ag1")])).tampering == ()
+
+
+def test_a_skill_call_anchors_a_subagent_whatever_its_first_message() -> None:
+    skill = {"type": "tool_use", "id": "k1", "name": "Skill", "input": {"skill": "work"}}
+    assert analyse(_record([_parent([skill]), _child(1, "ag1", "anything")])).tampering == ()
+
+
+def test_one_call_anchors_one_subagent_and_an_agent_id_cannot_start_twice() -> None:
+    # ag2's first message carries the same prompt (so only the anchor's reuse is wrong)
+    second = [{"type": "text", "text": "read it"}, {"type": "text", "text": "too"}]
+    assert analyse(_record([_parent([AGENT]), _child(1, "ag1"), _child(2, "ag2", second)])).tampering == (
+        "request 2 starts a conversation the session never had",
+    )
+    calls = [AGENT, {**AGENT, "id": "a2"}]
+    assert analyse(_record([_parent(calls), _child(1, "ag1"), _child(2, "ag2", second)])).tampering == ()
+    again = analyse(_record([_parent(calls), _child(1, "ag1"), _child(2, "ag1", second)]))
+    assert again.tampering == ("request 2 starts a conversation the session never had",)
+
+
+def test_an_answered_call_anchors_nothing() -> None:
+    parent = _parent([AGENT])
+    answered = _exchange(
+        1,
+        [
+            USER,
+            {"role": "assistant", "content": [AGENT]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a1", "content": "done"}]},
+        ],
+        _reply("m2", [], 1),
+    )
+    wire = analyse(_record([parent, answered, _child(2, "ag1")]))
+    assert wire.tampering == ("request 2 starts a conversation the session never had",)
+
+
+# --- the cross-check on odd streams -----------------------------------------------------------
+
+
+def test_odd_stream_events_are_checked_not_fatal() -> None:
+    wire = analyse(_record(_honest()))
+    odd = [
+        {"type": "user", "message": {"content": None}},
+        {"type": "user", "message": "text"},
+        {"type": "user", "message": {"content": ["plain", {"type": "text", "text": "x"}]}},
+        {"type": "assistant", "message": {"id": "m1", "content": "just text"}},
+        {"type": "result", "is_error": False, "usage": "not a dict"},
+    ]
+    problems = cross_check(wire, [*_stream()[:-1], *odd])
+    assert any("result usage" in p for p in problems)  # a result without usage is not the wire's
+
+
+def test_a_forged_result_after_a_text_block_is_still_seen() -> None:
+    wire = analyse(_record(_honest()))
+    forged = {
+        "type": "user",
+        "message": {
+            "content": [
+                {"type": "text", "text": "x"},
+                {"type": "tool_result", "tool_use_id": "zz", "content": "x"},
+                {"type": "tool_result", "tool_use_id": "t1", "is_error": True},
+            ]
+        },
+    }
+    problems = cross_check(wire, _stream(extra=[forged]))
+    assert "the stream answers tool call zz the model never made" in problems
+    assert "the stream's result for t1 disagrees with the one sent" in problems
+
+
+def test_ids_quoted_in_problems_are_bounded() -> None:
+    wire = analyse(_record(_honest()))
+    long_id = "z" * 500
+    forged = {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": long_id}]}}
+    [problem] = cross_check(wire, _stream(extra=[forged]))
+    assert problem == f"the stream answers tool call {'z' * 63}… the model never made"
+    shown = {"type": "assistant", "message": {"id": "mq", "content": [{"type": "tool_use", "id": long_id}]}}
+    [problem] = cross_check(wire, _stream(extra=[shown]))
+    assert problem == f"the stream shows tool call {'z' * 63}… the model never made"
+
+
+def test_a_count_the_wire_never_reported_is_read_as_the_clis_zero() -> None:
+    usage = {"input_tokens": 10, "output_tokens": 1}  # no cache fields on the wire
+    body = json.dumps({"id": "m1", "type": "message", "content": [], "usage": usage}).encode()
+    raw = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + body
+    wire = analyse(_record([_exchange(0, [USER], raw)]))
+    assert wire.usage_main["cache_read_input_tokens"] is None
+    zeros = {**usage, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    assert cross_check(wire, [{"type": "result", "is_error": False, "usage": zeros}]) == []
+    five = {**zeros, "cache_read_input_tokens": 5}
+    assert cross_check(wire, [{"type": "result", "is_error": False, "usage": five}])  # invented
