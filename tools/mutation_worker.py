@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest  # imported before forking: the shared, project-free part of every run
 
-ARGS = ("-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly")
+ARGS = ("-x", "-q", "--tb=no", "-p", "no:cacheprovider", "-p", "no:randomly")  # output goes nowhere
 _PROJECT = {"__main__", "workflow_bench", "tests", "conftest"}  # never pre-imported, whatever __file__ says
 
 
