@@ -88,7 +88,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_attribution.py",
         "tests/unit/test_attribution_rules.py",
     ),
-    "workflow_bench/judging/patch.py": ("tests/component/test_patch_view.py",),
+    "workflow_bench/judging/patch.py": (
+        "tests/component/test_patch_view.py",
+        "tests/component/test_patch_view_host.py",
+    ),
     "workflow_bench/cells/evidence.py": WIRE_TESTS,
     "workflow_bench/relay/wire.py": WIRE_TESTS,
     "workflow_bench/reports/health.py": ("tests/unit/test_health.py", "tests/unit/test_health_lines.py"),
