@@ -467,3 +467,26 @@ def test_a_stored_policy_round_trips_every_value() -> None:
         evidence_max_age_days=30,
     )
     assert PromotionPolicy.from_json(policy.to_json()) == policy
+
+
+@pytest.mark.parametrize(
+    ("metric", "warned"),
+    [("cost_usd", False), ("duration_s", False), ("output_tokens", True), ("num_turns", True)],
+)
+def test_only_main_loop_metrics_carry_the_subagent_warning(metric: str, warned: bool) -> None:
+    """output_tokens and num_turns come from the CLI's main loop: subagent spend is invisible to them."""
+    policy = PromotionPolicy(implementation=ImplementationPolicy(metric=metric))
+    inc, cand = impl_arm(metrics={metric: 2.0}), impl_arm(metrics={metric: 1.0})
+    evidence = PromotionEvidence(
+        "candidate_workflow", "workflow", False, "complete", "m", (), (TaskPair("a", "x", inc, cand),)
+    )
+    d = decide(policy, evidence)
+    assert d.decision == PROMOTE and d.metric == metric
+    assert (d.metric_warning is not None) is warned
+    if warned:
+        assert "subagent" in d.metric_warning
+
+
+def test_an_unknown_metric_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(PolicyError, match="known: cost_usd, output_tokens, duration_s, num_turns"):
+        ImplementationPolicy(metric="tokens")
