@@ -139,3 +139,21 @@ def test_a_directory_planted_at_the_report_path_is_no_proof_not_a_crash(sandbox,
     assert outcome.passed is False
     assert outcome.detail == "no proof of success: no outcome report was written"
     assert list(scratch.iterdir()) == []
+
+
+def test_a_reported_run_keeps_its_counts_and_only_the_tail_of_its_output(sandbox, scratch) -> None:
+    noisy = f"head -c 10000 /dev/zero | tr '\\0' a; echo END; {_report('a', 'b')}"
+    outcome = _verify(sandbox, scratch, noisy, min_tests=2)
+    assert outcome.passed is True and (outcome.tests_run, outcome.tests_passed) == (2, 2)
+    assert outcome.detail == "2/2 tests passed (outcome report verified)"
+    assert len(outcome.output) == 4000 and outcome.output.endswith("aEND\n")
+
+
+def test_a_cancelled_sweep_stops_a_reported_run_as_a_harness_error_not_a_verdict(sandbox, scratch) -> None:
+    from workflow_bench.process import ProcessError
+
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(ProcessError, match=r"^judge runner"):
+        run_verify(sandbox, "sleep 30", scratch=scratch, min_tests=1, timeout_s=60, cancel=cancel)
+    assert list(scratch.iterdir()) == []
