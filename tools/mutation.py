@@ -52,6 +52,7 @@ PROMOTION_TESTS = ("tests/unit/test_promotion_gate.py", "tests/unit/test_promoti
 WIRE_TESTS = (
     "tests/unit/test_wire.py",
     "tests/unit/test_wire_rules.py",
+    "tests/unit/test_wire_sse.py",
     "tests/unit/test_evidence.py",
     "tests/unit/test_evidence_outcomes.py",
     "tests/unit/test_evidence_threads.py",
