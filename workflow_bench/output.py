@@ -97,6 +97,18 @@ class OutputDir:
             handle.flush()
             os.fsync(handle.fileno())
 
+    def write_jsonl(self, name: str, records: list[Mapping[str, Any]]) -> Path:
+        """Replace ``name`` with one JSON line per record (atomic rename, fsynced)."""
+        text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
+        path = self.root / name
+        tmp = path.with_name(f".{name}.tmp")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        return path
+
     def write_text(self, name: str, text: str) -> Path:
         path = self.root / name
         tmp = path.with_name(f".{name}.tmp")

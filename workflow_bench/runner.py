@@ -35,7 +35,7 @@ from .output import OutputDirError, prepare_output_dir
 from .overlay import Overlay, OverlayError, load_overlay
 from .provider import Script, ScriptError, load_script
 from .sandbox import HOST_CHILD_UID, SandboxError, SandboxKind, preflight
-from .schedule import DEFAULT_OUTAGE_STREAK, MAX_WORKERS
+from .schedule import DEFAULT_OUTAGE_STREAK, MAX_WORKERS, PACKED_WINDOW_MULTIPLIER, SCHEDULERS, SchedulePolicy
 from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
 from .tasks import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
 from .workspace import remove_tree
@@ -109,6 +109,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--workers", type=_workers, default=1, help=f"cells in parallel, 1..{MAX_WORKERS} (default 1)"
+    )
+    parser.add_argument(
+        "--scheduler",
+        choices=SCHEDULERS,
+        default="packed",
+        help="packed: one pool across tasks, bounded by --window (less idle time); waves: one task at a "
+        "time in waves of --workers (idles on each wave's slowest cell; overrun ≤ workers−1); default packed",
+    )
+    parser.add_argument(
+        "--window",
+        type=_positive_int,
+        help=f"packed: a cell starts only while fewer than WINDOW cells ahead of the in-order fold; larger "
+        f"is faster but wastes up to WINDOW−1 paid cells after an outage (default {PACKED_WINDOW_MULTIPLIER}"
+        "×workers, never below workers)",
     )
     parser.add_argument(
         "--arms",
@@ -257,7 +271,21 @@ def _validate_unsafe_host(args: argparse.Namespace) -> None:
         raise UsageError("--canary tests the bubblewrap boundary; it cannot run with --unsafe-no-bwrap")
 
 
+def _policy(args: argparse.Namespace) -> SchedulePolicy:
+    return SchedulePolicy(
+        scheduler=args.scheduler, workers=args.workers, window=args.window, outage_streak=args.outage_streak
+    )
+
+
+def _validate_schedule(args: argparse.Namespace) -> None:
+    if args.window is not None and args.scheduler != "packed":
+        raise UsageError(f"--window applies to --scheduler packed, not {args.scheduler}")
+    if args.window is not None and args.window < args.workers:
+        raise UsageError(f"--window {args.window} is below --workers {args.workers}: workers would idle")
+
+
 def _validate_args(args: argparse.Namespace) -> None:
+    _validate_schedule(args)
     if args.unsafe_no_bwrap:
         _validate_unsafe_host(args)
     if len(set(args.arms)) != len(args.arms):
@@ -403,14 +431,13 @@ def _sweep_config(
         skipped_expensive=ready.skipped_expensive,
         arms=tuple(resolve_arm(a) for a in args.arms),
         runs=args.runs,
-        workers=args.workers,
+        policy=_policy(args),
         out_dir=out_dir,
         model=model,
         effort=args.effort,
         session_timeout_s=args.timeout,
         verify_timeout_s=args.verify_timeout,
         max_retries=args.max_retries,
-        outage_streak=args.outage_streak,
         claude_bin=ready.claude_bin,
         claude_version=ready.claude_version,
         bwrap_bin=ready.bwrap_bin,

@@ -24,11 +24,12 @@ from .arms import ArmSpec, Toolkit
 from .cell import run_cell
 from .comparator import ComparatorPlugin
 from .context import CellResult, SweepSettings, TaskContext, prepare_task_context
+from .not_run import NOT_RUN_FILE, not_run_record, schedule_section
 from .output import OutputDir
 from .overlay import Overlay
 from .report import ReportProvenance, render_markdown
 from .sandbox import SandboxKind, write_runtime_dir
-from .schedule import SweepOutcome, run_cells
+from .schedule import SchedulePolicy, SweepOutcome, run_cells
 from .tasks import TaskBinding
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
@@ -40,14 +41,13 @@ class SweepConfig:
     skipped_expensive: tuple[str, ...]
     arms: tuple[ArmSpec, ...]
     runs: int
-    workers: int
+    policy: SchedulePolicy
     out_dir: Path
     model: str
     effort: str | None
     session_timeout_s: float
     verify_timeout_s: float
     max_retries: int
-    outage_streak: int
     claude_bin: Path
     claude_version: str
     bwrap_bin: str
@@ -169,20 +169,24 @@ def run_sweep(
             execute=lambda c: run_cell(settings, c.task, c.arm, c.key),
             persist=persist,
             row_of=lambda r: r.row,
-            workers=config.workers,
+            policy=config.policy,
             cancel=cancel,
-            outage_streak=config.outage_streak,
+            group_of=lambda c: c.key.task_id,
             on_start=on_start,
         )
     finally:
         shutil.rmtree(work_root, ignore_errors=True)
     if outcome.status == "aborted":
-        console(f"[systemic-outage] {outcome.detail}; sweep aborted, partial evidence kept")
-    exit_code = _write_reports(config, access, outcome, rows, output, started_at, started, console)
+        console(f"[sweep-aborted] {outcome.detail}; partial evidence kept")
+    not_run = [(cells[index].key, why) for index, why in outcome.not_run]
+    if not_run:
+        output.write_jsonl(NOT_RUN_FILE, [not_run_record(key, why) for key, why in not_run])
+        console(f"{len(not_run)} planned cell(s) not run ({not_run[0][1]}); listed in {NOT_RUN_FILE}")
+    exit_code = _write_reports(config, access, outcome, rows, output, started_at, started, console, not_run)
     return outcome, exit_code
 
 
-def _write_reports(config, access, outcome, rows, output, started_at, started, console) -> int:
+def _write_reports(config, access, outcome, rows, output, started_at, started, console, not_run) -> int:
     ordered = sorted(
         rows, key=lambda r: (_task_index(config, r["task"]), r["run"], _arm_index(config, r["arm"]))
     )
@@ -203,6 +207,7 @@ def _write_reports(config, access, outcome, rows, output, started_at, started, c
         status_detail=outcome.detail,
     )
     text = render_markdown(results, provenance=provenance, accounting=usage_accounting(ordered))
+    text += schedule_section(config.policy, not_run)
     report = output.write_text("report.md", text)
     console(f"wrote {len(rows)} rows to {output.root / 'results.jsonl'} and {report}")
     if outcome.status == "aborted":
