@@ -6,7 +6,7 @@ verify command and a hidden oracle staged only after the model exits.
 Writes results.jsonl (one fsynced row per cell), per-cell patches and
 redacted transcripts, and report.md into --out.
 
-Exit codes: 0 done; 1 outage breaker tripped or an arm produced no usable
+Exit codes: 0 done; 1 outage breaker tripped, a budget ended the sweep, or an arm produced no usable
 measurement; 2 bad arguments or input (nothing was run); 130 cancelled.
 """
 
@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .access import ModelAccess
 from .arms import ARMS, DEFAULT_ARMS, Toolkit, UnknownArmError, required_candidate_arms, resolve_arm
+from .budget import Budget
 from .canary import run_canary
 from .claude_cli import ClaudeCliError, claude_version, locate_claude
 from .comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
@@ -85,6 +86,13 @@ def _non_negative_int(value: str) -> int:
     number = int(value)
     if number < 0:
         raise argparse.ArgumentTypeError("must be 0 or more")
+    return number
+
+
+def _positive_float(value: str) -> float:
+    number = float(value)
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number")
     return number
 
 
@@ -173,6 +181,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=_non_negative_int,
         default=DEFAULT_OUTAGE_STREAK,
         help="abort after this many consecutive systemic failures (0 disables; default 5)",
+    )
+    parser.add_argument(
+        "--max-cost-usd",
+        type=_positive_float,
+        metavar="X",
+        help="stop starting cells once spent + the arm's median cell cost would pass X (unknown costs are "
+        "estimated, never 0); ends the sweep as aborted, exit 1",
+    )
+    parser.add_argument(
+        "--max-runtime",
+        type=_positive_float,
+        metavar="S",
+        help="start no cell more than S seconds after the sweep began; running cells finish; aborted, exit 1",
     )
     parser.add_argument(
         "--claude-bin", help="Claude Code binary (default: the pinned version installed by ./dev)"
@@ -432,6 +453,7 @@ def _sweep_config(
         arms=tuple(resolve_arm(a) for a in args.arms),
         runs=args.runs,
         policy=_policy(args),
+        budget=Budget(max_cost_usd=args.max_cost_usd, max_runtime_s=args.max_runtime),
         out_dir=out_dir,
         model=model,
         effort=args.effort,

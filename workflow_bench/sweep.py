@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from .access import CellKey, ModelAccess
 from .accounting import usage_accounting
 from .aggregate import HealthStatus, aggregate_all, arm_health
 from .arms import ArmSpec, Toolkit
+from .budget import Budget, BudgetGuard
 from .cell import run_cell
 from .comparator import ComparatorPlugin
 from .context import CellResult, SweepSettings, TaskContext, prepare_task_context
@@ -55,6 +56,7 @@ class SweepConfig:
     overlay: Overlay | None = None
     comparator: ComparatorPlugin | None = None
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
+    budget: Budget = field(default_factory=Budget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +150,7 @@ def run_sweep(
         sandbox_kind=config.sandbox_kind,
     )
     rows: list[dict] = []
+    guard = BudgetGuard(config.budget, started=started)
     try:
         cells = plan_cells(_task_contexts(config, work_root, console), config.arms, config.runs)
         console(
@@ -160,6 +163,7 @@ def run_sweep(
         def persist(cell: PlannedCell, result: CellResult) -> None:
             stored = output.persist(cell.key.slug, result.row, result.artifacts)
             rows.append(stored)
+            guard.finished(cell.arm.name, stored)
             console(cell_summary(cell.key, stored) + f" ({len(rows)}/{len(cells)} done, {console.elapsed()})")
             if stored.get("error_kind") and stored.get("error_detail"):
                 console(f"{cell.key.label} detail: {str(stored['error_detail'])[:1200]}")
@@ -172,6 +176,7 @@ def run_sweep(
             policy=config.policy,
             cancel=cancel,
             group_of=lambda c: c.key.task_id,
+            may_start=lambda c: guard.check(c.arm.name),
             on_start=on_start,
         )
     finally:
