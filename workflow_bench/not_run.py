@@ -20,9 +20,11 @@ def not_run_record(key: CellKey, why: str) -> dict[str, object]:
     return {"task": key.task_id, "arm": key.arm, "run": key.run, "why": why}
 
 
-def schedule_section(policy: SchedulePolicy, not_run: Sequence[tuple[CellKey, str]]) -> str:
+def schedule_section(
+    policy: SchedulePolicy, not_run: Sequence[tuple[CellKey, str]], *, order: str = "plan"
+) -> str:
     """Markdown appended to report.md: how cells were scheduled and which never started."""
-    window = f", window {policy.effective_window}" if policy.scheduler == "packed" else ""
+    window = f", window {policy.effective_window}, order `{order}`" if policy.scheduler == "packed" else ""
     lines = [
         "",
         "## Scheduling",

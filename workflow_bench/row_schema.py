@@ -57,6 +57,12 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
         "sum of the CLI's total_cost_usd (includes subagents); null if any session lacked it",
     ),
     ("usage", "duration_s", "sum of the CLI's duration_ms / 1000 (process wall time when absent)"),
+    (
+        "usage",
+        "cell_wall_s",
+        "wall time of the whole cell on its executor (workspace, sessions, verify, oracle, capture), s; "
+        "what --order longest-first learns from",
+    ),
     ("usage", "num_turns", "sum of the CLI's num_turns"),
     (
         "usage",

@@ -32,6 +32,7 @@ from .claude_cli import ClaudeCliError, claude_version, locate_claude
 from .comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
 from .connect import is_openai_model, openai_access, scripted_access
 from .gateway import GatewayError, locate_litellm
+from .order import ORDERS
 from .output import OutputDirError, prepare_output_dir
 from .overlay import Overlay, OverlayError, load_overlay
 from .provider import Script, ScriptError, load_script
@@ -131,6 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"packed: a cell starts only while fewer than WINDOW cells ahead of the in-order fold; larger "
         f"is faster but wastes up to WINDOW−1 paid cells after an outage (default {PACKED_WINDOW_MULTIPLIER}"
         "×workers, never below workers)",
+    )
+    parser.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="plan",
+        help="packed: which allowed cell starts first; longest-first predicts each cell's wall from prior "
+        "rows (--resume/--reuse-results) or the task's expensive flag, so long cells do not trail; rows "
+        "and the breaker still fold in plan order (default plan)",
     )
     parser.add_argument(
         "--arms",
@@ -299,6 +308,10 @@ def _policy(args: argparse.Namespace) -> SchedulePolicy:
 
 
 def _validate_schedule(args: argparse.Namespace) -> None:
+    if args.order != "plan" and args.scheduler != "packed":
+        raise UsageError(
+            f"--order {args.order} needs --scheduler packed: a wave starts all its cells at once"
+        )
     if args.window is not None and args.scheduler != "packed":
         raise UsageError(f"--window applies to --scheduler packed, not {args.scheduler}")
     if args.window is not None and args.window < args.workers:
@@ -454,6 +467,7 @@ def _sweep_config(
         runs=args.runs,
         policy=_policy(args),
         budget=Budget(max_cost_usd=args.max_cost_usd, max_runtime_s=args.max_runtime),
+        order=args.order,
         out_dir=out_dir,
         model=model,
         effort=args.effort,

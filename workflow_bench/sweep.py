@@ -26,6 +26,7 @@ from .cell import run_cell
 from .comparator import ComparatorPlugin
 from .context import CellResult, SweepSettings, TaskContext, prepare_task_context
 from .not_run import NOT_RUN_FILE, not_run_record, schedule_section
+from .order import Order, predicted_walls
 from .output import OutputDir
 from .overlay import Overlay
 from .report import ReportProvenance, render_markdown
@@ -57,6 +58,8 @@ class SweepConfig:
     comparator: ComparatorPlugin | None = None
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
     budget: Budget = field(default_factory=Budget)
+    order: Order = "plan"
+    prior_rows: tuple[dict, ...] = ()  # rows from --resume / --reuse-results: what longest-first learns from
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +108,14 @@ def _task_contexts(config: SweepConfig, work_root: Path, console: _Console) -> l
         snapshot, base = context.sanitized_sha[:12], binding.resolved_sha[:12]
         console(f"[{binding.spec.task_id}] sanitized snapshot {snapshot} of {base}")
     return contexts
+
+
+def timed_cell(settings: SweepSettings, cell: PlannedCell) -> CellResult:
+    """Run one cell on the executor and record its whole wall time in the row."""
+    began = time.monotonic()
+    result = run_cell(settings, cell.task, cell.arm, cell.key)
+    row = {**result.row, "cell_wall_s": round(time.monotonic() - began, 3)}
+    return CellResult(row=row, artifacts=result.artifacts)
 
 
 def cell_summary(key: CellKey, row: dict) -> str:
@@ -168,9 +179,14 @@ def run_sweep(
             if stored.get("error_kind") and stored.get("error_detail"):
                 console(f"{cell.key.label} detail: {str(stored['error_detail'])[:1200]}")
 
+        priority = None
+        if config.order == "longest-first":
+            keys = [(c.key.task_id, c.arm.name, c.task.binding.spec.expensive) for c in cells]
+            priority = predicted_walls(keys, config.prior_rows)
         outcome = run_cells(
             cells,
-            execute=lambda c: run_cell(settings, c.task, c.arm, c.key),
+            execute=lambda c: timed_cell(settings, c),
+            priority=priority,
             persist=persist,
             row_of=lambda r: r.row,
             policy=config.policy,
@@ -212,7 +228,7 @@ def _write_reports(config, access, outcome, rows, output, started_at, started, c
         status_detail=outcome.detail,
     )
     text = render_markdown(results, provenance=provenance, accounting=usage_accounting(ordered))
-    text += schedule_section(config.policy, not_run)
+    text += schedule_section(config.policy, not_run, order=config.order)
     report = output.write_text("report.md", text)
     console(f"wrote {len(rows)} rows to {output.root / 'results.jsonl'} and {report}")
     if outcome.status == "aborted":
