@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import os
 import signal
 import sys
@@ -36,9 +37,10 @@ from .order import ORDERS
 from .output import OutputDirError, prepare_output_dir
 from .overlay import Overlay, OverlayError, load_overlay
 from .provider import Script, ScriptError, load_script
+from .resume import ResumeError, check_lock, kept_rows, write_lock
 from .sandbox import HOST_CHILD_UID, SandboxError, SandboxKind, preflight
 from .schedule import DEFAULT_OUTAGE_STREAK, MAX_WORKERS, PACKED_WINDOW_MULTIPLIER, SCHEDULERS, SchedulePolicy
-from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
+from .sweep import EXIT_CANCELLED, SweepConfig, config_lock, plan_keys, run_sweep
 from .tasks import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
 from .workspace import remove_tree
 
@@ -151,6 +153,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--out", type=Path, help="output directory (default results/wfbench-<UTC timestamp>/)"
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        metavar="DIR",
+        help="continue an interrupted sweep in DIR in place: the same arguments are required (checked "
+        "against DIR/sweep.lock.json, exit 2 naming what differs); finished cells whose transcripts still "
+        "match their sha256 are kept, the rest run",
     )
     parser.add_argument(
         "--include-expensive", action="store_true", help="also run tasks marked expensive: true"
@@ -457,10 +467,24 @@ def _comparator(args: argparse.Namespace) -> ComparatorPlugin | None:
         raise
 
 
+def _script_digest(args: argparse.Namespace) -> str | None:
+    if args.provider != "scripted":
+        return None
+    return hashlib.sha256((args.script or DEMO_SCRIPT).read_bytes()).hexdigest()
+
+
 def _sweep_config(
-    args: argparse.Namespace, ready: PreparedInput, *, out_dir: Path, model: str
+    args: argparse.Namespace,
+    ready: PreparedInput,
+    *,
+    out_dir: Path,
+    model: str,
+    done_rows: tuple[dict, ...] = (),
 ) -> SweepConfig:
     return SweepConfig(
+        done_rows=done_rows,
+        provider=args.provider,
+        script_digest=_script_digest(args),
         tasks=ready.bindings,
         skipped_expensive=ready.skipped_expensive,
         arms=tuple(resolve_arm(a) for a in args.arms),
@@ -525,28 +549,45 @@ def main(argv: Sequence[str] | None = None) -> int:
                 remove_tree(ready.comparator.snapshot.parent)
 
 
+def _resume_rows(args: argparse.Namespace, ready: PreparedInput, out_dir: Path) -> tuple[dict, ...]:
+    """Refuse a configuration that differs from the directory's lock; return the rows it keeps."""
+    model = args.model or (ready.script.model if ready.script else None)
+    config = _sweep_config(args, ready, out_dir=out_dir, model=model)
+    check_lock(out_dir, config_lock(config))
+    return kept_rows(out_dir, plan_keys(config))
+
+
 def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
-    out_dir = args.out or _default_out()
+    if args.resume is not None and args.out is not None and args.out.resolve() != args.resume.resolve():
+        print(f"error: --resume {args.resume} continues in place; drop --out {args.out}", file=sys.stderr)
+        return EXIT_USAGE
+    out_dir = args.resume or args.out or _default_out()
     out_existed = out_dir.exists()
+    done_rows: tuple[dict, ...] = ()
     try:
         ready = prepare(args)
         prepared.append(ready)  # main() removes the comparator snapshot whatever happens next
         if args.canary:
             _require_canary(ready)
-        out_dir = prepare_output_dir(out_dir)
+        if args.resume is not None:
+            done_rows = _resume_rows(args, ready, out_dir)
+        else:
+            out_dir = prepare_output_dir(out_dir)
     except TaskFileError as exc:
         print(f"error: invalid task file:\n{exc}", file=sys.stderr)
         return EXIT_USAGE
     except (
         UsageError, SandboxError, ClaudeCliError, OutputDirError, ScriptError, GatewayError, OverlayError,
-        ComparatorError,
+        ComparatorError, ResumeError,
     ) as exc:  # fmt: skip
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     cancel = threading.Event()
     try:
         with _model_access(args, ready.script) as (access, model), _signals_cancel(cancel):
-            config = _sweep_config(args, ready, out_dir=out_dir, model=model)
+            config = _sweep_config(args, ready, out_dir=out_dir, model=model, done_rows=done_rows)
+            if args.resume is None:
+                write_lock(out_dir, config_lock(config))
             print(f"workflow-bench: {access.provider} provider, model {model}, CLI {ready.claude_version}")
             print(f"workflow-bench: writing to {out_dir}")
             _, exit_code = run_sweep(config, access=access, cancel=cancel)

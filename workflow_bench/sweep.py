@@ -30,6 +30,7 @@ from .order import Order, predicted_walls
 from .output import OutputDir
 from .overlay import Overlay
 from .report import ReportProvenance, render_markdown
+from .resume import harness_version, tree_digest
 from .sandbox import SandboxKind, write_runtime_dir
 from .schedule import SchedulePolicy, SweepOutcome, run_cells
 from .tasks import TaskBinding
@@ -59,7 +60,42 @@ class SweepConfig:
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
     budget: Budget = field(default_factory=Budget)
     order: Order = "plan"
-    prior_rows: tuple[dict, ...] = ()  # rows from --resume / --reuse-results: what longest-first learns from
+    prior_rows: tuple[dict, ...] = ()  # rows from --reuse-results: what longest-first learns from
+    done_rows: tuple[dict, ...] = ()  # --resume: rows already kept in out_dir; their cells do not run again
+    provider: str = "anthropic"
+    script_digest: str | None = None  # --provider scripted: sha256 of the script file
+
+
+def plan_keys(config: SweepConfig) -> tuple[CellKey, ...]:
+    """The plan's cell identities, task-major, then run, then arm (reference order)."""
+    return tuple(
+        CellKey(task_id=t.spec.task_id, run=r, arm=a.name)
+        for t in config.tasks
+        for r in range(config.runs)
+        for a in config.arms
+    )
+
+
+def config_lock(config: SweepConfig) -> dict[str, object]:
+    """What ``sweep.lock.json`` pins: everything that makes a resumed sweep's rows comparable."""
+    comparator = config.comparator
+    return {
+        "model": config.model,
+        "effort": config.effort,
+        "provider": config.provider,
+        "script_digest": config.script_digest,
+        "arms": [a.name for a in config.arms],
+        "runs": config.runs,
+        "task_binding_digests": {t.spec.task_id: t.binding_digest for t in config.tasks},
+        "oracle_digests": {t.spec.task_id: t.oracle.digest for t in config.tasks},
+        "skill_digest": tree_digest(Path(config.toolkit.root) / "skills"),
+        "overlay_digest": config.overlay.digest if config.overlay else None,
+        "comparator": [comparator.version, comparator.manifest_digest] if comparator else None,
+        "claude_code_version": config.claude_version,
+        "harness_version": harness_version(),
+        "sandbox_backend": config.sandbox_kind.value,
+        "scheduler": config.policy.scheduler,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +134,11 @@ class _Console:
         return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def _task_contexts(config: SweepConfig, work_root: Path, console: _Console) -> list[TaskContext]:
+def _task_contexts(
+    config: SweepConfig, work_root: Path, console: _Console, *, needed: set[str]
+) -> list[TaskContext]:
     contexts = []
-    for binding in config.tasks:
+    for binding in (b for b in config.tasks if b.spec.task_id in needed):
         context = prepare_task_context(
             binding, toolkit=config.toolkit, dest=work_root / "templates" / binding.spec.task_id
         )
@@ -160,13 +198,20 @@ def run_sweep(
         progress=console,
         sandbox_kind=config.sandbox_kind,
     )
-    rows: list[dict] = []
+    rows: list[dict] = list(config.done_rows)
+    done = {CellKey(task_id=r["task"], run=r["run"], arm=r["arm"]) for r in rows}
+    remaining = [k for k in plan_keys(config) if k not in done]
     guard = BudgetGuard(config.budget, started=started)
+    for row in rows:
+        guard.finished(row["arm"], row)
     try:
-        cells = plan_cells(_task_contexts(config, work_root, console), config.arms, config.runs)
-        console(
-            f"{len(cells)} cells: {len(config.tasks)} tasks × {config.runs} runs × {len(config.arms)} arms"
-        )
+        contexts = _task_contexts(config, work_root, console, needed={k.task_id for k in remaining})
+        planned = plan_cells(contexts, config.arms, config.runs)
+        cells = [c for c in planned if c.key not in done]
+        total = len(plan_keys(config))
+        console(f"{total} cells: {len(config.tasks)} tasks × {config.runs} runs × {len(config.arms)} arms")
+        if done:
+            console(f"resuming: {len(done)} cell(s) already done, {len(cells)} to run")
 
         def on_start(cell: PlannedCell, index: int) -> None:
             console(f"{cell.key.label} starting ({index + 1}/{len(cells)}, {console.elapsed()} elapsed)")
@@ -175,14 +220,14 @@ def run_sweep(
             stored = output.persist(cell.key.slug, result.row, result.artifacts)
             rows.append(stored)
             guard.finished(cell.arm.name, stored)
-            console(cell_summary(cell.key, stored) + f" ({len(rows)}/{len(cells)} done, {console.elapsed()})")
+            console(cell_summary(cell.key, stored) + f" ({len(rows)}/{total} done, {console.elapsed()})")
             if stored.get("error_kind") and stored.get("error_detail"):
                 console(f"{cell.key.label} detail: {str(stored['error_detail'])[:1200]}")
 
         priority = None
         if config.order == "longest-first":
             keys = [(c.key.task_id, c.arm.name, c.task.binding.spec.expensive) for c in cells]
-            priority = predicted_walls(keys, config.prior_rows)
+            priority = predicted_walls(keys, config.prior_rows + config.done_rows)
         outcome = run_cells(
             cells,
             execute=lambda c: timed_cell(settings, c),
@@ -203,6 +248,8 @@ def run_sweep(
     if not_run:
         output.write_jsonl(NOT_RUN_FILE, [not_run_record(key, why) for key, why in not_run])
         console(f"{len(not_run)} planned cell(s) not run ({not_run[0][1]}); listed in {NOT_RUN_FILE}")
+    else:
+        (output.root / NOT_RUN_FILE).unlink(missing_ok=True)  # a resumed sweep ran what an earlier one left
     exit_code = _write_reports(config, access, outcome, rows, output, started_at, started, console, not_run)
     return outcome, exit_code
 

@@ -23,7 +23,7 @@ LAYERS = {
     "workspace": 2, "sessions": 2, "connect": 2, "judge": 2,
     "context": 3, "cell_rows": 3, "cell": 3,
     "schedule": 4, "output": 4,
-    "aggregate": 5, "accounting": 5, "not_run": 5, "budget": 0, "order": 0,
+    "aggregate": 5, "accounting": 5, "not_run": 5, "budget": 0, "order": 0, "resume": 5,
     "report": 6,
     "sweep": 7, "canary": 7,
     "runner": 8,
