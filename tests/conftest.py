@@ -55,7 +55,7 @@ def git_bin() -> str:
 @pytest.fixture(scope="session")
 def litellm_bin() -> Path:
     """The pinned LiteLLM proxy (``uv sync --extra gateway``); ``./dev test`` installs it."""
-    from workflow_bench.gateway import GatewayError, locate_litellm
+    from workflow_bench.providers.gateway import GatewayError, locate_litellm
 
     try:
         return locate_litellm()

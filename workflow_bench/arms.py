@@ -17,10 +17,10 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Literal
 
-from .review_contract import REVIEW_OUTPUT_CONTRACT
+from workflow_bench.review.contract import REVIEW_OUTPUT_CONTRACT
+from workflow_bench.toolkit.spec import SkillRole
 
 Phase = Literal["plan", "work", "review"]
-SkillRole = Literal["plan", "work", "review"]
 Family = Literal["toolkit", "comparator", "none"]
 
 # Appended to every work prompt. A headless `claude -p` session has no later
@@ -255,21 +255,3 @@ def required_candidate_arms(roles: set[SkillRole] | frozenset[SkillRole]) -> tup
         if role in roles:
             ordered += [a for a in REQUIRED_ARMS_BY_ROLE[role] if a not in ordered]
     return tuple(ordered)
-
-
-@dataclass(frozen=True, slots=True)
-class Toolkit:
-    """Which skill directory plays each role. Skills live at ``<root>/skills/<name>/SKILL.md``."""
-
-    root: str
-    roles: Mapping[SkillRole, str]
-
-    def skill_for(self, role: SkillRole) -> str:
-        return self.roles[role]
-
-    @property
-    def skill_names(self) -> tuple[str, ...]:
-        return tuple(sorted(set(self.roles.values())))
-
-    def role_of(self, skill_name: str) -> SkillRole | None:
-        return next((role for role, name in self.roles.items() if name == skill_name), None)

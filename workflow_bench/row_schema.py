@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from .review import REVIEW_ROW_FIELDS
+from workflow_bench.review.score import REVIEW_ROW_FIELDS
 
 SCHEMA_VERSION = 3
 
@@ -28,7 +28,11 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("identity", "recorded_at", "UTC ISO time the row was built"),
     ("outcome", "ok", "every session finished cleanly with verified evidence"),
     ("outcome", "resolved", "ok AND authored tests passed AND hidden oracle passed"),
-    ("outcome", "error_kind", "first failure kind (see outcomes.py / the report legend), null when none"),
+    (
+        "outcome",
+        "error_kind",
+        "first failure kind (see judging/outcomes.py / the report legend), null when none",
+    ),
     ("outcome", "error_detail", "redacted cause of error_kind: a string, or for session-error an object"),
     (
         "outcome",
@@ -147,7 +151,7 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("review", "review_evidence_valid", "the artifact met the contract and the workspace was untouched"),
     ("review", "review_score", "the full score object (review arms with a valid artifact), or null"),
     *(
-        ("review", name, "review metric (workflow_bench/review.py); null when not scored")
+        ("review", name, "review metric (workflow_bench/review/score.py); null when not scored")
         for name in REVIEW_ROW_FIELDS
     ),
 )

@@ -25,24 +25,32 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .access import ModelAccess
-from .arms import ARMS, DEFAULT_ARMS, Toolkit, UnknownArmError, required_candidate_arms, resolve_arm
-from .budget import Budget
+from workflow_bench.cells.workspace import remove_tree
+from workflow_bench.providers.access import ModelAccess
+from workflow_bench.providers.connect import is_openai_model, openai_access, scripted_access
+from workflow_bench.providers.gateway import GatewayError, locate_litellm
+from workflow_bench.providers.scripted import Script, ScriptError, load_script
+from workflow_bench.schedule.budget import Budget
+from workflow_bench.schedule.order import ORDERS
+from workflow_bench.schedule.pool import (
+    DEFAULT_OUTAGE_STREAK,
+    MAX_WORKERS,
+    PACKED_WINDOW_MULTIPLIER,
+    SCHEDULERS,
+    SchedulePolicy,
+)
+from workflow_bench.schedule.resume import ResumeError, check_lock, kept_rows, write_lock
+from workflow_bench.tasks.spec import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
+from workflow_bench.toolkit.comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
+from workflow_bench.toolkit.overlay import Overlay, OverlayError, load_overlay
+from workflow_bench.toolkit.spec import Toolkit
+
+from .arms import ARMS, DEFAULT_ARMS, UnknownArmError, required_candidate_arms, resolve_arm
 from .canary import run_canary
 from .claude_cli import ClaudeCliError, claude_version, locate_claude
-from .comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
-from .connect import is_openai_model, openai_access, scripted_access
-from .gateway import GatewayError, locate_litellm
-from .order import ORDERS
 from .output import OutputDirError, prepare_output_dir
-from .overlay import Overlay, OverlayError, load_overlay
-from .provider import Script, ScriptError, load_script
-from .resume import ResumeError, check_lock, kept_rows, write_lock
 from .sandbox import HOST_CHILD_UID, SandboxError, SandboxKind, preflight
-from .schedule import DEFAULT_OUTAGE_STREAK, MAX_WORKERS, PACKED_WINDOW_MULTIPLIER, SCHEDULERS, SchedulePolicy
 from .sweep import EXIT_CANCELLED, SweepConfig, config_lock, plan_keys, run_sweep
-from .tasks import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
-from .workspace import remove_tree
 
 EXIT_USAGE = 2
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"

@@ -17,23 +17,26 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .access import CellKey, ModelAccess
-from .accounting import usage_accounting
-from .aggregate import HealthStatus, aggregate_all, arm_health
-from .arms import ArmSpec, Toolkit
-from .budget import Budget, BudgetGuard
-from .cell import run_cell
-from .comparator import ComparatorPlugin
-from .context import CellResult, SweepSettings, TaskContext, prepare_task_context
-from .not_run import NOT_RUN_FILE, not_run_record, schedule_section
-from .order import Order, predicted_walls
+from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext, prepare_task_context
+from workflow_bench.cells.run import run_cell
+from workflow_bench.providers.access import CellKey, ModelAccess
+from workflow_bench.reports.accounting import usage_accounting
+from workflow_bench.reports.aggregate import HealthStatus, aggregate_all, arm_health
+from workflow_bench.reports.markdown import render_markdown
+from workflow_bench.reports.provenance import ReportProvenance
+from workflow_bench.schedule.budget import Budget, BudgetGuard
+from workflow_bench.schedule.not_run import NOT_RUN_FILE, not_run_record, schedule_section
+from workflow_bench.schedule.order import Order, predicted_walls
+from workflow_bench.schedule.pool import SchedulePolicy, SweepOutcome, run_cells
+from workflow_bench.schedule.resume import harness_version, tree_digest
+from workflow_bench.tasks.spec import TaskBinding
+from workflow_bench.toolkit.comparator import ComparatorPlugin
+from workflow_bench.toolkit.overlay import Overlay
+from workflow_bench.toolkit.spec import Toolkit
+
+from .arms import ArmSpec
 from .output import OutputDir
-from .overlay import Overlay
-from .report import ReportProvenance, render_markdown
-from .resume import harness_version, tree_digest
 from .sandbox import SandboxKind, write_runtime_dir
-from .schedule import SchedulePolicy, SweepOutcome, run_cells
-from .tasks import TaskBinding
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
 

@@ -29,8 +29,8 @@ from workflow_bench.corpus.build_target import (
     TARGET_DIR,
     build_bundle,
 )
-from workflow_bench.oracles import stage_oracle, verify_staged
-from workflow_bench.tasks import TaskBinding, bind_tasks, load_task_file
+from workflow_bench.tasks.oracles import stage_oracle, verify_staged
+from workflow_bench.tasks.spec import TaskBinding, bind_tasks, load_task_file
 
 pytestmark = pytest.mark.component
 
@@ -367,7 +367,7 @@ def test_declared_usage_and_turns_differ_between_arms(script: dict[str, Any]) ->
 
 
 def test_script_loads_with_the_provider() -> None:
-    from workflow_bench.provider import load_script
+    from workflow_bench.providers.scripted import load_script
 
     loaded = load_script(SCRIPT_FILE)
     assert loaded.model == "scripted-demo"

@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from workflow_bench.connect import gateway_lines
-from workflow_bench.gateway import Gateway, GatewayRoute, GatewaySpec, proxy_config
-from workflow_bench.provider import ScriptedProvider, parse_script
-from workflow_bench.stream_usage import USAGE_FIELDS
+from workflow_bench.cells.stream_usage import USAGE_FIELDS
+from workflow_bench.providers.connect import gateway_lines
+from workflow_bench.providers.gateway import Gateway, GatewayRoute, GatewaySpec, proxy_config
+from workflow_bench.providers.scripted import ScriptedProvider, parse_script
 
 pytestmark = pytest.mark.component
 
@@ -246,7 +246,7 @@ def test_config_keeps_the_upstream_key_out_of_the_file() -> None:
 
 
 def _cell_key():
-    from workflow_bench.access import CellKey
+    from workflow_bench.providers.access import CellKey
 
     return CellKey(task_id="t", run=0, arm="a")
 

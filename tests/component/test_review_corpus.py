@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from workflow_bench.review import (
+from workflow_bench.review.score import (
     REVIEW_LABELS_TARGET,
     REVIEW_OUTPUT_ENV_VAR,
     REVIEW_OUTPUT_PATH,
@@ -36,7 +36,7 @@ from workflow_bench.review import (
     review_oracle_passed,
     score_review,
 )
-from workflow_bench.tasks import TaskBinding, TaskSpec, bind_tasks, load_task_file
+from workflow_bench.tasks.spec import TaskBinding, TaskSpec, bind_tasks, load_task_file
 
 pytestmark = pytest.mark.component
 
@@ -418,7 +418,7 @@ def test_script_follows_the_review_protocol(
 
 
 def test_script_loads_with_the_provider() -> None:
-    from workflow_bench.provider import load_script
+    from workflow_bench.providers.scripted import load_script
 
     loaded = load_script(SCRIPT_FILE)
     for case, arm in EXPECTED:

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from workflow_bench.provider import EXHAUSTED_TEXT, ScriptedProvider, load_script, unscripted_text
+from workflow_bench.providers.scripted import EXHAUSTED_TEXT, ScriptedProvider, load_script, unscripted_text
 
 pytestmark = pytest.mark.component
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.sandbox import SandboxKind, create_sandbox
-from workflow_bench.workspace import (
+from workflow_bench.cells.workspace import (
     build_template,
     capture_patch,
     changed_paths,
@@ -18,6 +17,7 @@ from workflow_bench.workspace import (
     skill_fingerprint,
     workspace_snapshot,
 )
+from workflow_bench.sandbox import SandboxKind, create_sandbox
 
 pytestmark = pytest.mark.component
 CANARY = "WFBENCH-HISTORY-CANARY-7f3a"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from workflow_bench import runner
-from workflow_bench.provider import ScriptedProvider, load_script
+from workflow_bench.providers.scripted import ScriptedProvider, load_script
 
 from .conftest import output_bytes, tool_results
 

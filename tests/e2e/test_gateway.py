@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from workflow_bench import runner
-from workflow_bench.gateway import sum_usage
+from workflow_bench.providers.gateway import sum_usage
 
 from .conftest import DEMO_TASKS, REPO_ROOT, output_bytes
 
@@ -240,7 +240,7 @@ def _supervisors() -> list[int]:
         try:
             if (
                 entry.name.isdigit()
-                and b"workflow_bench.gateway._supervisor" in (entry / "cmdline").read_bytes()
+                and b"workflow_bench.providers.gateway._supervisor" in (entry / "cmdline").read_bytes()
             ):
                 found.append(int(entry.name))
         except OSError:

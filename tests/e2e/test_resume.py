@@ -38,10 +38,13 @@ def test_resume_after_kill_9_completes_with_one_row_per_cell(task_file_for, tmp_
     args = ["--tasks", str(tasks), "--provider", "scripted", "--script", str(SCRIPT), "--arms", "baseline",
             "--runs", str(RUNS), "--workers", "2"]  # fmt: skip
     log = tmp_path / "runner.log"
+    private_tmp = tmp_path / "tmp"  # a SIGKILLed runner cannot remove its cell dir: keep it out of /tmp
+    private_tmp.mkdir()
     helper = subprocess.Popen(
         [sys.executable, str(HELPER), str(log), "--", sys.executable, "-m", "workflow_bench.runner", *args,
          "--out", str(out)],
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(private_tmp)},
     )  # fmt: skip
     runner_pid = int(helper.stdout.readline().split()[1])
     results = out / "results.jsonl"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from workflow_bench import runner
-from workflow_bench.review_contract import REVIEW_OUTPUT_PATH
+from workflow_bench.review.contract import REVIEW_OUTPUT_PATH
 
 from .test_review_arms import CORPUS, EXPECTED, PAIRED, REVIEW_TASKS
 

@@ -6,10 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from workflow_bench.accounting import row_flags, usage_accounting
-from workflow_bench.report import ReportProvenance, render_markdown
-from workflow_bench.sessions import sum_sessions
-from workflow_bench.stream_usage import USAGE_FIELDS, transcript_usage
+from workflow_bench.cells.sessions import sum_sessions
+from workflow_bench.cells.stream_usage import USAGE_FIELDS, transcript_usage
+from workflow_bench.reports.accounting import row_flags, usage_accounting
+from workflow_bench.reports.markdown import render_markdown
+from workflow_bench.reports.provenance import ReportProvenance
 
 pytestmark = pytest.mark.unit
 
@@ -80,7 +81,7 @@ def test_synthetic_error_messages_are_skipped() -> None:
 
 
 def _outcome(main, seen):
-    from workflow_bench.sessions import SessionOutcome
+    from workflow_bench.cells.sessions import SessionOutcome
 
     return SessionOutcome(
         ok=True,

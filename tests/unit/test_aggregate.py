@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from workflow_bench.aggregate import (
+from workflow_bench.reports.aggregate import (
     MEDIAN_FIELDS,
     REVIEW_FLAGS,
     REVIEW_METRICS,

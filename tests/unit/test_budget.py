@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflow_bench.budget import WHY_COST, WHY_RUNTIME, Budget, BudgetGuard
+from workflow_bench.schedule.budget import WHY_COST, WHY_RUNTIME, Budget, BudgetGuard
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from workflow_bench import runner
-from workflow_bench.connect import is_openai_model
+from workflow_bench.providers.connect import is_openai_model
 
 pytestmark = pytest.mark.unit
 TASKS = Path(__file__).resolve().parents[2] / "tasks.scenarios.yaml"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflow_bench.gateway import (
+from workflow_bench.providers.gateway import (
     NormalizedUsage,
     UnknownProviderError,
     UsageSemanticsError,
@@ -17,9 +17,9 @@ from workflow_bench.gateway import (
     normalize_openai_responses_usage,
     sum_usage,
 )
-from workflow_bench.gateway._keys import cell_tag, mint_cell_key
-from workflow_bench.provider import Usage
-from workflow_bench.provider._responses import wire_usage
+from workflow_bench.providers.gateway._keys import cell_tag, mint_cell_key
+from workflow_bench.providers.scripted import Usage
+from workflow_bench.providers.scripted._responses import wire_usage
 
 pytestmark = pytest.mark.unit
 

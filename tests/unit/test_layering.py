@@ -1,8 +1,10 @@
 """Imports flow one way: specs → mechanisms → cell → schedule/output → aggregate → report → sweep → runner.
 
-A module may import only modules at its own layer or below. Adding a module
-means giving it a layer here; an upward import fails this test (negative
-control: ``test_an_upward_import_is_caught``).
+Every module of the package has a layer (keyed by dotted module name; a key also covers the
+modules below it, e.g. ``sandbox`` covers ``sandbox._bwrap``). A module may import only modules
+at its own layer or below. Absolute (``workflow_bench.x.y``) and relative (``.y``, ``..x``)
+imports are both resolved. Adding a module means giving it a layer here; an upward import fails
+this test (negative control: ``test_an_upward_import_is_caught``).
 """
 
 from __future__ import annotations
@@ -15,58 +17,99 @@ import pytest
 pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow_bench"
 LAYERS = {
-    "process": 0, "redaction": 0, "outcomes": 0, "row_schema": 0, "access": 0,
-    "review_contract": 0, "review_labels": 0, "review": 0, "arms": 0,
-    "oracles": 1, "repos": 1, "relay": 1, "task_schema": 1, "tasks": 1, "claude_cli": 1, "sandbox": 1,
-    "provider": 1, "corpus": 1, "gateway": 1, "overlay": 1, "comparator": 1,
-    "stream_usage": 1,
-    "workspace": 2, "sessions": 2, "connect": 2, "judge": 2,
-    "context": 3, "cell_rows": 3, "cell": 3,
+    "process": 0, "redaction": 0, "judging.outcomes": 0, "row_schema": 0, "providers.access": 0,
+    "review": 0, "toolkit.spec": 0, "arms": 0,
+    "tasks": 1, "relay": 1, "claude_cli": 1, "sandbox": 1,
+    "providers.scripted": 1, "corpus": 1, "providers.gateway": 1, "toolkit.overlay": 1,
+    "toolkit.comparator": 1, "cells.stream_usage": 1,
+    "cells.workspace": 2, "cells.sessions": 2, "providers.connect": 2, "judging.judge": 2,
+    "cells.context": 3, "cells.rows": 3, "cells.run": 3,
     "schedule": 4, "output": 4,
-    "aggregate": 5, "accounting": 5, "not_run": 5, "budget": 0, "order": 0, "resume": 5,
-    "report": 6,
+    "reports.aggregate": 5, "reports.accounting": 5,
+    "reports.markdown": 6, "reports.accounting_section": 6, "reports.provenance": 6,
     "sweep": 7, "canary": 7,
     "runner": 8,
 }  # fmt: skip
 
 
-def _top(module_path: Path) -> str:
-    relative = module_path.relative_to(PACKAGE)
-    return relative.parts[0].removesuffix(".py")
+def module_name(path: Path) -> tuple[str, bool]:
+    """Dotted name of a package file (without ``workflow_bench.``) and whether it is a package."""
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts = parts[:-1]
+    return ".".join(parts), is_package
 
 
-def _imported(tree: ast.AST, own: str) -> set[str]:
-    found = set()
+def layer_key(module: str) -> str | None:
+    """The longest ``LAYERS`` key that is ``module`` or one of its parents."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in LAYERS:
+            return ".".join(parts[:end])
+    return None
+
+
+def imported_modules(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """Package modules ``tree`` imports, as dotted names; ``known`` tells a submodule from a name."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1 and "/" not in own:
-                found.add((node.module or "").split(".")[0])
-            elif node.module and node.module.startswith("workflow_bench."):
-                found.add(node.module.split(".")[1])
+            if node.level:
+                base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            elif node.module == "workflow_bench" or (node.module or "").startswith("workflow_bench."):
+                target = node.module.removeprefix("workflow_bench").removeprefix(".")
+            else:
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}" if target else alias.name
+                found.add(sub if sub in known else target)
         elif isinstance(node, ast.Import):
-            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("workflow_bench."))
+            found.update(
+                a.name.removeprefix("workflow_bench.")
+                for a in node.names
+                if a.name.startswith("workflow_bench.")
+            )
     return {name for name in found if name}
 
 
-def violations(sources: dict[str, str]) -> list[str]:
-    problems = []
+def _parse(sources: dict[str, str]) -> dict[str, tuple[ast.AST, bool]]:
+    parsed = {}
     for path, text in sources.items():
-        top = _top(Path(path))
-        if top in ("__init__", "__main__"):
+        name, is_package = module_name(Path(path))
+        parsed[name] = (ast.parse(text), is_package)
+    return parsed
+
+
+def violations(sources: dict[str, str], known: set[str] | None = None) -> list[str]:
+    parsed = _parse(sources)
+    known = set(parsed) if known is None else known | set(parsed)
+    problems = []
+    for name, (tree, is_package) in parsed.items():
+        imports = imported_modules(tree, name, is_package, known)
+        own = layer_key(name)
+        if own is None:
+            assert not imports, f"{name}: give module {name!r} a layer in test_layering.LAYERS"
             continue
-        assert top in LAYERS, f"{path}: give module {top!r} a layer in test_layering.LAYERS"
-        nested = "/" if Path(path).parent != PACKAGE else ""
-        for name in _imported(ast.parse(text), nested):
-            if name in LAYERS and name != top and LAYERS[name] > LAYERS[top]:
-                problems.append(f"{top} (layer {LAYERS[top]}) imports {name} (layer {LAYERS[name]})")
+        for target in sorted(imports):
+            their = layer_key(target)
+            if their is not None and their != own and LAYERS[their] > LAYERS[own]:
+                problems.append(f"{name} (layer {LAYERS[own]}) imports {target} (layer {LAYERS[their]})")
     return problems
 
 
+def _package_sources() -> dict[str, str]:
+    return {str(p): p.read_text() for p in PACKAGE.rglob("*.py") if "corpus/target" not in p.as_posix()}
+
+
 def test_imports_flow_downward():
-    sources = {str(p): p.read_text() for p in PACKAGE.rglob("*.py")}
-    assert violations(sources) == []
+    assert violations(_package_sources()) == []
 
 
 def test_an_upward_import_is_caught():
-    fake = {str(PACKAGE / "sessions.py"): "from .sweep import run_sweep\n"}
-    assert violations(fake) == ["sessions (layer 2) imports sweep (layer 7)"]
+    fake = {str(PACKAGE / "cells" / "sessions.py"): "from ..sweep import run_sweep\n"}
+    assert violations(fake, {"sweep"}) == ["cells.sessions (layer 2) imports sweep (layer 7)"]
+    absolute = {str(PACKAGE / "cells" / "sessions.py"): "from workflow_bench.sweep import run_sweep\n"}
+    assert violations(absolute, {"sweep"}) == ["cells.sessions (layer 2) imports sweep (layer 7)"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflow_bench.order import EXPENSIVE_WEIGHT, predicted_walls
+from workflow_bench.schedule.order import EXPENSIVE_WEIGHT, predicted_walls
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflow_bench.outcomes import (
+from workflow_bench.judging.outcomes import (
     ERROR_KINDS,
     EVIDENCE_FAILURE_KINDS,
     EXCLUDED_ERROR_KINDS,
@@ -163,7 +163,7 @@ def test_every_error_kind_the_code_writes_is_in_the_vocabulary():
     import re
     from pathlib import Path
 
-    from workflow_bench.outcomes import ERROR_KINDS
+    from workflow_bench.judging.outcomes import ERROR_KINDS
 
     package = Path(__file__).resolve().parents[2] / "workflow_bench"
     patterns = (

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.arms import Toolkit
-from workflow_bench.comparator import ComparatorError, snapshot_comparator
-from workflow_bench.overlay import OverlayError, load_overlay
+from workflow_bench.toolkit.comparator import ComparatorError, snapshot_comparator
+from workflow_bench.toolkit.overlay import OverlayError, load_overlay
+from workflow_bench.toolkit.spec import Toolkit
 
 pytestmark = pytest.mark.unit
 CORPUS = Path(__file__).resolve().parents[2] / "workflow_bench" / "corpus"

@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from workflow_bench.provider import ScriptError, Usage, parse_script
-from workflow_bench.provider._ledger import Book
-from workflow_bench.provider._responses import (
+from workflow_bench.providers.scripted import ScriptError, Usage, parse_script
+from workflow_bench.providers.scripted._ledger import Book
+from workflow_bench.providers.scripted._responses import (
     assistant_turns,
     json_response,
     request_cwd,
     sse_events,
 )
-from workflow_bench.provider._wire import Reply, ToolUse
+from workflow_bench.providers.scripted._wire import Reply, ToolUse
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.provider import (
+from workflow_bench.providers.scripted import (
     Fault,
     Match,
     Script,

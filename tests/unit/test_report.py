@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from workflow_bench.aggregate import REVIEW_METRICS, aggregate_all
-from workflow_bench.report import MAIN_LOOP_WARNING, SCRIPTED_NOTICE, ReportProvenance, render_markdown
+from workflow_bench.reports.aggregate import REVIEW_METRICS, aggregate_all
+from workflow_bench.reports.markdown import MAIN_LOOP_WARNING, SCRIPTED_NOTICE, render_markdown
+from workflow_bench.reports.provenance import ReportProvenance
 
 pytestmark = pytest.mark.unit
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from workflow_bench.access import CellKey
 from workflow_bench.output import OutputDir
-from workflow_bench.resume import LOCK_FILE, ResumeError, check_lock, kept_rows, write_lock
+from workflow_bench.providers.access import CellKey
+from workflow_bench.schedule.resume import LOCK_FILE, ResumeError, check_lock, kept_rows, write_lock
 
 pytestmark = pytest.mark.unit
 PLAN = [CellKey(task_id="t", run=r, arm=a) for r in range(2) for a in ("baseline", "workflow")]

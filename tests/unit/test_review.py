@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
-from workflow_bench.aggregate import REVIEW_FLAGS, REVIEW_METRICS
-from workflow_bench.review import (
+from workflow_bench.reports.aggregate import REVIEW_FLAGS, REVIEW_METRICS
+from workflow_bench.review.contract import MAX_ARTIFACT_BYTES, MAX_TEXT_BYTES
+from workflow_bench.review.score import (
     ARTIFACT_ERROR_CODES,
     MAX_FINDINGS,
     REVIEW_LABELS_TARGET,
@@ -46,7 +47,6 @@ from workflow_bench.review import (
     review_row_fields,
     score_review,
 )
-from workflow_bench.review_contract import MAX_ARTIFACT_BYTES, MAX_TEXT_BYTES
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from workflow_bench.schedule import (
+from workflow_bench.schedule.pool import (
     WHY_BREAKER,
     WHY_CANCELLED,
     SchedulePolicy,

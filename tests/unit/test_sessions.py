@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from workflow_bench.process import ProcessResult
-from workflow_bench.sessions import (
+from workflow_bench.cells.sessions import (
     SessionRequest,
     claude_argv,
     normalize_skill_name,
     parse_session,
     skill_evidence,
 )
+from workflow_bench.process import ProcessResult
 
 pytestmark = pytest.mark.unit
 

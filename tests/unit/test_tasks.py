@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_bench import oracles
-from workflow_bench.oracles import (
+from workflow_bench.tasks import oracles
+from workflow_bench.tasks.oracles import (
     MAX_ORACLE_FILE_BYTES,
     OracleCaptureError,
     OracleSnapshot,
@@ -26,7 +26,7 @@ from workflow_bench.oracles import (
     stage_oracle,
     verify_staged,
 )
-from workflow_bench.tasks import (
+from workflow_bench.tasks.spec import (
     DependencySpec,
     OracleFileSpec,
     OracleSpec,

@@ -22,13 +22,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from workflow_bench.access import CellKey, ModelAccess
-from workflow_bench.arms import Toolkit, resolve_arm
-from workflow_bench.cell import run_cell
-from workflow_bench.context import CellResult, SweepSettings, prepare_task_context
-from workflow_bench.provider import ScriptedProvider, parse_script
+from workflow_bench.arms import resolve_arm
+from workflow_bench.cells.context import CellResult, SweepSettings, prepare_task_context
+from workflow_bench.cells.run import run_cell
+from workflow_bench.providers.access import CellKey, ModelAccess
+from workflow_bench.providers.scripted import ScriptedProvider, parse_script
 from workflow_bench.sandbox import write_runtime_dir
-from workflow_bench.tasks import bind_tasks, load_task_file
+from workflow_bench.tasks.spec import bind_tasks, load_task_file
+from workflow_bench.toolkit.spec import Toolkit
 
 from .attacks import ATTACKS, Attack, Evidence, Plant
 

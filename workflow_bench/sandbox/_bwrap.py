@@ -123,7 +123,7 @@ class BwrapSandbox:
             "--unshare-uts",
             "--unshare-cgroup-try",
             # Always: the CLI reaches the model only through the relay socket
-            # (relay.py), so nothing in any sandbox needs a network interface.
+            # (relay/server.py), so nothing in any sandbox needs a network interface.
             "--unshare-net",
             # No nested user namespaces: inside one the agent would be "root"
             # and could try to remount what we bound read-only.

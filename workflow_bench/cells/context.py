@@ -1,0 +1,72 @@
+"""What a cell is given: the sweep's settings, the prepared task, and what it returns.
+
+Owns the read-only inputs every cell shares (``SweepSettings``), the per-task
+sanitized template built once before any cell (``prepare_task_context``), and
+the value a cell returns (``CellResult``: the row and its artifacts as data,
+so only the driver ever writes the output directory).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workflow_bench.providers.access import ModelAccess
+from workflow_bench.sandbox import SandboxKind
+from workflow_bench.tasks.spec import TaskBinding
+from workflow_bench.toolkit.comparator import ComparatorPlugin
+from workflow_bench.toolkit.overlay import Overlay
+from workflow_bench.toolkit.spec import Toolkit
+
+from .workspace import add_task_assets, build_template, seed_skills, skill_fingerprint, workspace_snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSettings:
+    """Sweep-wide, read-only inputs every cell needs."""
+
+    model: str
+    effort: str | None
+    session_timeout_s: float
+    verify_timeout_s: float
+    max_retries: int
+    claude_bin: Path
+    claude_version: str
+    bwrap_bin: str
+    access: ModelAccess
+    toolkit: Toolkit
+    work_root: Path
+    runtime_dir: Path
+    comparator: ComparatorPlugin | None = None
+    overlay: Overlay | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    progress: Callable[[str], None] = print
+    sandbox_kind: SandboxKind = SandboxKind.BWRAP
+
+
+@dataclass(frozen=True, slots=True)
+class TaskContext:
+    """A bound task plus its sanitized clone template (built once per task)."""
+
+    binding: TaskBinding
+    template: Path
+    sanitized_sha: str
+    seeded_skill_digest: str | None
+
+
+def prepare_task_context(binding: TaskBinding, *, toolkit: Toolkit, dest: Path) -> TaskContext:
+    """Build the task's sanitized template once: snapshot, seeded skills, task assets."""
+    sanitized = build_template(source_repo=binding.repo_path, sha=binding.resolved_sha, dest=dest)
+    seed_skills(dest, skills_root=Path(toolkit.root) / "skills", names=toolkit.skill_names)
+    add_task_assets(dest, copies=binding.copy_paths, mount_points=[t for _, t in binding.dependency_mounts])
+    seeded = skill_fingerprint(workspace_snapshot(dest))
+    return TaskContext(binding=binding, template=dest, sanitized_sha=sanitized, seeded_skill_digest=seeded)
+
+
+@dataclass(frozen=True, slots=True)
+class CellResult:
+    row: Mapping[str, Any]
+    artifacts: Mapping[str, bytes]

@@ -1,0 +1,105 @@
+"""The parts of a cell's row that do not come from its sessions or judges.
+
+``identity_fields`` (who, what, on which commit and model), ``arm_provenance``
+(comparator version and overlay digest), ``provider_fields`` (what the model
+side observed for the cell) and ``infra_error_row`` (the row of a cell the
+harness itself could not run). Field meanings live in ``row_schema``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from workflow_bench.arms import ArmSpec
+from workflow_bench.providers.access import CellKey, ModelAccess
+from workflow_bench.redaction import redact_text, redact_value
+from workflow_bench.row_schema import SCHEMA_VERSION
+
+from .context import SweepSettings, TaskContext
+from .sessions import USAGE_FIELDS
+
+
+def provider_fields(access: ModelAccess, key: CellKey, artifacts: dict[str, bytes], cell_secrets) -> dict:
+    """``usage_provider`` from whatever kept per-cell accounts; its lines become ``records/`` artifacts.
+
+    Observed after the catch-all on purpose: a cell that failed still spent what it spent.
+    """
+    observation = access.observe(key) if access.observe is not None else None
+    if observation is None:
+        return {"usage_provider": None, "usage_provider_source": None}
+    for name, lines in observation.records.items():
+        text = "".join(json.dumps(redact_value(line, cell_secrets), sort_keys=True) + "\n" for line in lines)
+        artifacts[f"records/{name}"] = text.encode()
+    return {"usage_provider": dict(observation.usage), "usage_provider_source": observation.source}
+
+
+def infra_error_row(exc: BaseException, cell_secrets) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(USAGE_FIELDS)
+    row.update(
+        {
+            "usage_main_loop": dict.fromkeys(USAGE_FIELDS),
+            "usage_transcripts": dict.fromkeys(USAGE_FIELDS),
+            "ok": False,
+            "resolved": False,
+            "error_kind": "infra-error",
+            "error_detail": redact_text(f"{type(exc).__name__}: {exc}", cell_secrets)[:2000],
+            "session_ids": [],
+            "cost_usd": None,
+            "duration_s": None,
+            "num_turns": None,
+            "plan_produced": False,
+            "authored_tests_passed": False,
+            "authored_test_output": "",
+            "verify_output": "",
+            "oracle_passed": False,
+            "oracle_output": "",
+            "skill_invoked": None,
+            "transcript_missing": False,
+            "tool_use_counts": {},
+            "diff_files": None,
+            "diff_insertions": None,
+            "diff_deletions": None,
+        }
+    )
+    return row
+
+
+def identity_fields(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: CellKey) -> dict[str, Any]:
+    binding = task.binding
+    spec = binding.spec
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "task": key.task_id,
+        "class": spec.task_class,
+        "arm": arm.name,
+        "run": key.run,
+        "model": settings.model,
+        "benchmark_model": settings.model,
+        "effort": settings.effort,
+        "provider": settings.access.provider,
+        "claude_code_version": settings.claude_version,
+        "sandbox_backend": settings.sandbox_kind.value,
+        "task_ref": spec.ref,
+        "task_base_sha": binding.resolved_sha,
+        "sanitized_task_sha": task.sanitized_sha,
+        "task_prompt_digest": spec.prompt_digest,
+        "task_binding_digest": binding.binding_digest,
+        "oracle_digest": binding.oracle.digest,
+        "oracle_command_digest": binding.oracle.command_digest,
+        "oracle_manifest_digest": binding.oracle.manifest_digest,
+        "recorded_at": datetime.now(UTC).isoformat(),
+        **arm_provenance(settings, arm),
+    }
+
+
+def arm_provenance(settings: SweepSettings, arm: ArmSpec) -> dict[str, Any]:
+    """Comparator version/manifest for ce_* rows, the overlay digest for candidate rows; else None."""
+    comparator = settings.comparator if arm.family == "comparator" else None
+    overlay = settings.overlay if arm.candidate_of else None
+    return {
+        "ce_plugin_version": comparator.version if comparator else None,
+        "ce_plugin_manifest_digest": comparator.manifest_digest if comparator else None,
+        "candidate_overlay_digest": overlay.digest if overlay else None,
+    }

@@ -1,0 +1,406 @@
+"""One cell: a fresh clone, its sessions, the judges, and the row — returned as data.
+
+``run_cell`` owns its clone for the whole call and removes it whatever
+happens. It never writes the output directory: the row and the artifacts
+(patch, transcripts) come back in a ``CellResult`` and the driver persists
+them. It catches ``Exception`` in exactly one place, its top, and records it
+as an ``infra-error`` row (``cancelled`` when the sweep's cancellation event is
+set); ``KeyboardInterrupt`` propagates.
+
+Order inside a cell, and why:
+  copy template → setup (sandbox, no network) → sessions (workspace
+  writable; phase boundaries and skill fingerprints checked after each) →
+  authored verify (workspace read-only, no network) → hidden oracle, staged
+  only now, after every model process has exited, read-only, no network,
+  its output never kept, its bytes re-checked afterwards → patch capture.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from workflow_bench.arms import ArmSpec, SessionSpec
+from workflow_bench.judging.judge import judge_review, run_hidden_oracle, run_verify
+from workflow_bench.process import ProcessError
+from workflow_bench.providers.access import CellCredentials, CellKey
+from workflow_bench.redaction import redact_text, redact_value
+from workflow_bench.relay.server import SURROGATE_API_KEY, ModelRelay
+from workflow_bench.review.score import REVIEW_OUTPUT_DIR, REVIEW_OUTPUT_ENV_VAR, REVIEW_OUTPUT_PATH
+from workflow_bench.row_schema import complete_row
+from workflow_bench.sandbox import (
+    EMPTY_DIR_NAME,
+    MODEL_SOCKET_DIR,
+    SANDBOX_WORKSPACE,
+    Mount,
+    RunPolicy,
+    Sandbox,
+    claude_environment,
+    create_sandbox,
+)
+from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
+
+from .context import CellResult, SweepSettings, TaskContext
+from .rows import identity_fields, infra_error_row, provider_fields
+from .sessions import (
+    SessionOutcome,
+    SessionRequest,
+    progress_observer,
+    run_session,
+    sum_sessions,
+)
+from .workspace import (
+    NON_WORK_PATHS,
+    PLAN_DIR,
+    SKILLS_DIR,
+    capture_patch,
+    changed_paths,
+    copy_clone,
+    head_sha,
+    remove_tree,
+    sandbox_git,
+    skill_fingerprint,
+    workspace_snapshot,
+)
+
+SETUP_TIMEOUT_S = 600  # reference value: setup installs/patches, never runs the model
+
+
+class EvidenceError(ValueError):
+    """A phase boundary or skill fingerprint was violated; carries the error kind."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: CellKey) -> CellResult:
+    credentials = settings.access.credentials_for(key)
+    cell_secrets = (*credentials.secrets, *settings.access.static_secrets)
+    cell_dir = settings.work_root / f"{key.slug}-{secrets.token_hex(4)}"
+    artifacts: dict[str, bytes] = {}
+    try:
+        cell_dir.mkdir(parents=True)
+        copy_clone(task.template, cell_dir / "workspace")
+        run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts)
+        row = run.execute()
+    except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
+        row = infra_error_row(exc, cell_secrets)
+        if settings.cancel.is_set():
+            row["error_kind"] = "cancelled"
+    finally:
+        cleanup_error = _remove(cell_dir)
+    if cleanup_error is not None:
+        row = {
+            **row,
+            "ok": False,
+            "resolved": False,
+            "error_kind": "cleanup-failure",
+            "error_detail": (
+                f"primary={row.get('error_kind')}: {row.get('error_detail')}; cleanup: {cleanup_error}"
+            )[:2000],
+        }
+    row.update(identity_fields(settings, task, arm, key))
+    row.update(provider_fields(settings.access, key, artifacts, cell_secrets))
+    return CellResult(row=complete_row(redact_value(row, cell_secrets)), artifacts=artifacts)
+
+
+def _remove(path: Path) -> str | None:
+    try:
+        remove_tree(path)
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+class _CellRun:
+    """The mutable state of one cell while it runs (never shared between cells)."""
+
+    def __init__(
+        self, settings, task, arm, key, cell_dir: Path, credentials: CellCredentials, cell_secrets, artifacts
+    ):
+        self.settings: SweepSettings = settings
+        self.task: TaskContext = task
+        self.arm: ArmSpec = arm
+        self.key: CellKey = key
+        self.cell_dir = cell_dir
+        self.credentials = credentials
+        self.secrets = cell_secrets
+        self.artifacts = artifacts
+        self.sandbox: Sandbox = create_sandbox(
+            settings.sandbox_kind,
+            workspace=cell_dir / "workspace",
+            claude_bin=settings.claude_bin,
+            runtime_dir=settings.runtime_dir,
+            base_mounts=tuple(
+                Mount(source=source, target=f"{SANDBOX_WORKSPACE}/{target}")
+                for source, target in task.binding.dependency_mounts
+            ),
+            bwrap_bin=settings.bwrap_bin,
+        )
+
+    def execute(self) -> dict[str, Any]:
+        settings, spec = self.settings, self.task.binding.spec
+        self._setup()
+        if self.arm.candidate_of:
+            self._apply_overlay()
+        base = workspace_snapshot(self.sandbox.workspace)
+        skill_digest = skill_fingerprint(base)
+        base_sha = head_sha(self.sandbox)
+        outcomes, plan_doc = self._sessions(skill_digest)
+        for index, outcome in enumerate(outcomes):
+            if outcome.transcript:
+                name = f"transcripts/{self.key.slug}-s{index}-{outcome.session_id or 'unknown'}.jsonl"
+                self.artifacts[name] = outcome.transcript
+        row = sum_sessions(outcomes)
+        row.update(plan_produced=(not self.arm.plans_first) or plan_doc is not None, plan_doc=plan_doc)
+        row.update(skill_digest=skill_digest, variant_head_sha=base_sha)
+        if settings.cancel.is_set():
+            # Keep what the sessions measured; judging a half-finished clone would be noise.
+            row.update(ok=False, resolved=False, error_kind="cancelled", error_detail="sweep cancelled")
+            return row
+        after = workspace_snapshot(self.sandbox.workspace)
+        if self.arm.review:
+            return self._judge_review(row, base=base, after=after)
+        timeout, cancel = settings.verify_timeout_s, settings.cancel
+        authored, output = run_verify(self.sandbox, spec.verify, timeout_s=timeout, cancel=cancel)
+        oracle_passed = run_hidden_oracle(
+            self.sandbox, self.task.binding.oracle, scratch=self.cell_dir, timeout_s=timeout, cancel=cancel
+        )
+        patch, churn = capture_patch(self.sandbox, base_sha)
+        self.artifacts["patch.diff"] = patch
+        row.update(churn)
+        output = redact_text(output, self.secrets)
+        row.update(authored_tests_passed=authored, authored_test_output=output, verify_output=output)
+        row.update(
+            oracle_passed=oracle_passed,
+            oracle_output="hidden oracle passed" if oracle_passed else "hidden oracle failed",
+        )
+        return _judged(row, arm=self.arm, base=base, after=after)
+
+    def _setup(self) -> None:
+        """Run the task's untrusted setup; it must leave the seeded skills untouched."""
+        spec = self.task.binding.spec
+        if spec.setup:
+            result = self.sandbox.run(
+                ["/bin/sh", "-c", spec.setup],
+                policy=RunPolicy(workspace_writable=True),
+                timeout_s=SETUP_TIMEOUT_S,
+                cancel=self.settings.cancel,
+            )
+            if not result.ok:
+                raise ProcessError("task setup", result)
+        if skill_fingerprint(workspace_snapshot(self.sandbox.workspace)) != self.task.seeded_skill_digest:
+            raise RuntimeError("task setup changed the seeded skill files")
+
+    @property
+    def review_dir(self) -> Path:
+        return self.cell_dir / "review-output"
+
+    def _session_policy(self, relay_dir: Path) -> RunPolicy:
+        mounts = [Mount(source=relay_dir, target=MODEL_SOCKET_DIR)]
+        skills = self.sandbox.workspace / SKILLS_DIR
+        skills_target = f"{SANDBOX_WORKSPACE}/{SKILLS_DIR}"
+        if self.arm.hide_skills:
+            # baseline_nomcp: the seeded skills are masked by an empty read-only dir.
+            mounts.append(Mount(source=self.settings.runtime_dir / EMPTY_DIR_NAME, target=skills_target))
+        elif skills.is_dir() and not skills.is_symlink():
+            # Read-only for the whole session: the agent cannot edit the prose it is judged on.
+            mounts.append(Mount(source=skills, target=skills_target))
+        if self.arm.family == "comparator" and self.settings.comparator is not None:
+            mounts.append(Mount(source=self.settings.comparator.snapshot, target=SANDBOX_PLUGIN_DIR))
+        if self.arm.review:
+            # The artifact's directory, outside the read-only workspace: Claude's Write
+            # tool writes a temp file and renames it, so a bound *file* would not do.
+            mounts.append(Mount(source=self.review_dir, target=REVIEW_OUTPUT_DIR, writable=True))
+        return RunPolicy(workspace_writable=not self.arm.review, with_claude=True, mounts=tuple(mounts))
+
+    def _session_args(self) -> tuple[str, ...]:
+        args: list[str] = []
+        if self.arm.family == "comparator":
+            args.append(f"--plugin-dir={SANDBOX_PLUGIN_DIR}")
+        if self.arm.review:
+            args.append(f"--add-dir={REVIEW_OUTPUT_DIR}")
+        if self.arm.hide_skills:
+            args.append("--disable-slash-commands")
+        return tuple(args)
+
+    def _apply_overlay(self) -> None:
+        """Commit the candidate overlay into the clone, after setup, inside the sandbox.
+
+        After setup the clone is untrusted (it may hold planted symlinks), so the
+        copy and the commit run sandboxed; only the overlay's own paths are
+        committed, never ``-A``: a review task's uncommitted change must stay so.
+        """
+        overlay = self.settings.overlay
+        if overlay is None:
+            raise RuntimeError(f"arm {self.arm.name} needs a candidate overlay")
+        staged = self.cell_dir / "overlay"
+        for relative, data in overlay.files:
+            (staged / relative).parent.mkdir(parents=True, exist_ok=True)
+            (staged / relative).write_bytes(data)
+        targets = [f".claude/{relative}" for relative, _ in overlay.files]
+        script = 'cp -R /wfbench-overlay/skills/. .claude/skills/ && git add -- "$@"'
+        result = self.sandbox.run(
+            ["/bin/sh", "-c", script, "overlay", *targets],
+            policy=RunPolicy(
+                workspace_writable=True, mounts=(Mount(source=staged, target="/wfbench-overlay"),)
+            ),
+            timeout_s=120,
+        )
+        if not result.ok:
+            raise ProcessError("apply candidate overlay", result)
+        sandbox_git(
+            self.sandbox,
+            ["commit", "-q", "--no-verify", "-m", "candidate overlay", "--", *targets],
+            what="commit candidate overlay",
+            writable=True,
+        )
+        if skill_fingerprint(workspace_snapshot(self.sandbox.workspace)) == self.task.seeded_skill_digest:
+            raise RuntimeError("the candidate overlay did not change the evaluated skills in the clone")
+
+    def _judge_review(
+        self, row: dict[str, Any], *, base: Mapping[str, str], after: Mapping[str, str]
+    ) -> dict:
+        """Review arms: the workspace must be untouched; the artifact is scored against hidden labels."""
+        changed = changed_paths(base, after)
+        fields, data, problem = judge_review(self.review_dir, self.task.binding.oracle)
+        row.update(fields)
+        if data is not None:
+            self.artifacts["review.json"] = data
+        if changed:
+            problem = problem or f"the review session changed the workspace: {list(changed)[:5]}"
+            row["review_evidence_valid"] = False
+        if problem and row["error_kind"] is None:
+            row.update(ok=False, error_kind="review-evidence-invalid", error_detail=problem)
+        authored, output = run_verify(
+            self.sandbox,
+            self.task.binding.spec.verify,
+            timeout_s=self.settings.verify_timeout_s,
+            cancel=self.settings.cancel,
+            mounts=(Mount(source=self.review_dir, target=REVIEW_OUTPUT_DIR),),
+            env_extra={REVIEW_OUTPUT_ENV_VAR: REVIEW_OUTPUT_PATH},
+        )
+        output = redact_text(output, self.secrets)
+        row.update(authored_tests_passed=authored, authored_test_output=output, verify_output=output)
+        row.update(diff_files=len(changed), diff_insertions=None, diff_deletions=None)
+        return _judged(row, arm=self.arm, base=base, after=after)
+
+    def _sessions(self, skill_digest: str | None) -> tuple[list[SessionOutcome], str | None]:
+        """Run the arm's sessions in order through one relay; stop at the first failed one."""
+        settings = self.settings
+        env = claude_environment(
+            model=settings.model,
+            max_retries=settings.max_retries,
+            api_timeout_ms=int(settings.session_timeout_s * 1000),
+            surrogate_key=SURROGATE_API_KEY,
+        )
+        relay_dir = self.cell_dir / "relay"
+        relay_dir.mkdir(mode=0o755)
+        if self.arm.review:
+            self.review_dir.mkdir()
+            self.review_dir.chmod(0o777)  # the sandbox uid writes here (mkdir's mode is masked by umask)
+        outcomes: list[SessionOutcome] = []
+        plan_doc: str | None = None
+        with ModelRelay(
+            relay_dir / "api.sock", upstream=settings.access.base_url, credentials=self.credentials
+        ):
+            for spec in self.arm.sessions:
+                before = workspace_snapshot(self.sandbox.workspace)
+                label = f"{self.key.label} {spec.phase}"
+                settings.progress(f"{label} session starting")
+                outcome = run_session(
+                    self.sandbox,
+                    self._request(spec, env, plan_doc),
+                    policy=self._session_policy(relay_dir),
+                    secrets=self.secrets,
+                    cancel=settings.cancel,
+                    on_event=progress_observer(settings.progress, label),
+                )
+                after = workspace_snapshot(self.sandbox.workspace)
+                try:
+                    if skill_fingerprint(after) != skill_digest:
+                        kind = (
+                            "plan-evidence-invalid"
+                            if spec.phase == "plan"
+                            else "implementation-evidence-invalid"
+                        )
+                        raise EvidenceError(kind, f"{spec.phase} session changed the evaluated skill files")
+                    if spec.phase == "plan" and outcome.ok:
+                        plan_doc = _accepted_plan_doc(changed_paths(before, after), after)
+                except EvidenceError as exc:
+                    outcome = replace(outcome, ok=False, error_kind=exc.kind, error_detail=str(exc))
+                outcomes.append(outcome)
+                if not outcome.ok:
+                    break
+        return outcomes, plan_doc
+
+    def _request(self, spec: SessionSpec, env: Mapping[str, str], plan_doc: str | None) -> SessionRequest:
+        settings = self.settings
+        skill = self._skill_name(spec)
+        prompt = spec.prompt.format(
+            task=self.task.binding.spec.prompt, plan=plan_doc or "", skill=skill or ""
+        )
+        return SessionRequest(
+            prompt=prompt,
+            model=settings.model,
+            tools=spec.tools,
+            disallowed_tools=spec.disallowed_tools,
+            expected_skill=skill,
+            env=env,
+            timeout_s=settings.session_timeout_s,
+            effort=settings.effort,
+            extra_args=self._session_args(),
+        )
+
+    def _skill_name(self, spec: SessionSpec) -> str | None:
+        if spec.skill_role is None:
+            return None
+        if self.arm.family == "comparator":
+            return COMPARATOR_SKILLS[spec.skill_role]
+        return self.settings.toolkit.skill_for(spec.skill_role)
+
+
+def _judged(
+    row: dict[str, Any], *, arm: ArmSpec, base: Mapping[str, str], after: Mapping[str, str]
+) -> dict[str, Any]:
+    """resolved = ok ∧ authored ∧ oracle; then the first failing judge names the error kind."""
+    authored, oracle = row["authored_tests_passed"], row["oracle_passed"]
+    row["resolved"] = bool(row["ok"] and authored and oracle)
+    if row["error_kind"] is None and not authored:
+        row["error_kind"] = "verify-failed"
+    elif row["error_kind"] is None and not oracle:
+        row["error_kind"] = "oracle-failed"
+    work = [
+        p
+        for p in changed_paths(base, after)
+        if not any(p == n or p.startswith(n + "/") for n in NON_WORK_PATHS)
+    ]
+    if arm.implementation and row["resolved"] and not work:
+        row["resolved"] = False
+        row["error_kind"] = "no-work-produced"
+    return row
+
+
+def _accepted_plan_doc(changed: tuple[str, ...], after: Mapping[str, str]) -> str:
+    """Planning may add or modify exactly one ``docs/plans/*.md`` file (plus its new dirs)."""
+    files = [p for p in changed if after.get(p, "").startswith("file:") or p not in after]
+    dirs = [p for p in changed if p not in files]
+    plans = [
+        p
+        for p in files
+        if p.startswith(PLAN_DIR + "/") and p.endswith(".md") and "/" not in p[len(PLAN_DIR) + 1 :]
+    ]
+    others = [p for p in files if p not in plans] + [d for d in dirs if not PLAN_DIR.startswith(d)]
+    if len(plans) != 1 or others:
+        raise EvidenceError(
+            "plan-evidence-invalid",
+            f"planning must produce exactly one {PLAN_DIR}/*.md and change nothing else; "
+            f"plan docs: {plans[:5]}, other changes: {others[:5]}",
+        )
+    if plans[0] not in after:
+        raise EvidenceError("plan-evidence-invalid", f"planning deleted {plans[0]}")
+    return plans[0]

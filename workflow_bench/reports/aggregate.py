@@ -1,0 +1,316 @@
+"""Fold `results.jsonl` rows into per task×arm aggregates, savings and measurement health.
+
+Owns: `aggregate` (medians and counts for one task×arm), `savings` (percent saved versus the
+baseline arm), `group_rows`, and `arm_health` (reference-harness.md §6.1 and §6.4).
+
+Every function is pure: rows in, frozen values out, no I/O, no printing, no exit codes (the
+runner decides what an UNUSABLE arm does to the sweep). Which rows count is decided only by
+`workflow_bench.judging.outcomes`.
+
+Unknown is not zero. The reference took a median over "one empty row" (so 0) when no run was
+valid, and read a missing usage field as 0. Here a median over no valid rows, or over rows where
+any value is `None` or absent, is `None`: an arm whose usage was never measured must not look free.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+from workflow_bench.judging.outcomes import (
+    EVIDENCE_FAILURE_KINDS,
+    EXECUTION_FAILURE_KINDS,
+    Row,
+    evidence_failed,
+    execution_failed,
+    is_admissible,
+    is_excluded,
+)
+from workflow_bench.review.score import METRIC_NAMES
+
+USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+CHURN_FIELDS = ("diff_files", "diff_insertions", "diff_deletions")
+MEDIAN_FIELDS = (*USAGE_FIELDS, "cost_usd", "duration_s", "num_turns", *CHURN_FIELDS)
+SAVINGS_FIELDS = (*USAGE_FIELDS, "cost_usd", "duration_s")
+BASELINE_ARM = "baseline"
+
+# review_* metrics reduced by median, except blocker recall: one missed blocker in any run is
+# the failure that matters, so the arm reports its worst run (min), as the reference does.
+REVIEW_FLAGS = ("verdict_correct", "clean_control", "clean_pass")
+# The numeric metrics, named once in review.ReviewScore (score_finite is a per-row sanity flag).
+REVIEW_METRICS = tuple(m for m in METRIC_NAMES if m not in (*REVIEW_FLAGS, "score_finite"))
+_MIN_REDUCED_REVIEW_METRICS = frozenset({"blocker_recall"})
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewAggregate:
+    """Review quality over one task×arm's valid rows; `None` = not recorded by every valid run.
+
+    Numeric fields reduce the row's `review_<field>` by median (`blocker_recall` by min). The
+    three flags are all() reducers: True only if every valid run recorded True.
+    """
+
+    true_positives: float | None
+    false_positives: float | None
+    false_negatives: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    weighted_precision: float | None
+    weighted_recall: float | None
+    weighted_f1: float | None
+    blocker_recall: float | None
+    severity_accuracy: float | None
+    category_accuracy: float | None
+    grounded_evidence: float | None
+    verdict_correct: bool | None
+    clean_control: bool | None
+    clean_pass: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class ArmAggregate:
+    """One task×arm folded over its runs. Medians are over valid (non-excluded) rows only."""
+
+    task: str
+    arm: str
+    task_class: str
+    runs: int  # every row, excluded ones included
+    valid_runs: int  # rows counted in medians and resolve denominators
+    excluded_runs: int
+    resolved: int  # valid rows with resolved=True; never exceeds valid_runs
+    resolved_fresh: int  # ...of which were run this sweep rather than reused
+    # valid rows that passed their authored tests but failed the hidden oracle: the signal the
+    # hidden oracle exists for, counted whatever error_kind the row recorded first
+    oracle_failures: int
+    # medians (MEDIAN_FIELDS), None when no valid row or any valid row's value is unknown
+    input_tokens: float | None
+    cache_creation_input_tokens: float | None
+    cache_read_input_tokens: float | None
+    output_tokens: float | None
+    cost_usd: float | None
+    duration_s: float | None
+    num_turns: float | None
+    diff_files: float | None
+    diff_insertions: float | None
+    diff_deletions: float | None
+    # health counters, over fresh (not reused) rows only
+    fresh_attempts: int
+    admissible: int  # fresh rows that failed neither to execute nor to evidence
+    execution_failures: int
+    evidence_failures: int
+    # sorted distinct failure kinds among fresh rows, plus "review_evidence_valid=false" and
+    # "transcript_missing" when those flags alone made a row an evidence failure
+    health_reasons: tuple[str, ...]
+    transcripts_missing: int
+    error_kinds: Mapping[str, int]  # kind -> count over all rows, sorted by kind
+    review: ReviewAggregate | None  # present when any valid row carries review metrics
+
+    def median(self, field: str) -> float | None:
+        """The median of one of `MEDIAN_FIELDS`; `None` when unknown."""
+        if field not in MEDIAN_FIELDS:
+            raise KeyError(f"{field!r} is not a median field; known: {', '.join(MEDIAN_FIELDS)}")
+        value: float | None = getattr(self, field)
+        return value
+
+
+def _median_or_none(values: Sequence[Any]) -> float | None:
+    """Median, or `None` if there are no values or any value is unknown."""
+    if not values or any(value is None for value in values):
+        return None
+    return float(statistics.median(values))
+
+
+def _single_value(rows: Sequence[Row], key: str) -> str:
+    values = {str(row.get(key)) for row in rows}
+    if len(values) != 1:
+        raise ValueError(f"aggregate() needs rows of one task×arm; got {key} values {sorted(values)}")
+    return values.pop()
+
+
+def _review_flag(valid: Sequence[Row], key: str) -> bool | None:
+    # Unknown is not False: a run that recorded no verdict leaves the whole arm's verdict unknown.
+    values = [row.get(key) for row in valid]
+    if not values or not all(isinstance(value, bool) for value in values):
+        return None
+    return all(values)
+
+
+def _review(valid: Sequence[Row]) -> ReviewAggregate | None:
+    # Presence of the key (even as null) marks a review arm, as in the reference.
+    if not any("review_weighted_f1" in row for row in valid):
+        return None
+    metrics: dict[str, float | None] = {}
+    for name in REVIEW_METRICS:
+        values = [row.get(f"review_{name}") for row in valid]
+        if any(value is None for value in values):
+            metrics[name] = None
+        elif name in _MIN_REDUCED_REVIEW_METRICS:
+            metrics[name] = float(min(values))
+        else:
+            metrics[name] = float(statistics.median(values))
+    flags = {name: _review_flag(valid, f"review_{name}") for name in REVIEW_FLAGS}
+    return ReviewAggregate(**metrics, **flags)
+
+
+def _count_kinds(rows: Iterable[Row]) -> Mapping[str, int]:
+    counts: dict[str, int] = {}
+    for row in rows:
+        kind = row.get("error_kind")
+        if kind:
+            counts[str(kind)] = counts.get(str(kind), 0) + 1
+    return MappingProxyType(dict(sorted(counts.items())))
+
+
+def _passed_tests_failed_oracle(row: Row) -> bool:
+    return row.get("authored_tests_passed") is True and row.get("oracle_passed") is False
+
+
+def _health_reasons(row: Row) -> list[str]:
+    # The reference listed only error kinds, so a row that failed on transcript_missing or
+    # review_evidence_valid=false alone raised a failure count with no reason beside it.
+    reasons = []
+    if row.get("error_kind") in EXECUTION_FAILURE_KINDS | EVIDENCE_FAILURE_KINDS:
+        reasons.append(str(row["error_kind"]))
+    if row.get("review_evidence_valid") is False:
+        reasons.append("review_evidence_valid=false")
+    if row.get("transcript_missing") is True:
+        reasons.append("transcript_missing")
+    return reasons
+
+
+def aggregate(rows: Sequence[Row]) -> ArmAggregate:
+    """Fold the runs of one task×arm.
+
+    Excluded rows (`outcomes.is_excluded`) are dropped from every median, from `resolved` and
+    from `valid_runs`; `excluded_runs` keeps them visible. Health counters look only at fresh
+    rows, because a reused row proves last sweep's environment worked, not this one's.
+
+    Raises:
+        ValueError: `rows` is empty or mixes tasks or arms.
+    """
+    if not rows:
+        raise ValueError("aggregate() needs at least one row; an absent task×arm has no aggregate")
+    valid = [row for row in rows if not is_excluded(row)]
+    fresh = [row for row in rows if not row.get("reused")]
+    return ArmAggregate(
+        task=_single_value(rows, "task"),
+        arm=_single_value(rows, "arm"),
+        task_class=str(rows[0].get("class") or ""),
+        runs=len(rows),
+        valid_runs=len(valid),
+        excluded_runs=len(rows) - len(valid),
+        resolved=sum(1 for row in valid if row.get("resolved") is True),
+        resolved_fresh=sum(1 for row in valid if row.get("resolved") is True and not row.get("reused")),
+        oracle_failures=sum(1 for row in valid if _passed_tests_failed_oracle(row)),
+        **{field: _median_or_none([row.get(field) for row in valid]) for field in MEDIAN_FIELDS},
+        fresh_attempts=len(fresh),
+        # Count rows that failed NEITHER way rather than subtracting both counters: one row can
+        # be both (a session error whose review evidence is also invalid), and subtracting it
+        # twice drove an arm holding real measurements to admissible=0, i.e. UNUSABLE.
+        admissible=sum(1 for row in fresh if is_admissible(row)),
+        execution_failures=sum(1 for row in fresh if execution_failed(row)),
+        evidence_failures=sum(1 for row in fresh if evidence_failed(row)),
+        health_reasons=tuple(sorted({reason for row in fresh for reason in _health_reasons(row)})),
+        transcripts_missing=sum(1 for row in rows if row.get("transcript_missing") is True),
+        error_kinds=_count_kinds(rows),
+        review=_review(valid),
+    )
+
+
+def savings(baseline: ArmAggregate, arm: ArmAggregate) -> Mapping[str, float | None]:
+    """Percent saved by `arm` versus `baseline` per `SAVINGS_FIELDS` (positive = cheaper).
+
+    `None` when either side is unknown. A zero baseline gives 0.0 only when the arm is also zero;
+    against a zero baseline any spend is an undefined percentage, so it is `None` (the reference
+    printed 0.0 there, which hid an arm spending more than a free baseline).
+    """
+    out: dict[str, float | None] = {}
+    for field in SAVINGS_FIELDS:
+        base, value = baseline.median(field), arm.median(field)
+        if base is None or value is None:
+            out[field] = None
+        elif base == 0:
+            out[field] = 0.0 if value == 0 else None
+        else:
+            out[field] = round(100 * (base - value) / base, 1)
+    return MappingProxyType(out)
+
+
+def group_rows(rows: Iterable[Row]) -> dict[str, dict[str, list[Row]]]:
+    """`{task: {arm: [rows]}}`, tasks in first-seen order and arms in first-seen order per task."""
+    grouped: dict[str, dict[str, list[Row]]] = {}
+    for row in rows:
+        grouped.setdefault(str(row["task"]), {}).setdefault(str(row["arm"]), []).append(row)
+    return grouped
+
+
+def aggregate_all(rows: Iterable[Row]) -> dict[str, dict[str, ArmAggregate]]:
+    """`group_rows` then `aggregate` each task×arm, keeping the grouping order."""
+    return {
+        task: {arm: aggregate(arm_rows) for arm, arm_rows in arms.items()}
+        for task, arms in group_rows(rows).items()
+    }
+
+
+class HealthStatus(StrEnum):
+    """What the harness observed about one arm this sweep (reference-harness.md §6.4)."""
+
+    UNKNOWN = "UNKNOWN"  # no fresh attempt: only reused rows, or no rows at all
+    OBSERVED_OK = "OBSERVED_OK"  # fresh attempts and no failure
+    DEGRADED = "DEGRADED"  # usable measurements, but some attempts failed
+    UNUSABLE = "UNUSABLE"  # failures and not one admissible measurement
+
+
+@dataclass(frozen=True, slots=True)
+class ArmHealth:
+    """Health counters for one arm, summed over its tasks. Says nothing about correctness.
+
+    Deliberately not "resolved zero tasks": a reviewer can be wrong on every task of a hard
+    corpus with the harness working perfectly; that is a valid negative for the quality gate.
+    """
+
+    arm: str
+    fresh_attempts: int
+    admissible: int
+    execution_failures: int
+    evidence_failures: int
+    reasons: tuple[str, ...]
+
+    @property
+    def status(self) -> HealthStatus:
+        if self.fresh_attempts == 0:
+            return HealthStatus.UNKNOWN
+        failures = self.execution_failures + self.evidence_failures
+        if failures == 0:
+            return HealthStatus.OBSERVED_OK
+        # DEGRADED matters: reporting an arm with both usable rows and failures as healthy is
+        # how a partly broken sweep looks fine.
+        return HealthStatus.UNUSABLE if self.admissible == 0 else HealthStatus.DEGRADED
+
+
+def arm_health(
+    results: Mapping[str, Mapping[str, ArmAggregate]], *, arms: Iterable[str] | None = None
+) -> dict[str, ArmHealth]:
+    """One `ArmHealth` per arm (sorted by name), folded over every task that ran it.
+
+    `arms` defaults to every arm present. A requested arm with no rows at all is UNKNOWN rather
+    than silently omitted (the reference skipped it): absence is not health.
+    """
+    present = {arm for task_arms in results.values() for arm in task_arms}
+    health: dict[str, ArmHealth] = {}
+    for arm in sorted(present if arms is None else set(arms)):
+        aggs = [task_arms[arm] for task_arms in results.values() if arm in task_arms]
+        health[arm] = ArmHealth(
+            arm=arm,
+            fresh_attempts=sum(a.fresh_attempts for a in aggs),
+            admissible=sum(a.admissible for a in aggs),
+            execution_failures=sum(a.execution_failures for a in aggs),
+            evidence_failures=sum(a.evidence_failures for a in aggs),
+            reasons=tuple(sorted({reason for a in aggs for reason in a.health_reasons})),
+        )
+    return health

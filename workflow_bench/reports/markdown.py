@@ -1,0 +1,314 @@
+"""Render `report.md` from per task×arm aggregates (reference-harness.md §6.2).
+
+Owns the markdown layout only: title and notices, the outcome summary with the error-kind legend,
+the per task×arm table with savings rows, review quality, footers and run provenance. It computes
+nothing the aggregates do not already hold except sums over them, and it never writes files: the
+runner writes the returned string.
+
+Unknown values print as `n/a`, never as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from workflow_bench.judging.outcomes import ERROR_KINDS, ErrorKind
+from workflow_bench.reports.accounting import AccountingLine
+from workflow_bench.reports.accounting_section import accounting_section
+from workflow_bench.reports.aggregate import (
+    BASELINE_ARM,
+    ArmAggregate,
+    ArmHealth,
+    arm_health,
+    savings,
+)
+from workflow_bench.reports.provenance import ReportProvenance
+
+Results = Mapping[str, Mapping[str, ArmAggregate]]
+"""`{task: {arm: aggregate}}` in the order the report lists them."""
+
+NA = "n/a"
+
+SCRIPTED_NOTICE = (
+    "> **SCRIPTED PROVIDER: NOT A MODEL MEASUREMENT.** Every number below comes from a scripted",
+    "> model provider that replays canned replies and declares its own token usage. It shows that",
+    "> the benchmark pipeline runs end to end; it says nothing about any model's or any skill",
+    "> workflow's ability.",
+)
+
+# Kept from the reference: the CLI's result usage covers only the main loop, so subagent-heavy
+# arms look cheap in every token column. Dropping this warning makes those columns lie.
+MAIN_LOOP_WARNING = (
+    "**WARNING:** token columns count only each arm's main-loop session; subagent spend is",
+    "invisible to them and flatters subagent-heavy arms. `cost $` is the only column that includes",
+    "subagent spend. To rank token efficiency, sum usage from the session transcripts instead",
+    "(deduplicating events that share one `message.id`).",
+)
+
+# Wording kept from the reference so operators and log scrapers find the same sentence.
+_STATUS_LINES = {
+    "aborted": "Sweep aborted: partial evidence; promotion is disabled.",
+    "cancelled": "Sweep cancelled: partial evidence; promotion is disabled.",
+}
+_STATUS_CAUSES = {
+    "complete": "every planned cell ran",
+    "aborted": "stopped early by the outage breaker or a budget",
+    "cancelled": "SIGINT/SIGTERM",
+}
+
+_MAIN_HEADER = (
+    "| task | class | arm | resolved | input | cache_create | cache_read | output "
+    "| cost $ | wall s | turns | churn | errors |"
+)
+_REVIEW_HEADER = (
+    "| case | arm | TP | FP | FN | precision | recall | blocker recall | weighted F1 | grounding |"
+)
+
+
+def _escape(text: str) -> str:
+    # Ids come from task files; a stray pipe would silently shift every later column.
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return NA if value is None else format(value, spec)
+
+
+def _kinds_cell(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{kind}×{count}" for kind, count in sorted(counts.items())) or "—"
+
+
+def _resolved_cell(resolved: int, valid: int, excluded: int) -> str:
+    cell = f"{resolved}/{valid}"
+    return f"{cell} ({excluded} excluded)" if excluded else cell
+
+
+def _arm_order(results: Results, declared: Sequence[str]) -> list[str]:
+    order = list(dict.fromkeys(declared))
+    for task_arms in results.values():
+        order.extend(arm for arm in task_arms if arm not in order)
+    return order
+
+
+def _header(provenance: ReportProvenance) -> list[str]:
+    lines = ["# workflow-bench report", ""]
+    if provenance.is_scripted:
+        lines += [*SCRIPTED_NOTICE, ""]
+    if provenance.status in _STATUS_LINES:
+        cause = _STATUS_CAUSES[provenance.status]
+        lines += [f"> **{_STATUS_LINES[provenance.status]}** ({cause}; see Run provenance)", ""]
+    return [
+        *lines,
+        "Medians across valid runs; excluded runs (see the legend) count in neither medians nor",
+        "resolve denominators. Savings rows = (baseline − arm) / baseline per arm; a negative saving",
+        "means the arm spent more than baseline. churn = files/+insertions/−deletions versus the",
+        "clone's starting commit. `n/a` means unknown (not measured), never zero.",
+        "",
+        *MAIN_LOOP_WARNING,
+        "",
+    ]
+
+
+def _summary_row(arm: str, aggs: Sequence[ArmAggregate], health: ArmHealth) -> tuple[str, int]:
+    kinds: dict[str, int] = {}
+    for agg in aggs:
+        for kind, count in agg.error_kinds.items():
+            kinds[kind] = kinds.get(kind, 0) + count
+    resolved = _resolved_cell(
+        sum(a.resolved for a in aggs), sum(a.valid_runs for a in aggs), sum(a.excluded_runs for a in aggs)
+    )
+    oracle_failures = sum(a.oracle_failures for a in aggs)
+    row = (
+        f"| {_escape(arm)} | {len(aggs)} | {resolved} | {oracle_failures} "
+        f"| {health.status.value} | {_kinds_cell(kinds)} |"
+    )
+    return row, oracle_failures
+
+
+def _outcome_summary(results: Results, arms: Sequence[str]) -> list[str]:
+    health = arm_health(results, arms=arms)
+    lines = [
+        "## Outcome summary",
+        "",
+        "| arm | tasks | resolved (runs) | passed tests, failed oracle | health | errors |",
+        "| --- | ---: | --- | ---: | --- | --- |",
+    ]
+    per_arm_oracle: dict[str, int] = {}
+    for arm in arms:
+        aggs = [task_arms[arm] for task_arms in results.values() if arm in task_arms]
+        row, per_arm_oracle[arm] = _summary_row(arm, aggs, health[arm])
+        lines.append(row)
+    lines.append("")
+    total = sum(per_arm_oracle.values())
+    if total:
+        detail = ", ".join(f"{arm} {n}" for arm, n in per_arm_oracle.items() if n)
+        lines.append(
+            f"**{total} run(s) passed their authored tests but failed the hidden oracle** ({detail}). "
+            "Judged by the authored tests alone they would count as solved; only the hidden "
+            "oracle, which the agent never sees, shows they were not."
+        )
+    else:
+        lines.append("No run passed its authored tests while failing the hidden oracle.")
+    lines.append("")
+    return lines
+
+
+def _flags_text(kind: ErrorKind) -> str:
+    flags = ["excluded from medians and denominators" if kind.is_excluded else "counted in medians"]
+    if kind.is_execution_failure:
+        flags.append("execution failure")
+    if kind.is_evidence_failure:
+        flags.append("evidence failure")
+    if kind.is_systemic:
+        flags.append("counts toward the outage breaker")
+    return "; ".join(flags)
+
+
+def _error_legend(results: Results) -> list[str]:
+    seen = {kind for task_arms in results.values() for agg in task_arms.values() for kind in agg.error_kinds}
+    if not seen:
+        return []
+    lines = ["### Error kinds in this sweep", ""]
+    for name in [k for k in ERROR_KINDS if k in seen] + sorted(seen - set(ERROR_KINDS)):
+        kind = ERROR_KINDS.get(name)
+        if kind is None:
+            lines.append(f"- `{_escape(name)}`: not in the error-kind vocabulary (older or foreign row)")
+        else:
+            lines.append(f"- `{name}`: {kind.produced_when} ({_flags_text(kind)})")
+    return [*lines, ""]
+
+
+def _main_row(task: str, agg: ArmAggregate) -> str:
+    churn = (
+        NA
+        if None in (agg.diff_files, agg.diff_insertions, agg.diff_deletions)
+        else f"{agg.diff_files:.0f}/+{agg.diff_insertions:.0f}/−{agg.diff_deletions:.0f}"
+    )
+    return (
+        f"| {_escape(task)} | {_escape(agg.task_class)} | {_escape(agg.arm)} "
+        f"| {_resolved_cell(agg.resolved, agg.valid_runs, agg.excluded_runs)} "
+        f"| {_fmt(agg.input_tokens, '.0f')} | {_fmt(agg.cache_creation_input_tokens, '.0f')} "
+        f"| {_fmt(agg.cache_read_input_tokens, '.0f')} | {_fmt(agg.output_tokens, '.0f')} "
+        f"| {_fmt(agg.cost_usd, '.4f')} | {_fmt(agg.duration_s, '.0f')} | {_fmt(agg.num_turns, '.0f')} "
+        f"| {churn} | {_kinds_cell(agg.error_kinds)} |"
+    )
+
+
+def _savings_row(task: str, baseline: ArmAggregate, agg: ArmAggregate) -> str:
+    saved = savings(baseline, agg)
+    cells = " | ".join(
+        _fmt(saved[f], ".1f")
+        for f in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+    )
+    return (
+        f"| {_escape(task)} | {_escape(agg.task_class)} | **{_escape(agg.arm)} savings %** | — "
+        f"| {cells} | {_fmt(saved['cost_usd'], '.1f')} | {_fmt(saved['duration_s'], '.1f')} | — | — | — |"
+    )
+
+
+def _main_table(results: Results) -> list[str]:
+    lines = ["## Per task and arm", ""]
+    if not results:
+        return [*lines, "No rows were recorded.", ""]
+    lines += [_MAIN_HEADER, "| --- " * 13 + "|"]
+    for task, task_arms in results.items():
+        lines.extend(_main_row(task, agg) for agg in task_arms.values())
+        baseline = task_arms.get(BASELINE_ARM)
+        if baseline is not None:
+            others = (agg for arm, agg in task_arms.items() if arm != BASELINE_ARM)
+            lines.extend(_savings_row(task, baseline, agg) for agg in others)
+    return [*lines, ""]
+
+
+def _review_section(results: Results) -> list[str]:
+    rows: list[str] = []
+    for task, task_arms in results.items():
+        for agg in task_arms.values():
+            review = agg.review
+            if review is None:
+                continue
+            rows.append(
+                f"| {_escape(task)} | {_escape(agg.arm)} | {_fmt(review.true_positives, '.1f')} "
+                f"| {_fmt(review.false_positives, '.1f')} | {_fmt(review.false_negatives, '.1f')} "
+                f"| {_fmt(review.precision, '.3f')} | {_fmt(review.recall, '.3f')} "
+                f"| {_fmt(review.blocker_recall, '.3f')} | {_fmt(review.weighted_f1, '.3f')} "
+                f"| {_fmt(review.grounded_evidence, '.3f')} |"
+            )
+    if not rows:
+        return []
+    separator = "| --- | --- |" + " ---: |" * 8
+    return ["## Review quality", "", _REVIEW_HEADER, separator, *rows, ""]
+
+
+def _footers(aggs: Iterable[ArmAggregate]) -> list[str]:
+    aggs = list(aggs)
+    lines: list[str] = []
+    excluded = sum(a.excluded_runs for a in aggs)
+    if excluded:
+        lines.append(
+            f"{excluded} run(s) hit session/infra errors or had unverifiable evidence and were "
+            "excluded from medians and resolve denominators; see error_kind in results.jsonl."
+        )
+    missing = sum(a.transcripts_missing for a in aggs)
+    if missing:
+        lines.append(
+            f"{missing} run(s) had no locatable session transcript or it was unreadable, so they "
+            "were excluded from promotion evidence (skill_invoked=null in results.jsonl)."
+        )
+    lines.append(
+        "Session ids for every run are in results.jsonl; open the matching transcript to see "
+        "where each arm spent its tokens."
+    )
+    return [line for text in lines for line in (text, "")]
+
+
+def _id_list(ids: Sequence[str]) -> str:
+    return ", ".join(f"`{_escape(i)}`" for i in ids) if ids else "none"
+
+
+def _provenance_section(p: ReportProvenance) -> list[str]:
+    status = f"`{p.status}` ({_STATUS_CAUSES[p.status]})"
+    if p.status in _STATUS_LINES:
+        status += f". {_STATUS_LINES[p.status]}"
+    if p.status_detail:
+        status += f" Detail: {_escape(p.status_detail)}"
+    provider = f"`{p.provider}`" + (" (scripted: demonstrates the pipeline only)" if p.is_scripted else "")
+    return [
+        "## Run provenance",
+        "",
+        f"- Sweep status: {status}",
+        f"- Model provider: {provider}",
+        f"- Benchmark model: `{p.model}`",
+        f"- Reasoning effort: {f'`{p.effort}`' if p.effort else 'not set'}",
+        f"- Claude Code CLI: {f'`{p.claude_code_version}`' if p.claude_code_version else 'unknown'}",
+        f"- Runs per cell: {p.runs}",
+        f"- Arms ({len(p.arms)}): {_id_list(p.arms)}",
+        f"- Selected tasks ({len(p.selected_tasks)}): {_id_list(p.selected_tasks)}",
+        f"- Skipped expensive tasks ({len(p.skipped_expensive)}): {_id_list(p.skipped_expensive)}",
+        f"- Started: {p.started_at.isoformat()}; finished: {p.finished_at.isoformat()}; "
+        f"wall: {p.wall_s:.1f} s",
+    ]
+
+
+def render_markdown(
+    results: Results, *, provenance: ReportProvenance, accounting: Sequence[AccountingLine] = ()
+) -> str:
+    """The full `report.md` text for `{task: {arm: aggregate}}`, ending in a newline.
+
+    Arms are summarised in the order `provenance.arms` lists them, then any other arm found in
+    `results`; a declared arm with no rows shows 0/0 and health UNKNOWN rather than vanishing.
+    `accounting` (from `accounting.usage_accounting`) adds the token-accounting section.
+    """
+    arms = _arm_order(results, provenance.arms)
+    all_aggs = [agg for task_arms in results.values() for agg in task_arms.values()]
+    lines = [
+        *_header(provenance),
+        *_outcome_summary(results, arms),
+        *_error_legend(results),
+        *_main_table(results),
+        *accounting_section(accounting),
+        *_review_section(results),
+        *_footers(all_aggs),
+        *_provenance_section(provenance),
+    ]
+    return "\n".join(lines) + "\n"

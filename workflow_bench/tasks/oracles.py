@@ -1,0 +1,434 @@
+"""Hidden oracles: the immutable snapshot, its staging after the model exits, and the tamper check.
+
+Owns three steps of the hidden-oracle lifecycle (reference harness §8, "Hidden-oracle isolation"):
+
+1. ``capture_oracle`` reads a task's declared oracle files **once**, before any arm runs, into an
+   in-memory ``OracleSnapshot``. Every later use stages these bytes, never the source files, so
+   editing an oracle mid-sweep cannot change what later cells are judged by, and the digests in
+   every row describe exactly what judged it.
+2. ``stage_oracle`` writes the snapshot (files 0400) into a fresh directory after every model
+   process of a cell has exited; the cell mounts it read-only and names it through
+   ``WORKFLOW_BENCH_ORACLE_ROOT``.
+3. ``verify_staged`` re-reads every staged byte after the oracle ran and raises
+   ``OracleTamperError`` if anything changed, appeared or vanished.
+
+Must never: follow a symlink when reading or writing oracle bytes, or put oracle bytes (or the
+oracle's output) into an error message: errors end up in rows and logs that later agents can read.
+
+Callers: ``tasks.spec`` (capture, at load and bind time) and ``judging.judge`` (stage and verify). This module
+has no runtime import of ``tasks``, so ``tasks.TaskBinding`` can hold an ``OracleSnapshot``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workflow_bench.tasks.spec import OracleFileSpec, OracleSpec
+
+# Limits from the reference harness's oracle declaration rules (§4.1): an oracle is a handful of
+# test files, so anything past these is a mistake or an attempt to smuggle data into the sandbox.
+MAX_ORACLE_FILES = 8
+MAX_ORACLE_FILE_BYTES = 512 * 1024
+MAX_ORACLE_TOTAL_BYTES = 2 * 1024 * 1024
+MAX_ORACLE_COMMAND_BYTES = 8 * 1024
+# 240 bytes leaves room under the 255-byte NAME_MAX of common filesystems for the staging
+# directory's own prefix when a target is a single file name.
+MAX_TARGET_BYTES = 240
+# POSIX portable filename characters plus "/": a target must mean the same file on every
+# filesystem and in every shell quoting context the oracle command may use.
+_PORTABLE_PATH = re.compile(r"[A-Za-z0-9._/-]+")
+_STAGED_FILE_MODE = 0o400
+_STAGED_DIR_MODE = 0o700  # the cell removes the staging dir with rmtree; 0o500 would defeat that
+_DIGEST_DOMAIN = b"workflow-bench/oracle/v1"
+
+
+class OracleCaptureError(ValueError):
+    """The declared oracle cannot be captured. ``problems`` is ``((key, message), ...)``.
+
+    Keys are relative to the task's ``oracle`` mapping (``files[0].source``, ``files``); the
+    caller adds the file and task. Messages name paths and sizes, never contents.
+    """
+
+    def __init__(self, problems: Sequence[tuple[str, str]]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("; ".join(f"{key}: {message}" for key, message in self.problems))
+
+    def __reduce__(self):
+        return (type(self), (self.problems,))
+
+
+class OracleTamperError(RuntimeError):
+    """A staged oracle differs from its snapshot after it ran (names the path, never the bytes)."""
+
+
+class OracleStageError(RuntimeError):
+    """The staging destination is unusable (exists and is not an empty directory)."""
+
+
+def relative_path_problem(path: str) -> str | None:
+    """Why ``path`` is not a safe path relative to some root, or ``None`` if it is.
+
+    Shared rule for oracle targets and the repository-relative paths in task files: not empty,
+    not absolute, no NUL or backslash, no empty, ``.`` or ``..`` component, and nothing at or
+    under a ``.git`` component (which would let a task reach into repository metadata).
+    """
+    if not path:
+        return "must not be empty"
+    if "\0" in path:
+        return "must not contain NUL"
+    if "\\" in path:
+        return "must use '/' separators, not '\\'"
+    if path.startswith("/"):
+        return f"must be relative, got absolute path {path!r}"
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return f"must be a normalized path without empty, '.' or '..' components, got {path!r}"
+    if any(part.casefold() == ".git" for part in parts):
+        return f"must not name .git or anything under it, got {path!r}"
+    return None
+
+
+def target_problem(target: str) -> str | None:
+    """Why ``target`` is not a valid oracle target path, or ``None`` if it is."""
+    problem = relative_path_problem(target)
+    if problem is not None:
+        return problem
+    if len(target.encode()) > MAX_TARGET_BYTES:
+        return f"must be at most {MAX_TARGET_BYTES} bytes, got {len(target.encode())}"
+    if not _PORTABLE_PATH.fullmatch(target):
+        return f"must use only portable characters [A-Za-z0-9._/-], got {target!r}"
+    return None
+
+
+def command_problem(command: str) -> str | None:
+    """Why ``command`` is not a valid oracle command, or ``None`` if it is."""
+    if not command.strip():
+        return "must not be blank"
+    if "\0" in command:
+        return "must not contain NUL"
+    size = len(command.encode())
+    if size > MAX_ORACLE_COMMAND_BYTES:
+        return f"must be at most {MAX_ORACLE_COMMAND_BYTES} bytes, got {size}"
+    return None
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _framed_digest(*fields: bytes) -> str:
+    # Length framing: ("ab", "c") and ("a", "bc") must never hash alike.
+    h = hashlib.sha256()
+    for item in (_DIGEST_DOMAIN, *fields):
+        h.update(len(item).to_bytes(8, "big"))
+        h.update(item)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class OracleFile:
+    """One captured oracle file: where it is staged and its exact bytes."""
+
+    target: str
+    data: bytes
+    sha256: str
+    size: int
+
+    def __post_init__(self) -> None:
+        problem = target_problem(self.target) if isinstance(self.target, str) else "must be a string"
+        if problem:
+            raise ValueError(f"oracle target: {problem}")
+        if not isinstance(self.data, bytes):
+            raise ValueError(f"oracle file {self.target}: data must be bytes")
+        if self.size != len(self.data) or self.sha256 != _sha256(self.data):
+            raise ValueError(f"oracle file {self.target}: sha256/size do not describe its data")
+
+    @classmethod
+    def of(cls, target: str, data: bytes) -> OracleFile:
+        return cls(target=target, data=data, sha256=_sha256(data), size=len(data))
+
+
+@dataclass(frozen=True, slots=True)
+class OracleSnapshot:
+    """A task's hidden oracle, captured once: the command and the bytes of every file."""
+
+    command: str
+    files: tuple[OracleFile, ...]
+
+    def __post_init__(self) -> None:
+        problem = command_problem(self.command) if isinstance(self.command, str) else "must be a string"
+        if problem:
+            raise ValueError(f"oracle command: {problem}")
+        if not isinstance(self.files, tuple) or not all(isinstance(f, OracleFile) for f in self.files):
+            raise ValueError("oracle files must be a tuple of OracleFile")
+        if not 1 <= len(self.files) <= MAX_ORACLE_FILES:
+            raise ValueError(f"oracle needs 1 to {MAX_ORACLE_FILES} files, got {len(self.files)}")
+        _check_target_set([f.target for f in self.files])
+        total = sum(f.size for f in self.files)
+        if total > MAX_ORACLE_TOTAL_BYTES:
+            raise ValueError(f"oracle files total {total} bytes, limit {MAX_ORACLE_TOTAL_BYTES}")
+
+    @property
+    def digest(self) -> str:
+        """Identity of the whole oracle: command plus every (target, content), target-sorted."""
+        fields = [self.command.encode(), str(len(self.files)).encode()]
+        for f in sorted(self.files, key=lambda f: f.target):
+            fields += [f.target.encode(), f.data]
+        return _framed_digest(b"oracle", *fields)
+
+    @property
+    def command_digest(self) -> str:
+        return _framed_digest(b"command", self.command.encode())
+
+    @property
+    def manifest_digest(self) -> str:
+        """Identity of the file set without the bytes: (target, sha256, size), target-sorted."""
+        fields = []
+        for f in sorted(self.files, key=lambda f: f.target):
+            fields += [f.target.encode(), f.sha256.encode(), str(f.size).encode()]
+        return _framed_digest(b"manifest", *fields)
+
+    def manifest(self) -> list[dict[str, str | int]]:
+        """``[{target, sha256, size}]`` in declaration order, for bindings and rows."""
+        return [{"target": f.target, "sha256": f.sha256, "size": f.size} for f in self.files]
+
+
+def _check_target_set(targets: Sequence[str]) -> None:
+    problem = target_set_problem(targets)
+    if problem:
+        raise ValueError(f"oracle targets: {problem}")
+
+
+def target_set_problem(targets: Sequence[str]) -> str | None:
+    """Why a list of targets cannot be staged together (duplicates, file-vs-directory clashes)."""
+    seen: set[str] = set()
+    for target in targets:
+        if target in seen:
+            return f"duplicate target {target!r}"
+        seen.add(target)
+    for target in targets:
+        parents = PurePosixPath(target).parents
+        clash = next((str(p) for p in parents if str(p) in seen), None)
+        if clash is not None:
+            return f"target {clash!r} is a file but {target!r} needs it to be a directory"
+    return None
+
+
+# ── capture ────────────────────────────────────────────────────────────────
+
+
+def _normalized_parts(source: str) -> tuple[list[str] | None, str | None]:
+    """Lexically resolve ``source`` below its root: (parts, None) or (None, why not)."""
+    if not source or "\0" in source:
+        return None, "must be a nonblank path without NUL"
+    if source.startswith("/") or source.startswith("~"):
+        return None, f"must be relative to the task file's directory, got {source!r}"
+    parts: list[str] = []
+    for part in source.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None, f"resolves outside the task file's directory: {source!r}"
+            parts.pop()
+        else:
+            parts.append(part)
+    if not parts:
+        return None, f"does not name a file: {source!r}"
+    return parts, None
+
+
+def _file_identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def read_beneath(root: Path, source: str, *, max_bytes: int) -> bytes:
+    """Read the regular file ``root/source`` without following any symlink below ``root``.
+
+    Every directory component is opened with ``O_NOFOLLOW`` relative to its parent's descriptor,
+    so a symlinked parent cannot redirect the read, and the file is checked not to have changed
+    while it was read. Raises ``ValueError`` with the reason (never the contents).
+    """
+    parts, why = _normalized_parts(source)
+    if parts is None:
+        raise ValueError(why)
+    dir_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as err:
+        raise ValueError(f"task file directory {root} is unreadable: {err.strerror}") from None
+    try:
+        for i, part in enumerate(parts[:-1]):
+            fd = _descend(fd, part, "/".join(parts[: i + 1]), dir_flags)
+        # O_NONBLOCK: opening a FIFO planted at the path must fail the type check, not hang.
+        file_flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        fd = _descend(fd, parts[-1], "/".join(parts), file_flags)
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode):
+            raise ValueError(f"{source!r} is not a regular file")
+        if before.st_size > max_bytes:
+            raise ValueError(f"{source!r} is {before.st_size} bytes, limit {max_bytes}")
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:
+                raise ValueError(f"{source!r} grew past {max_bytes} bytes while it was read")
+        after = os.fstat(fd)
+        data = b"".join(chunks)
+        if _file_identity(before) != _file_identity(after) or len(data) != after.st_size:
+            raise ValueError(f"{source!r} changed while it was read; retry when it is stable")
+        return data
+    finally:
+        os.close(fd)
+
+
+def _open_at(dir_fd: int, name: str, where: str, flags: int) -> int:
+    """Open ``name`` under ``dir_fd``, explaining symlinks and absences in the error."""
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except OSError as err:
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            raise ValueError(f"{where!r} is a symlink; oracle files and their parents must not be") from None
+        if st is None:
+            raise ValueError(f"{where!r} does not exist") from None
+        raise ValueError(f"{where!r} cannot be opened: {err.strerror}") from None
+
+
+def _descend(dir_fd: int, name: str, where: str, flags: int) -> int:
+    """``_open_at`` that hands ownership over: closes ``dir_fd`` only once ``name`` is open.
+
+    On failure ``dir_fd`` stays open and stays the caller's to close, so no descriptor is ever
+    closed twice (a double close can close an unrelated descriptor another thread just opened).
+    """
+    opened = _open_at(dir_fd, name, where, flags)
+    os.close(dir_fd)
+    return opened
+
+
+def read_oracle_sources(files: Sequence[OracleFileSpec], *, task_file_dir: Path) -> tuple[bytes, ...]:
+    """Read each declared ``source`` once (relative to ``task_file_dir``), enforcing the limits.
+
+    Raises ``OracleCaptureError`` listing every problem, keyed like ``files[1].source``.
+    """
+    problems: list[tuple[str, str]] = []
+    contents: list[bytes] = []
+    for i, declared in enumerate(files):
+        try:
+            contents.append(read_beneath(task_file_dir, declared.source, max_bytes=MAX_ORACLE_FILE_BYTES))
+        except ValueError as err:
+            problems.append((f"files[{i}].source", str(err)))
+    total = sum(len(data) for data in contents)
+    if total > MAX_ORACLE_TOTAL_BYTES:
+        problems.append(("files", f"oracle files total {total} bytes, limit {MAX_ORACLE_TOTAL_BYTES}"))
+    if problems:
+        raise OracleCaptureError(problems)
+    return tuple(contents)
+
+
+def capture_oracle(spec: OracleSpec, *, task_file_dir: Path) -> OracleSnapshot:
+    """Read every declared oracle file once (relative to ``task_file_dir``) into a snapshot.
+
+    Enforces the per-file and total size limits and the no-symlink rule. Raises
+    ``OracleCaptureError`` listing every problem found, keyed like ``files[1].source``.
+    """
+    contents = read_oracle_sources(spec.files, task_file_dir=task_file_dir)
+    captured = tuple(OracleFile.of(f.target, data) for f, data in zip(spec.files, contents, strict=True))
+    try:
+        return OracleSnapshot(command=spec.command, files=captured)
+    except ValueError as err:
+        raise OracleCaptureError([("files", str(err))]) from None
+
+
+# ── staging ────────────────────────────────────────────────────────────────
+
+
+def stage_oracle(snapshot: OracleSnapshot, dest_dir: Path) -> None:
+    """Write the snapshot under ``dest_dir`` (files 0400, directories created as needed).
+
+    ``dest_dir`` may exist only as an empty directory: staging into a populated or symlinked
+    destination could mix candidate-controlled files into the oracle. Raises ``OracleStageError``.
+    """
+    if dest_dir.is_symlink() or (dest_dir.exists() and not dest_dir.is_dir()):
+        raise OracleStageError(f"oracle staging destination {dest_dir} is not a directory")
+    if dest_dir.exists() and any(dest_dir.iterdir()):
+        raise OracleStageError(f"oracle staging destination {dest_dir} is not empty")
+    dest_dir.mkdir(mode=_STAGED_DIR_MODE, parents=True, exist_ok=True)
+    for oracle_file in snapshot.files:
+        *dirs, name = oracle_file.target.split("/")
+        fd = os.open(dest_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            for part in dirs:
+                # FileExistsError: a parent shared with an earlier target, opened with O_NOFOLLOW below.
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, mode=_STAGED_DIR_MODE, dir_fd=fd)
+                fd = _descend(fd, part, part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            out = os.open(
+                name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd
+            )
+            try:
+                view = memoryview(oracle_file.data)
+                while view:
+                    view = view[os.write(out, view) :]
+                # fchmod, not the open() mode: the process umask must not decide the final mode.
+                os.fchmod(out, _STAGED_FILE_MODE)
+            finally:
+                os.close(out)
+        finally:
+            os.close(fd)
+
+
+def _walk_staged(root: Path) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    stack = [("", root)]
+    while stack:
+        prefix, directory = stack.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                rel = f"{prefix}{entry.name}"
+                yield rel, entry
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((f"{rel}/", Path(entry.path)))
+
+
+def verify_staged(snapshot: OracleSnapshot, dest_dir: Path) -> None:
+    """Prove the staged oracle under ``dest_dir`` is still byte-for-byte the snapshot.
+
+    Raises ``OracleTamperError`` naming the first path that was changed, added, removed,
+    re-typed or re-moded; never includes file contents.
+    """
+    if dest_dir.is_symlink() or not dest_dir.is_dir():
+        raise OracleTamperError(f"staged oracle directory {dest_dir} is gone or no longer a directory")
+    expected = {f.target: f for f in snapshot.files}
+    expected_dirs = {str(p) for f in snapshot.files for p in PurePosixPath(f.target).parents if str(p) != "."}
+    seen_files: set[str] = set()
+    for rel, entry in _walk_staged(dest_dir):
+        mode = entry.stat(follow_symlinks=False).st_mode
+        if stat.S_ISDIR(mode) and rel in expected_dirs:
+            continue
+        if not stat.S_ISREG(mode) or rel not in expected:
+            raise OracleTamperError(f"staged oracle has an unexpected entry {rel!r}")
+        if stat.S_IMODE(mode) != _STAGED_FILE_MODE:
+            raise OracleTamperError(f"staged oracle file {rel!r} changed mode to {stat.S_IMODE(mode):o}")
+        try:
+            data = read_beneath(dest_dir, rel, max_bytes=MAX_ORACLE_FILE_BYTES)
+        except ValueError as err:
+            raise OracleTamperError(f"staged oracle file {rel!r} cannot be re-read: {err}") from None
+        if data != expected[rel].data:
+            raise OracleTamperError(f"staged oracle file {rel!r} was modified")
+        seen_files.add(rel)
+    missing = sorted(set(expected) - seen_files)
+    if missing:
+        raise OracleTamperError(f"staged oracle file {missing[0]!r} was removed")

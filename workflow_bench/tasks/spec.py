@@ -1,0 +1,452 @@
+"""Task specs and their binding: ``TaskSpec``, ``load_task_file``, ``TaskBinding``, ``bind_tasks``.
+
+Owns the frozen ``TaskSpec`` (reference harness §4.1) and the digests derived from it (one
+canonical JSON encoder, ``canonical_digest``), ``TaskBinding`` (a spec resolved to an immutable
+commit, its captured hidden oracle and the working-tree paths its sandbox copies or mounts) and
+``select_tasks``. This is the import path for the whole task layer: the schema pieces that live in
+``tasks.schema`` (keys, errors, declaration parts, loading) and ``cache_root`` from ``tasks.repos`` are
+re-exported here.
+
+Two steps, kept apart:
+
+- ``load_task_file`` parses and validates one file and reports **every** defect at once
+  (``TaskFileError``), each naming the file, the task and the key. It may read the oracle sources
+  and run read-only ``git`` queries; it never clones, writes or runs anything else.
+- ``bind_tasks`` does the I/O a sweep needs before any model call: clones bundle repositories into
+  the content-addressed cache, resolves each ``ref`` once to a SHA, captures each oracle, and
+  checks every ``sandbox_copy`` / ``sandbox_dependencies`` source in the repository's working tree
+  (hashing each dependency tree into a manifest digest).
+
+Must never: trust a ref to stay put (rows record the resolved SHA, not the ref), follow symlinks
+to oracle sources, accept a sandbox source outside the working tree, or let a git environment
+variable of the caller redirect a query (``repos`` owns every git call).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, NamedTuple, NoReturn
+
+from .oracles import OracleCaptureError, OracleSnapshot, capture_oracle
+from .repos import (
+    BUNDLE_CLONE_TIMEOUT_S,
+    GIT_TIMEOUT_S,
+    MAX_DEPENDENCY_BYTES,
+    MAX_DEPENDENCY_ENTRIES,
+    SHA_PATTERN,
+    RepoHandle,
+    TreeManifest,
+    WorktreeError,
+    cache_root,
+    materialize_repo,
+    resolve_ref,
+    tree_manifest,
+    worktree_source,
+)
+from .schema import (
+    TASK_ID_PATTERN,
+    TASK_KEYS,
+    DependencySpec,
+    OracleFileSpec,
+    OracleSpec,
+    Problem,
+    TaskFileError,
+    TaskSpecError,
+    id_problems,
+    oracle_problems,
+    parse_task_file,
+    ref_problems,
+    repo_path_problems,
+    resolve_repo_location,
+    text_problems,
+)
+
+__all__ = [
+    "BUNDLE_CLONE_TIMEOUT_S",
+    "GIT_TIMEOUT_S",
+    "TASK_ID_PATTERN",
+    "TASK_KEYS",
+    "DependencySpec",
+    "OracleFileSpec",
+    "OracleSpec",
+    "TaskBinding",
+    "TaskFileError",
+    "TaskSpec",
+    "TaskSpecError",
+    "bind_tasks",
+    "cache_root",
+    "canonical_digest",
+    "load_task_file",
+    "select_tasks",
+]
+
+
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+# Why a repository has no working tree to copy or mount from, by ``RepoHandle.kind``.
+_NO_WORKTREE = MappingProxyType({"bundle": "bundles have none", "bare": "bare repositories have none"})
+
+
+def canonical_digest(value: Any) -> str:
+    """sha256 of the canonical JSON encoding (sorted keys, compact separators, UTF-8).
+
+    The only encoder behind every digest in this module, so a digest is a function of the
+    value alone and survives a JSON round trip.
+    """
+    encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(encoded.encode()).hexdigest()
+
+
+# ── specs ──────────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSpec:
+    """One validated task, exactly as declared in ``source_file``.
+
+    Relative ``repo`` and oracle ``source`` paths are relative to ``source_file``'s directory, so
+    a corpus folder can move as a whole. Construction validates every field and raises the first
+    ``TaskSpecError``; ``load_task_file`` reports all of them.
+    """
+
+    source_file: Path
+    task_id: str
+    task_class: str
+    repo: str
+    prompt: str
+    verify: str
+    oracle: OracleSpec
+    ref: str = "HEAD"
+    setup: str | None = None
+    expensive: bool = False
+    sandbox_copy: tuple[str, ...] = ()
+    sandbox_dependencies: tuple[DependencySpec, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.source_file, Path) or not self.source_file.is_absolute():
+            raise TaskSpecError(str(self.source_file), None, "source_file", "must be an absolute Path")
+        task_id = self.task_id if not id_problems(self.task_id) else None
+        problems = _spec_problems(self)
+        if problems:
+            raise TaskSpecError(self.source_file, task_id, problems[0].key, problems[0].message)
+
+    @property
+    def task_dir(self) -> Path:
+        """The directory relative paths in this task resolve against."""
+        return self.source_file.parent
+
+    @property
+    def repo_location(self) -> Path:
+        """``repo`` with ``~`` expanded and made absolute against the task file's directory."""
+        return resolve_repo_location(self.task_dir, self.repo)
+
+    @property
+    def prompt_digest(self) -> str:
+        return canonical_digest(self.prompt)
+
+    @property
+    def setup_digest(self) -> str:
+        return canonical_digest(self.setup)
+
+    @property
+    def verify_digest(self) -> str:
+        return canonical_digest(self.verify)
+
+
+def _spec_problems(spec: TaskSpec) -> list[Problem]:
+    problems = id_problems(spec.task_id)
+    for key, value in (
+        ("class", spec.task_class),
+        ("repo", spec.repo),
+        ("prompt", spec.prompt),
+        ("verify", spec.verify),
+    ):
+        problems += text_problems(key, value)
+    problems += ref_problems(spec.ref)
+    problems += text_problems("setup", spec.setup, optional=True)
+    if type(spec.expensive) is not bool:
+        problems.append(Problem("expensive", f"want true or false, got {spec.expensive!r}"))
+    if not isinstance(spec.sandbox_copy, tuple):
+        problems.append(Problem("sandbox_copy", "want a tuple of paths"))
+    else:
+        for i, path in enumerate(spec.sandbox_copy):
+            problems += repo_path_problems(f"sandbox_copy[{i}]", path)
+    if not isinstance(spec.sandbox_dependencies, tuple) or not all(
+        isinstance(d, DependencySpec) for d in spec.sandbox_dependencies
+    ):
+        problems.append(Problem("sandbox_dependencies", "want a tuple of DependencySpec"))
+    if not isinstance(spec.oracle, OracleSpec) or not isinstance(spec.oracle.files, tuple):
+        problems.append(Problem("oracle", "want an OracleSpec with a tuple of files"))
+    else:
+        problems += oracle_problems(spec.oracle.command, spec.oracle.files)
+    return problems
+
+
+def load_task_file(path: Path) -> tuple[TaskSpec, ...]:
+    """Parse and validate one task file; raise ``TaskFileError`` listing every defect.
+
+    Checks the schema, the repository (a git top level or a ``*.bundle`` file), that the ref
+    exists where that can be known without cloning, and that every oracle source can be captured.
+    """
+    file_path, entries, errors = parse_task_file(path)
+    if errors:
+        raise TaskFileError(errors)
+    return tuple(TaskSpec(source_file=file_path, **fields) for fields in entries)
+
+
+# ── binding ────────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True, slots=True)
+class TaskBinding:
+    """A task resolved for one sweep: an immutable commit, the oracle that will judge it, and the
+    working-tree paths its sandbox copies or mounts."""
+
+    spec: TaskSpec
+    repo_path: Path
+    repo_identity: str
+    resolved_sha: str
+    oracle: OracleSnapshot
+    copy_paths: tuple[tuple[Path, str], ...] = ()
+    """(absolute host source, repository-relative destination) per ``sandbox_copy`` entry, in order.
+    The source is a file or a directory in the working tree, symlinks already resolved."""
+    dependency_mounts: tuple[tuple[Path, str], ...] = ()
+    """(absolute host source directory, repository-relative target) per ``sandbox_dependencies``
+    entry, in order; the cell mounts each read-only."""
+    dependency_manifest_digest: str | None = None
+    """``canonical_digest`` of (target, path, size, sha256, symlink target) for every file and
+    symlink under the dependency directories, taken at bind time; ``None`` without dependencies.
+    Stored rather than derived: it must describe the trees as bound, and re-walking up to
+    ``MAX_DEPENDENCY_BYTES`` on every read of ``binding_digest`` would be slow."""
+
+    def __post_init__(self) -> None:
+        def fail(key: str, message: str) -> NoReturn:
+            raise TaskSpecError(self.spec.source_file, self.spec.task_id, key, message)
+
+        if not isinstance(self.resolved_sha, str) or not SHA_PATTERN.fullmatch(self.resolved_sha):
+            fail("ref", f"resolved SHA must be 40 or 64 lowercase hex chars, got {self.resolved_sha!r}")
+        if not isinstance(self.repo_identity, str) or not self.repo_identity:
+            fail("repo", "repo identity must be a nonblank string")
+        declared = [f.target for f in self.spec.oracle.files]
+        if (
+            self.oracle.command != self.spec.oracle.command
+            or [f.target for f in self.oracle.files] != declared
+        ):
+            fail("oracle", "snapshot does not match the declared oracle command and targets")
+        copies = list(self.spec.sandbox_copy)
+        if not _is_path_pairs(self.copy_paths) or [d for _, d in self.copy_paths] != copies:
+            fail("sandbox_copy", f"copy paths must be (absolute Path, destination) for each of {copies}")
+        targets = [d.target for d in self.spec.sandbox_dependencies]
+        if not _is_path_pairs(self.dependency_mounts) or [t for _, t in self.dependency_mounts] != targets:
+            fail("sandbox_dependencies", f"mounts must be (absolute Path, target) for each of {targets}")
+        digest = self.dependency_manifest_digest
+        if (digest is None) != (not targets) or (digest is not None and not _SHA256_HEX.fullmatch(digest)):
+            fail(
+                "sandbox_dependencies",
+                f"manifest digest must be 64 hex chars iff there are mounts, got {digest!r}",
+            )
+
+    def to_json(self) -> dict[str, Any]:
+        """The binding's definition: what a row or promotion.json needs to prove what was run.
+
+        Host paths stay out (``copy_paths``, ``dependency_mounts``): moving a corpus must not
+        change what was run; the declared paths and the manifest digest say it.
+        """
+        spec = self.spec
+        return {
+            "id": spec.task_id,
+            "class": spec.task_class,
+            "repo_identity": self.repo_identity,
+            "ref": spec.ref,
+            "prompt_digest": spec.prompt_digest,
+            "setup_digest": spec.setup_digest,
+            "verify_digest": spec.verify_digest,
+            "expensive": spec.expensive,
+            "sandbox_copy": list(spec.sandbox_copy),
+            "sandbox_dependencies": [
+                {"source": d.source, "target": d.target} for d in spec.sandbox_dependencies
+            ],
+            "dependency_manifest_digest": self.dependency_manifest_digest,
+            "oracle_digest": self.oracle.digest,
+            "oracle_command_digest": self.oracle.command_digest,
+            "oracle_manifest_digest": self.oracle.manifest_digest,
+            "oracle_files": self.oracle.manifest(),
+            "resolved_sha": self.resolved_sha,
+        }
+
+    @property
+    def binding_digest(self) -> str:
+        return canonical_digest(self.to_json())
+
+
+def _is_path_pairs(value: object) -> bool:
+    return isinstance(value, tuple) and all(
+        isinstance(pair, tuple)
+        and len(pair) == 2
+        and isinstance(pair[0], Path)
+        and pair[0].is_absolute()
+        and isinstance(pair[1], str)
+        for pair in value
+    )
+
+
+def bind_tasks(specs: Sequence[TaskSpec]) -> tuple[TaskBinding, ...]:
+    """Resolve every spec's repository and ref once, capture its oracle and check its sandbox sources.
+
+    Bundles are cloned (``--mirror``) at most once into the content-addressed cache; each
+    dependency tree is hashed at most once. Raises ``TaskFileError`` listing every task that
+    cannot be bound.
+    """
+    errors: list[TaskSpecError] = []
+    repos: dict[Path, RepoHandle | str] = {}
+    shas: dict[tuple[Path, str], str | None] = {}
+    trees: dict[Path, TreeManifest | str] = {}
+    bindings = []
+    for spec in specs:
+        location = spec.repo_location
+        key = location.resolve()
+        if key not in repos:
+            repos[key] = materialize_repo(location)
+        repo = repos[key]
+        if isinstance(repo, str):
+            errors.append(TaskSpecError(spec.source_file, spec.task_id, "repo", repo))
+            continue
+        if (repo.path, spec.ref) not in shas:
+            shas[(repo.path, spec.ref)] = resolve_ref(repo.path, spec.ref)
+        sha = shas[(repo.path, spec.ref)]
+        if sha is None:
+            errors.append(
+                TaskSpecError(
+                    spec.source_file,
+                    spec.task_id,
+                    "ref",
+                    f"{spec.ref!r} does not name a commit in {location}",
+                )
+            )
+            continue
+        task_errors: list[TaskSpecError] = []
+        oracle: OracleSnapshot | None = None
+        try:
+            oracle = capture_oracle(spec.oracle, task_file_dir=spec.task_dir)
+        except OracleCaptureError as err:
+            task_errors += [
+                TaskSpecError(spec.source_file, spec.task_id, f"oracle.{k}", m) for k, m in err.problems
+            ]
+        sources = _sandbox_sources(spec, repo, trees)
+        if oracle is None or isinstance(sources, list):
+            errors += task_errors + (sources if isinstance(sources, list) else [])
+            continue
+        bindings.append(
+            TaskBinding(
+                spec,
+                repo.path,
+                repo.identity,
+                sha,
+                oracle,
+                copy_paths=sources.copy_paths,
+                dependency_mounts=sources.dependency_mounts,
+                dependency_manifest_digest=sources.dependency_manifest_digest,
+            )
+        )
+    if errors:
+        raise TaskFileError(errors)
+    return tuple(bindings)
+
+
+class _SandboxSources(NamedTuple):
+    """A task's checked working-tree sources: the ``TaskBinding`` fields of the same names."""
+
+    copy_paths: tuple[tuple[Path, str], ...] = ()
+    dependency_mounts: tuple[tuple[Path, str], ...] = ()
+    dependency_manifest_digest: str | None = None
+
+
+def _sandbox_sources(
+    spec: TaskSpec, repo: RepoHandle, trees: dict[Path, TreeManifest | str]
+) -> _SandboxSources | list[TaskSpecError]:
+    """The working-tree paths ``spec`` copies and mounts, checked on disk, or every problem found.
+
+    ``trees`` caches each dependency directory's manifest (or why it has none) across the tasks
+    of one ``bind_tasks`` call: corpora share one dependency list between many tasks.
+    """
+
+    def error(key: str, message: str) -> TaskSpecError:
+        return TaskSpecError(spec.source_file, spec.task_id, key, message)
+
+    declared = [
+        key
+        for key, paths in (
+            ("sandbox_copy", spec.sandbox_copy),
+            ("sandbox_dependencies", spec.sandbox_dependencies),
+        )
+        if paths
+    ]
+    if not declared:
+        return _SandboxSources()
+    worktree = repo.worktree
+    if worktree is None:
+        why = _NO_WORKTREE[repo.kind]
+        where = spec.repo_location
+        return [error(k, f"needs a repository with a working tree; {why} ({where})") for k in declared]
+    errors: list[TaskSpecError] = []
+    copies = []
+    for i, declared_copy in enumerate(spec.sandbox_copy):
+        try:
+            copies.append((worktree_source(worktree, declared_copy, directory_only=False), declared_copy))
+        except WorktreeError as err:
+            errors.append(error(f"sandbox_copy[{i}]", str(err)))
+    mounts, rows, entry_count, total_bytes = [], [], 0, 0
+    for i, dependency in enumerate(spec.sandbox_dependencies):
+        key = f"sandbox_dependencies[{i}].source"
+        try:
+            source = worktree_source(worktree, dependency.source, directory_only=True)
+            if source not in trees:
+                trees[source] = _manifest_or_problem(source)
+        except WorktreeError as err:
+            errors.append(error(key, str(err)))
+            continue
+        tree = trees[source]
+        if isinstance(tree, str):
+            errors.append(error(key, tree))
+            continue
+        mounts.append((source, dependency.target))
+        rows += [[dependency.target, *entry] for entry in tree.entries]
+        entry_count += tree.entry_count
+        total_bytes += tree.total_bytes
+    if entry_count > MAX_DEPENDENCY_ENTRIES or total_bytes > MAX_DEPENDENCY_BYTES:
+        errors.append(
+            error(
+                "sandbox_dependencies",
+                f"the dependency trees hold {entry_count} entries and {total_bytes} bytes together; "
+                f"the limits are {MAX_DEPENDENCY_ENTRIES} entries and {MAX_DEPENDENCY_BYTES} bytes",
+            )
+        )
+    if errors:
+        return errors
+    rows.sort(key=lambda row: (row[0], row[1]))  # by (target, path) only: later fields may be None
+    digest = canonical_digest(rows) if mounts else None
+    return _SandboxSources(tuple(copies), tuple(mounts), digest)
+
+
+def _manifest_or_problem(source: Path) -> TreeManifest | str:
+    try:
+        return tree_manifest(source)
+    except WorktreeError as err:
+        return str(err)
+
+
+# ── selection ──────────────────────────────────────────────────────────────
+
+
+def select_tasks(
+    specs: Sequence[TaskSpec], *, include_expensive: bool
+) -> tuple[tuple[TaskSpec, ...], tuple[str, ...]]:
+    """(selected specs in order, ids of expensive tasks skipped); the report lists the skipped."""
+    selected = tuple(s for s in specs if include_expensive or not s.expensive)
+    skipped = tuple(s.task_id for s in specs if s.expensive and not include_expensive)
+    return selected, skipped

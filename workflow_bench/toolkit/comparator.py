@@ -1,0 +1,102 @@
+"""The external comparator plugin (the ``ce_*`` arms): verified, snapshotted, mounted read-only.
+
+The operator supplies the plugin explicitly (``--ce-plugin-dir`` and the exact
+``--ce-plugin-version``); the version must equal the one in its manifest
+(``.claude-plugin/plugin.json``). The plugin is copied once into a bounded,
+symlink-free, read-only snapshot with a manifest digest, so every ``ce_*`` cell
+of the sweep runs the same bytes and every ``ce_*`` row can name them. The
+snapshot is mounted only into ``ce_*`` sessions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from workflow_bench.tasks.spec import canonical_digest
+
+MANIFEST = Path(".claude-plugin") / "plugin.json"
+SANDBOX_PLUGIN_DIR = "/opt/comparator-plugin"
+# Skill names the comparator must provide per role (the reference's compound-engineering names).
+COMPARATOR_SKILLS = {"plan": "ce-plan", "work": "ce-work", "review": "ce-code-review"}
+MAX_FILES = 2000
+MAX_TOTAL_BYTES = 32 * 1024 * 1024  # a skills plugin is prose; anything bigger is not what we think it is
+
+
+class ComparatorError(ValueError):
+    """The comparator plugin was rejected; nothing ran."""
+
+
+@dataclass(frozen=True, slots=True)
+class ComparatorPlugin:
+    snapshot: Path
+    name: str
+    version: str
+    manifest_digest: str
+
+
+def _manifest(plugin_dir: Path) -> dict:
+    path = plugin_dir / MANIFEST
+    if not path.is_file() or path.is_symlink():
+        raise ComparatorError(f"--ce-plugin-dir {plugin_dir}: no regular {MANIFEST}")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ComparatorError(
+            f"--ce-plugin-dir {plugin_dir}: {MANIFEST} is not readable JSON: {exc}"
+        ) from exc
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("name"), str):
+        raise ComparatorError(f"--ce-plugin-dir {plugin_dir}: {MANIFEST} needs a string 'name'")
+    return manifest
+
+
+def snapshot_comparator(plugin_dir: Path, *, version: str, dest: Path, roles: set[str]) -> ComparatorPlugin:
+    """Validate the plugin, then copy it read-only into ``dest``; raises ComparatorError."""
+    plugin_dir = plugin_dir.resolve()
+    manifest = _manifest(plugin_dir)
+    if manifest.get("version") != version:
+        raise ComparatorError(
+            f"--ce-plugin-version {version!r} does not match {plugin_dir / MANIFEST} "
+            f"version {manifest.get('version')!r}"
+        )
+    for role in sorted(roles):
+        skill = plugin_dir / "skills" / COMPARATOR_SKILLS[role] / "SKILL.md"
+        if not skill.is_file():
+            raise ComparatorError(
+                f"--ce-plugin-dir {plugin_dir}: the {role} arms need {skill.relative_to(plugin_dir)}"
+            )
+    entries = []
+    total = 0
+    for current, dirs, files in os.walk(plugin_dir, followlinks=False):
+        dirs.sort()
+        for name in sorted(dirs + files):
+            path = Path(current) / name
+            relative = path.relative_to(plugin_dir).as_posix()
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                raise ComparatorError(
+                    f"--ce-plugin-dir: {relative} is a symlink; the snapshot takes no links"
+                )
+            if stat.S_ISREG(mode):
+                data = path.read_bytes()
+                total += len(data)
+                entries.append(
+                    {"path": relative, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+                )
+            elif not stat.S_ISDIR(mode):
+                raise ComparatorError(f"--ce-plugin-dir: {relative} is not a regular file or directory")
+            if len(entries) > MAX_FILES or total > MAX_TOTAL_BYTES:
+                raise ComparatorError(f"--ce-plugin-dir: over {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes")
+    shutil.copytree(plugin_dir, dest, symlinks=True)
+    for current, _dirs, files in os.walk(dest):
+        for name in files:
+            os.chmod(Path(current) / name, 0o444)
+        os.chmod(current, 0o555)
+    return ComparatorPlugin(
+        snapshot=dest, name=manifest["name"], version=version, manifest_digest=canonical_digest(entries)
+    )
