@@ -122,6 +122,19 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
         "the pipeline, not a model)",
     ),
     ("provenance", "claude_code_version", "version of the Claude Code CLI that ran the sessions"),
+    (
+        "provenance",
+        "runtime_digest",
+        "digest of what the cell ran on (CLI version, harness sources, sandbox backend, provider, script); "
+        "--reuse-results requires it equal",
+    ),
+    ("provenance", "reused", "true when copied from --reuse-results instead of paid in this sweep"),
+    ("provenance", "reused_from_dir", "the --reuse-results directory a reused row came from; else null"),
+    (
+        "provenance",
+        "reused_from_recorded_at",
+        "when a reused row was originally measured (its first recorded_at); else null",
+    ),
     ("provenance", "sandbox_backend", "'bwrap', or 'host-unsafe' for --unsafe-no-bwrap review sweeps"),
     ("provenance", "task_ref", "the ref named in the task file"),
     ("provenance", "task_base_sha", "the immutable commit the ref resolved to"),

@@ -40,6 +40,7 @@ from workflow_bench.schedule.pool import (
     SchedulePolicy,
 )
 from workflow_bench.schedule.resume import ResumeError, check_lock, kept_rows, write_lock
+from workflow_bench.schedule.reuse import ReuseError, load_prior_rows
 from workflow_bench.tasks.spec import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
 from workflow_bench.toolkit.comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
 from workflow_bench.toolkit.overlay import Overlay, OverlayError, load_overlay
@@ -169,6 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue an interrupted sweep in DIR in place: the same arguments are required (checked "
         "against DIR/sweep.lock.json, exit 2 naming what differs); finished cells whose transcripts still "
         "match their sha256 are kept, the rest run",
+    )
+    parser.add_argument(
+        "--reuse-results",
+        type=Path,
+        metavar="DIR",
+        help="copy clean incumbent/comparator rows of an earlier sweep in DIR instead of paying for them "
+        "when every reuse condition holds (README: Scheduling); candidate arms are always paid, and one cell "
+        "per fully reusable arm is paid as a canary",
     )
     parser.add_argument(
         "--include-expensive", action="store_true", help="also run tasks marked expensive: true"
@@ -488,9 +497,12 @@ def _sweep_config(
     out_dir: Path,
     model: str,
     done_rows: tuple[dict, ...] = (),
+    prior_rows: tuple[dict, ...] = (),
 ) -> SweepConfig:
     return SweepConfig(
         done_rows=done_rows,
+        prior_rows=prior_rows,
+        reuse_from=args.reuse_results,
         provider=args.provider,
         script_digest=_script_digest(args),
         tasks=ready.bindings,
@@ -572,11 +584,14 @@ def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
     out_dir = args.resume or args.out or _default_out()
     out_existed = out_dir.exists()
     done_rows: tuple[dict, ...] = ()
+    prior_rows: tuple[dict, ...] = ()
     try:
         ready = prepare(args)
         prepared.append(ready)  # main() removes the comparator snapshot whatever happens next
         if args.canary:
             _require_canary(ready)
+        if args.reuse_results is not None:
+            prior_rows = load_prior_rows(args.reuse_results, out_dir=out_dir)
         if args.resume is not None:
             done_rows = _resume_rows(args, ready, out_dir)
         else:
@@ -586,14 +601,16 @@ def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
         return EXIT_USAGE
     except (
         UsageError, SandboxError, ClaudeCliError, OutputDirError, ScriptError, GatewayError, OverlayError,
-        ComparatorError, ResumeError,
+        ComparatorError, ResumeError, ReuseError,
     ) as exc:  # fmt: skip
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     cancel = threading.Event()
     try:
         with _model_access(args, ready.script) as (access, model), _signals_cancel(cancel):
-            config = _sweep_config(args, ready, out_dir=out_dir, model=model, done_rows=done_rows)
+            config = _sweep_config(
+                args, ready, out_dir=out_dir, model=model, done_rows=done_rows, prior_rows=prior_rows
+            )
             if args.resume is None:
                 write_lock(out_dir, config_lock(config))
             print(f"workflow-bench: {access.provider} provider, model {model}, CLI {ready.claude_version}")

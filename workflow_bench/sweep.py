@@ -29,6 +29,7 @@ from workflow_bench.schedule.not_run import NOT_RUN_FILE, not_run_record, schedu
 from workflow_bench.schedule.order import Order, predicted_walls
 from workflow_bench.schedule.pool import SchedulePolicy, SweepOutcome, run_cells
 from workflow_bench.schedule.resume import harness_version, tree_digest
+from workflow_bench.schedule.reuse import TASK_FIELDS, Expected, materialize, runtime_digest, select_reuse
 from workflow_bench.tasks.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
 from workflow_bench.toolkit.overlay import Overlay
@@ -65,6 +66,7 @@ class SweepConfig:
     order: Order = "plan"
     prior_rows: tuple[dict, ...] = ()  # rows from --reuse-results: what longest-first learns from
     done_rows: tuple[dict, ...] = ()  # --resume: rows already kept in out_dir; their cells do not run again
+    reuse_from: Path | None = None  # --reuse-results: prior_rows came from here
     provider: str = "anthropic"
     script_digest: str | None = None  # --provider scripted: sha256 of the script file
 
@@ -151,12 +153,59 @@ def _task_contexts(
     return contexts
 
 
-def timed_cell(settings: SweepSettings, cell: PlannedCell) -> CellResult:
-    """Run one cell on the executor and record its whole wall time in the row."""
+def timed_cell(settings: SweepSettings, cell: PlannedCell, runtime: str) -> CellResult:
+    """Run one cell on the executor; record its whole wall time and what it ran on."""
     began = time.monotonic()
     result = run_cell(settings, cell.task, cell.arm, cell.key)
-    row = {**result.row, "cell_wall_s": round(time.monotonic() - began, 3)}
+    row = {
+        **result.row,
+        "cell_wall_s": round(time.monotonic() - began, 3),
+        "runtime_digest": runtime,
+        "reused": False,
+    }
     return CellResult(row=row, artifacts=result.artifacts)
+
+
+def _runtime(config: SweepConfig) -> str:
+    return runtime_digest(
+        claude_code_version=config.claude_version,
+        sandbox_backend=config.sandbox_kind.value,
+        provider=config.provider,
+        script_digest=config.script_digest,
+    )
+
+
+def _expected(config: SweepConfig, cell: PlannedCell, runtime: str) -> Expected:
+    """What a --reuse-results row must match to stand in for ``cell``."""
+    binding, comparator = cell.task.binding, cell.arm.family == "comparator"
+    row_fields = {
+        "task_base_sha": binding.resolved_sha,
+        "task_prompt_digest": binding.spec.prompt_digest,
+        "task_binding_digest": binding.binding_digest,
+        "oracle_digest": binding.oracle.digest,
+        "oracle_command_digest": binding.oracle.command_digest,
+        "oracle_manifest_digest": binding.oracle.manifest_digest,
+    }
+    assert set(row_fields) == set(TASK_FIELDS)
+    if comparator and config.comparator is not None:
+        skills = {
+            "ce_plugin_version": config.comparator.version,
+            "ce_plugin_manifest_digest": config.comparator.manifest_digest,
+        }
+    else:
+        skills = {"skill_digest": cell.task.seeded_skill_digest}
+    values = {
+        "model": config.model,
+        "effort": config.effort,
+        "sandbox_backend": config.sandbox_kind.value,
+        "provider": config.provider,
+        "runtime_digest": runtime,
+        **row_fields,
+        **skills,
+    }
+    review = any(s.phase == "review" for s in cell.arm.sessions)
+    return Expected(key=cell.key, candidate=bool(cell.arm.candidate_of), comparator=comparator, review=review,
+                    values=values)  # fmt: skip
 
 
 def cell_summary(key: CellKey, row: dict) -> str:
@@ -210,11 +259,24 @@ def run_sweep(
     try:
         contexts = _task_contexts(config, work_root, console, needed={k.task_id for k in remaining})
         planned = plan_cells(contexts, config.arms, config.runs)
-        cells = [c for c in planned if c.key not in done]
         total = len(plan_keys(config))
         console(f"{total} cells: {len(config.tasks)} tasks × {config.runs} runs × {len(config.arms)} arms")
         if done:
-            console(f"resuming: {len(done)} cell(s) already done, {len(cells)} to run")
+            console(f"resuming: {len(done)} cell(s) already done")
+        runtime = _runtime(config)
+        if config.reuse_from is not None:
+            todo = [c for c in planned if c.key not in done]
+            chosen = select_reuse(
+                [_expected(config, c, runtime) for c in todo], config.prior_rows, log=console
+            )
+
+            def keep(key: CellKey, row: dict, artifacts: dict[str, bytes]) -> None:
+                rows.append(output.persist(key.slug, row, artifacts))
+
+            reused = materialize(chosen, source=config.reuse_from, persist=keep, log=console)
+            done |= reused
+            console(f"reused {len(reused)} row(s) from {config.reuse_from}")
+        cells = [c for c in planned if c.key not in done]
 
         def on_start(cell: PlannedCell, index: int) -> None:
             console(f"{cell.key.label} starting ({index + 1}/{len(cells)}, {console.elapsed()} elapsed)")
@@ -233,7 +295,7 @@ def run_sweep(
             priority = predicted_walls(keys, config.prior_rows + config.done_rows)
         outcome = run_cells(
             cells,
-            execute=lambda c: timed_cell(settings, c),
+            execute=lambda c: timed_cell(settings, c, runtime),
             priority=priority,
             persist=persist,
             row_of=lambda r: r.row,
@@ -278,7 +340,9 @@ def _write_reports(config, access, outcome, rows, output, started_at, started, c
         status_detail=outcome.detail,
     )
     text = render_markdown(results, provenance=provenance, accounting=usage_accounting(ordered))
-    text += schedule_section(config.policy, not_run, order=config.order)
+    text += schedule_section(
+        config.policy, not_run, order=config.order, reused=[r for r in ordered if r.get("reused")]
+    )
     report = output.write_text("report.md", text)
     console(f"wrote {len(rows)} rows to {output.root / 'results.jsonl'} and {report}")
     if outcome.status == "aborted":

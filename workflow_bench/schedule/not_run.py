@@ -8,7 +8,8 @@ stop reason), so "missing" is never confused with "not measured yet".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from workflow_bench.providers.access import CellKey
 from workflow_bench.schedule.pool import SchedulePolicy
@@ -21,7 +22,11 @@ def not_run_record(key: CellKey, why: str) -> dict[str, object]:
 
 
 def schedule_section(
-    policy: SchedulePolicy, not_run: Sequence[tuple[CellKey, str]], *, order: str = "plan"
+    policy: SchedulePolicy,
+    not_run: Sequence[tuple[CellKey, str]],
+    *,
+    order: str = "plan",
+    reused: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """Markdown appended to report.md: how cells were scheduled and which never started."""
     window = f", window {policy.effective_window}, order `{order}`" if policy.scheduler == "packed" else ""
@@ -37,4 +42,12 @@ def schedule_section(
     if not_run:
         lines += ["", "| task | arm | run | why |", "|---|---|---|---|"]
         lines += [f"| {key.task_id} | {key.arm} | {key.run} | {why} |" for key, why in not_run]
+    lines += ["", f"- Rows reused from an earlier sweep (`--reuse-results`, not paid here): {len(reused)}"]
+    if reused:
+        lines += ["", "| task | arm | run | reused from | measured at |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {r['task']} | {r['arm']} | {r['run']} | `{r.get('reused_from_dir')}` "
+            f"| {r.get('reused_from_recorded_at')} |"
+            for r in reused
+        ]
     return "\n".join(lines) + "\n"
