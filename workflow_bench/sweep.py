@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext, prepare_task_context
+from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext
 from workflow_bench.cells.run import run_cell
+from workflow_bench.cells.templates import TemplateCache
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.reports.accounting import usage_accounting
 from workflow_bench.reports.aggregate import HealthStatus, aggregate_all, arm_health
@@ -105,15 +106,25 @@ def config_lock(config: SweepConfig) -> dict[str, object]:
 
 @dataclass(frozen=True, slots=True)
 class PlannedCell:
-    task: TaskContext
+    binding: TaskBinding
     arm: ArmSpec
     key: CellKey
+    templates: TemplateCache
+
+    @property
+    def task(self) -> TaskContext:
+        """The task's context; waits for its (shared) template to be built."""
+        return self.templates.context(self.binding)
 
 
-def plan_cells(tasks: Sequence[TaskContext], arms: Sequence[ArmSpec], runs: int) -> tuple[PlannedCell, ...]:
+def plan_cells(
+    tasks: Sequence[TaskBinding], arms: Sequence[ArmSpec], runs: int, templates: TemplateCache
+) -> tuple[PlannedCell, ...]:
     """Task-major, then run, then arm (reference order)."""
     return tuple(
-        PlannedCell(task=t, arm=a, key=CellKey(task_id=t.binding.spec.task_id, run=r, arm=a.name))
+        PlannedCell(
+            binding=t, arm=a, key=CellKey(task_id=t.spec.task_id, run=r, arm=a.name), templates=templates
+        )
         for t in tasks
         for r in range(runs)
         for a in arms
@@ -137,20 +148,6 @@ class _Console:
     def elapsed(self) -> str:
         seconds = int(time.monotonic() - self._started)
         return f"{seconds // 60}m{seconds % 60:02d}s"
-
-
-def _task_contexts(
-    config: SweepConfig, work_root: Path, console: _Console, *, needed: set[str]
-) -> list[TaskContext]:
-    contexts = []
-    for binding in (b for b in config.tasks if b.spec.task_id in needed):
-        context = prepare_task_context(
-            binding, toolkit=config.toolkit, dest=work_root / "templates" / binding.spec.task_id
-        )
-        contexts.append(context)
-        snapshot, base = context.sanitized_sha[:12], binding.resolved_sha[:12]
-        console(f"[{binding.spec.task_id}] sanitized snapshot {snapshot} of {base}")
-    return contexts
 
 
 def timed_cell(settings: SweepSettings, cell: PlannedCell, runtime: str) -> CellResult:
@@ -252,13 +249,12 @@ def run_sweep(
     )
     rows: list[dict] = list(config.done_rows)
     done = {CellKey(task_id=r["task"], run=r["run"], arm=r["arm"]) for r in rows}
-    remaining = [k for k in plan_keys(config) if k not in done]
     guard = BudgetGuard(config.budget, started=started)
     for row in rows:
         guard.finished(row["arm"], row)
+    templates = TemplateCache(toolkit=config.toolkit, root=work_root / "templates", progress=console)
     try:
-        contexts = _task_contexts(config, work_root, console, needed={k.task_id for k in remaining})
-        planned = plan_cells(contexts, config.arms, config.runs)
+        planned = plan_cells(config.tasks, config.arms, config.runs, templates)
         total = len(plan_keys(config))
         console(f"{total} cells: {len(config.tasks)} tasks × {config.runs} runs × {len(config.arms)} arms")
         if done:
@@ -277,9 +273,16 @@ def run_sweep(
             done |= reused
             console(f"reused {len(reused)} row(s) from {config.reuse_from}")
         cells = [c for c in planned if c.key not in done]
+        task_ids = list(dict.fromkeys(c.key.task_id for c in cells))
+        bindings = {b.spec.task_id: b for b in config.tasks}
+        if cells:
+            templates.prefetch(cells[0].binding)
 
         def on_start(cell: PlannedCell, index: int) -> None:
             console(f"{cell.key.label} starting ({index + 1}/{len(cells)}, {console.elapsed()} elapsed)")
+            position = task_ids.index(cell.key.task_id)
+            if position + 1 < len(task_ids):  # build the next task's template while this one's cells run
+                templates.prefetch(bindings[task_ids[position + 1]])
 
         def persist(cell: PlannedCell, result: CellResult) -> None:
             stored = output.persist(cell.key.slug, result.row, result.artifacts)
@@ -291,7 +294,7 @@ def run_sweep(
 
         priority = None
         if config.order == "longest-first":
-            keys = [(c.key.task_id, c.arm.name, c.task.binding.spec.expensive) for c in cells]
+            keys = [(c.key.task_id, c.arm.name, c.binding.spec.expensive) for c in cells]
             priority = predicted_walls(keys, config.prior_rows + config.done_rows)
         outcome = run_cells(
             cells,
@@ -306,6 +309,7 @@ def run_sweep(
             on_start=on_start,
         )
     finally:
+        templates.close()  # joins a build still running before its directory goes
         shutil.rmtree(work_root, ignore_errors=True)
     if outcome.status == "aborted":
         console(f"[sweep-aborted] {outcome.detail}; partial evidence kept")

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,14 +34,18 @@ def _ledger(out: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_resume_after_kill_9_completes_with_one_row_per_cell(task_file_for, tmp_path, bwrap_bin, claude_bin):
+def test_resume_after_kill_9_completes_with_one_row_per_cell(
+    task_file_for, tmp_path, request, bwrap_bin, claude_bin
+):
     tasks = task_file_for("trivial-amount-grouping")
     out = tmp_path / "out"
     args = ["--tasks", str(tasks), "--provider", "scripted", "--script", str(SCRIPT), "--arms", "baseline",
             "--runs", str(RUNS), "--workers", "2"]  # fmt: skip
     log = tmp_path / "runner.log"
-    private_tmp = tmp_path / "tmp"  # a SIGKILLed runner cannot remove its cell dir: keep it out of /tmp
-    private_tmp.mkdir()
+    # A SIGKILLed runner cannot remove its cell dir: give it a private TMPDIR we remove ourselves
+    # (short: the relay's Unix socket path lives under it and AF_UNIX paths are limited to 108 bytes).
+    private_tmp = Path(tempfile.mkdtemp(prefix="wfr-"))
+    request.addfinalizer(lambda: shutil.rmtree(private_tmp, ignore_errors=True))
     helper = subprocess.Popen(
         [sys.executable, str(HELPER), str(log), "--", sys.executable, "-m", "workflow_bench.runner", *args,
          "--out", str(out)],
@@ -61,6 +67,7 @@ def test_resume_after_kill_9_completes_with_one_row_per_cell(task_file_for, tmp_
     finished = {r["run"] for r in before}
     ledger_at_kill = len(_ledger(out))
     tampered = before[0]
+    assert tampered["transcript_artifacts"], (tampered["error_kind"], tampered["error_detail"])
     transcript = out / tampered["transcript_artifacts"][0]["path"]
     transcript.write_bytes(transcript.read_bytes() + b"{}\n")
     with open(results, "a") as handle:

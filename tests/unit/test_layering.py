@@ -23,7 +23,7 @@ LAYERS = {
     "providers.scripted": 1, "corpus": 1, "providers.gateway": 1, "toolkit.overlay": 1,
     "toolkit.comparator": 1, "cells.stream_usage": 1,
     "cells.workspace": 2, "cells.sessions": 2, "providers.connect": 2, "judging.judge": 2,
-    "cells.context": 3, "cells.rows": 3, "cells.run": 3,
+    "cells.context": 3, "cells.rows": 3, "cells.run": 3, "cells.templates": 3,
     "schedule": 4, "output": 4,
     "reports.aggregate": 5, "reports.accounting": 5,
     "reports.markdown": 6, "reports.accounting_section": 6, "reports.provenance": 6,
