@@ -12,10 +12,11 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext
 from workflow_bench.cells.run import run_cell
@@ -28,7 +29,7 @@ from workflow_bench.reports.provenance import ReportProvenance
 from workflow_bench.schedule.budget import Budget, BudgetGuard
 from workflow_bench.schedule.not_run import NOT_RUN_FILE, not_run_record, schedule_section
 from workflow_bench.schedule.order import Order, predicted_walls
-from workflow_bench.schedule.pool import SchedulePolicy, SweepOutcome, run_cells
+from workflow_bench.schedule.pool import WHY_BREAKER, SchedulePolicy, SweepOutcome, run_cells
 from workflow_bench.schedule.resume import harness_version, tree_digest
 from workflow_bench.schedule.reuse import TASK_FIELDS, Expected, materialize, runtime_digest, select_reuse
 from workflow_bench.tasks.spec import TaskBinding
@@ -312,43 +313,71 @@ def run_sweep(
         templates.close()  # joins a build still running before its directory goes
         shutil.rmtree(work_root, ignore_errors=True)
     if outcome.status == "aborted":
-        console(f"[sweep-aborted] {outcome.detail}; partial evidence kept")
-    not_run = [(cells[index].key, why) for index, why in outcome.not_run]
+        # Reference wording for the breaker, so log scrapers keep finding it.
+        label = "[systemic-outage]" if outcome.why == WHY_BREAKER else f"[{outcome.why}]"
+        console(f"{label} {outcome.detail}; sweep aborted, partial evidence kept")
+    not_run = tuple((cells[index].key, why) for index, why in outcome.not_run)
     if not_run:
         output.write_jsonl(NOT_RUN_FILE, [not_run_record(key, why) for key, why in not_run])
         console(f"{len(not_run)} planned cell(s) not run ({not_run[0][1]}); listed in {NOT_RUN_FILE}")
     else:
         (output.root / NOT_RUN_FILE).unlink(missing_ok=True)  # a resumed sweep ran what an earlier one left
-    exit_code = _write_reports(config, access, outcome, rows, output, started_at, started, console, not_run)
-    return outcome, exit_code
+    finished = FinishedSweep(
+        config=config,
+        provider=access.provider,
+        outcome=outcome,
+        rows=tuple(rows),
+        output=output,
+        started_at=started_at,
+        started_monotonic=started,
+        console=console,
+        not_run=not_run,
+    )
+    return outcome, _write_reports(finished)
 
 
-def _write_reports(config, access, outcome, rows, output, started_at, started, console, not_run) -> int:
+@dataclass(frozen=True, slots=True)
+class FinishedSweep:
+    """What the reports are written from, once every cell's row is persisted."""
+
+    config: SweepConfig
+    provider: str
+    outcome: SweepOutcome
+    rows: tuple[dict[str, Any], ...]
+    output: OutputDir
+    started_at: datetime
+    started_monotonic: float
+    console: Callable[[str], None]
+    not_run: tuple[tuple[CellKey, str], ...] = ()  # planned cells never started, and why
+
+
+def _write_reports(finished: FinishedSweep) -> int:
+    config, outcome, console = finished.config, finished.outcome, finished.console
     ordered = sorted(
-        rows, key=lambda r: (_task_index(config, r["task"]), r["run"], _arm_index(config, r["arm"]))
+        finished.rows, key=lambda r: (_task_index(config, r["task"]), r["run"], _arm_index(config, r["arm"]))
     )
     results = aggregate_all(ordered)
     provenance = ReportProvenance(
         model=config.model,
         effort=config.effort,
-        provider=access.provider,
+        provider=finished.provider,
         claude_code_version=config.claude_version,
         selected_tasks=[t.spec.task_id for t in config.tasks],
         skipped_expensive=config.skipped_expensive,
         runs=config.runs,
         arms=[a.name for a in config.arms],
-        started_at=started_at,
+        started_at=finished.started_at,
         finished_at=datetime.now(UTC),
-        wall_s=round(time.monotonic() - started, 1),
+        wall_s=round(time.monotonic() - finished.started_monotonic, 1),
         status=outcome.status,
         status_detail=outcome.detail,
     )
     text = render_markdown(results, provenance=provenance, accounting=usage_accounting(ordered))
     text += schedule_section(
-        config.policy, not_run, order=config.order, reused=[r for r in ordered if r.get("reused")]
+        config.policy, finished.not_run, order=config.order, reused=[r for r in ordered if r.get("reused")]
     )
-    report = output.write_text("report.md", text)
-    console(f"wrote {len(rows)} rows to {output.root / 'results.jsonl'} and {report}")
+    report = finished.output.write_text("report.md", text)
+    console(f"wrote {len(finished.rows)} rows to {finished.output.root / 'results.jsonl'} and {report}")
     if outcome.status == "aborted":
         return EXIT_FAILED
     if outcome.status == "cancelled":

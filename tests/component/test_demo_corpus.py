@@ -29,7 +29,7 @@ from workflow_bench.corpus.build_target import (
     TARGET_DIR,
     build_bundle,
 )
-from workflow_bench.tasks.oracles import stage_oracle, verify_staged
+from workflow_bench.tasks.oracle_staging import stage_oracle, verify_staged
 from workflow_bench.tasks.spec import TaskBinding, bind_tasks, load_task_file
 
 pytestmark = pytest.mark.component

@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from workflow_bench.cells.stream_usage import USAGE_FIELDS
 from workflow_bench.providers.connect import gateway_lines
 from workflow_bench.providers.gateway import Gateway, GatewayRoute, GatewaySpec, proxy_config
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
+from workflow_bench.usage import USAGE_FIELDS
 
 pytestmark = pytest.mark.component
 

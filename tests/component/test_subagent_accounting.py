@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.cells.stream_usage import USAGE_FIELDS, transcript_usage
+from workflow_bench.cells.stream_usage import transcript_usage
 from workflow_bench.providers.connect import ledger_usage
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
+from workflow_bench.usage import USAGE_FIELDS
 
 pytestmark = pytest.mark.component
 CLI_TIMEOUT_S = 60

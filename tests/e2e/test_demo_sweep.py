@@ -33,11 +33,24 @@ EXPECTED = {key: value for key, value in CORPUS_EXPECTED.items() if key[0] != "c
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, bwrap_bin, claude_bin):
     out = tmp_path_factory.mktemp("demo") / "out"
-    leftovers_before = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*"))
-    code = runner.main(
-        ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
-    )
-    leftovers = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*")) - leftovers_before
+    # Record the temp dirs this sweep creates: globbing the shared temp dir would also see the
+    # cell dirs of other sweeps running on the same machine.
+    created: list[Path] = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def recording_mkdtemp(*args, **kwargs):
+        path = real_mkdtemp(*args, **kwargs)
+        created.append(Path(path))
+        return path
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
+        code = runner.main(
+            ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
+        )
+    cell_dirs = [p for p in created if p.name.startswith("wfbench-cells-")]
+    assert cell_dirs, "the sweep made no cell dir: the recording no longer sees it"
+    leftovers = {p for p in cell_dirs if p.exists()}
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     return code, out, rows, leftovers
 

@@ -14,13 +14,14 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from workflow_bench import runner
-from workflow_bench.providers.gateway import sum_usage
+from workflow_bench.usage import sum_usage
 
 from .conftest import DEMO_TASKS, REPO_ROOT, output_bytes
 
@@ -213,6 +214,11 @@ def test_a_gateway_that_is_not_ready_in_time_stops_the_sweep_before_any_cell(
     task_file_for, tmp_path, bwrap_bin, claude_bin, litellm_bin, monkeypatch, capsys
 ):
     monkeypatch.setenv("WORKFLOW_BENCH_GATEWAY_READY_TIMEOUT_S", "0.5")
+    # The gateway's own dir (on its supervisor's command line) lands in this test's private temp
+    # dir, so the check below sees only this test's supervisors, not other sweeps on the machine.
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
     out = tmp_path / "out"
     tasks = str(task_file_for("trivial-amount-grouping"))
     argv = [
@@ -231,16 +237,18 @@ def test_a_gateway_that_is_not_ready_in_time_stops_the_sweep_before_any_cell(
     assert code == runner.EXIT_USAGE
     assert "the LiteLLM proxy was not ready within 0 s" in err
     assert not out.exists()  # nothing ran, nothing was left behind
-    assert _supervisors() == []  # the half-started proxy was torn down
+    assert _supervisors(private_tmp) == []  # the half-started proxy was torn down
 
 
-def _supervisors() -> list[int]:
+def _supervisors(under: Path) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         try:
             if (
                 entry.name.isdigit()
-                and b"workflow_bench.providers.gateway._supervisor" in (entry / "cmdline").read_bytes()
+                and b"workflow_bench.providers.gateway._supervisor"
+                in (cmdline := (entry / "cmdline").read_bytes())
+                and str(under).encode() in cmdline
             ):
                 found.append(int(entry.name))
         except OSError:

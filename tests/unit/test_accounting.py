@@ -6,11 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from workflow_bench.cells.sessions import sum_sessions
-from workflow_bench.cells.stream_usage import USAGE_FIELDS, transcript_usage
+from workflow_bench.cells.session_fold import sum_sessions
+from workflow_bench.cells.stream_usage import transcript_usage
 from workflow_bench.reports.accounting import row_flags, usage_accounting
 from workflow_bench.reports.markdown import render_markdown
 from workflow_bench.reports.provenance import ReportProvenance
+from workflow_bench.usage import USAGE_FIELDS
 
 pytestmark = pytest.mark.unit
 

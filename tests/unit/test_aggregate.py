@@ -11,7 +11,6 @@ from workflow_bench.reports.aggregate import (
     MEDIAN_FIELDS,
     REVIEW_FLAGS,
     REVIEW_METRICS,
-    USAGE_FIELDS,
     ArmAggregate,
     HealthStatus,
     ReviewAggregate,
@@ -21,6 +20,7 @@ from workflow_bench.reports.aggregate import (
     group_rows,
     savings,
 )
+from workflow_bench.usage import USAGE_FIELDS
 
 pytestmark = pytest.mark.unit
 

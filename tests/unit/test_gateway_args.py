@@ -12,6 +12,7 @@ import pytest
 
 from workflow_bench import runner
 from workflow_bench.providers.connect import is_openai_model
+from workflow_bench.providers.options import OPENAI_KEY_ENV
 
 pytestmark = pytest.mark.unit
 TASKS = Path(__file__).resolve().parents[2] / "tasks.scenarios.yaml"
@@ -31,7 +32,7 @@ TASKS = Path(__file__).resolve().parents[2] / "tasks.scenarios.yaml"
     ],
 )
 def test_bad_gateway_arguments_exit_2_with_nothing_created(tmp_path, monkeypatch, capsys, extra, message):
-    monkeypatch.delenv(runner.OPENAI_KEY_ENV, raising=False)
+    monkeypatch.delenv(OPENAI_KEY_ENV, raising=False)
     out = tmp_path / "out"
     assert runner.main(["--tasks", str(TASKS), "--out", str(out), *extra]) == runner.EXIT_USAGE
     assert message in capsys.readouterr().err
@@ -39,7 +40,7 @@ def test_bad_gateway_arguments_exit_2_with_nothing_created(tmp_path, monkeypatch
 
 
 def test_the_openai_key_may_come_from_the_environment(monkeypatch):
-    monkeypatch.setenv(runner.OPENAI_KEY_ENV, "sk-from-env")
+    monkeypatch.setenv(OPENAI_KEY_ENV, "sk-from-env")
     args = runner.build_parser().parse_args(["--tasks", str(TASKS), "--model", "gpt-5"])
     runner._validate_args(args)  # no error: the key is found in the environment
 

@@ -15,11 +15,11 @@ from workflow_bench.providers.gateway import (
     UsageSemanticsError,
     normalize_litellm_usage,
     normalize_openai_responses_usage,
-    sum_usage,
 )
 from workflow_bench.providers.gateway._keys import cell_tag, mint_cell_key
 from workflow_bench.providers.scripted import Usage
 from workflow_bench.providers.scripted._responses import wire_usage
+from workflow_bench.usage import sum_usage
 
 pytestmark = pytest.mark.unit
 

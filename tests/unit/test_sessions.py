@@ -6,13 +6,8 @@ import json
 
 import pytest
 
-from workflow_bench.cells.sessions import (
-    SessionRequest,
-    claude_argv,
-    normalize_skill_name,
-    parse_session,
-    skill_evidence,
-)
+from workflow_bench.cells.sessions import SessionRequest, claude_argv, parse_session
+from workflow_bench.cells.skill_evidence import normalize_skill_name, skill_evidence
 from workflow_bench.process import ProcessResult
 
 pytestmark = pytest.mark.unit

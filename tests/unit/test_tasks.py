@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from workflow_bench.tasks import oracles
+from workflow_bench.tasks.oracle_staging import stage_oracle, verify_staged
 from workflow_bench.tasks.oracles import (
     MAX_ORACLE_FILE_BYTES,
     OracleCaptureError,
@@ -23,8 +24,6 @@ from workflow_bench.tasks.oracles import (
     OracleStageError,
     OracleTamperError,
     capture_oracle,
-    stage_oracle,
-    verify_staged,
 )
 from workflow_bench.tasks.spec import (
     DependencySpec,

@@ -16,9 +16,9 @@ from workflow_bench.arms import ArmSpec
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.redaction import redact_text, redact_value
 from workflow_bench.row_schema import SCHEMA_VERSION
+from workflow_bench.usage import unknown_usage
 
 from .context import SweepSettings, TaskContext
-from .sessions import USAGE_FIELDS
 
 
 def provider_fields(access: ModelAccess, key: CellKey, artifacts: dict[str, bytes], cell_secrets) -> dict:
@@ -36,11 +36,11 @@ def provider_fields(access: ModelAccess, key: CellKey, artifacts: dict[str, byte
 
 
 def infra_error_row(exc: BaseException, cell_secrets) -> dict[str, Any]:
-    row: dict[str, Any] = dict.fromkeys(USAGE_FIELDS)
+    row: dict[str, Any] = unknown_usage()
     row.update(
         {
-            "usage_main_loop": dict.fromkeys(USAGE_FIELDS),
-            "usage_transcripts": dict.fromkeys(USAGE_FIELDS),
+            "usage_main_loop": unknown_usage(),
+            "usage_transcripts": unknown_usage(),
             "ok": False,
             "resolved": False,
             "error_kind": "infra-error",

@@ -1,4 +1,5 @@
 """One cell: a fresh clone, its sessions, the judges, and the row — returned as data.
+Over 400 lines on purpose: the cell lifecycle (clone, sessions, judges, row, cleanup) reads as one sequence.
 
 ``run_cell`` owns its clone for the whole call and removes it whatever
 happens. It never writes the output directory: the row and the artifacts
@@ -45,13 +46,8 @@ from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_
 
 from .context import CellResult, SweepSettings, TaskContext
 from .rows import identity_fields, infra_error_row, provider_fields
-from .sessions import (
-    SessionOutcome,
-    SessionRequest,
-    progress_observer,
-    run_session,
-    sum_sessions,
-)
+from .session_fold import progress_observer, sum_sessions
+from .sessions import SessionOutcome, SessionRequest, run_session
 from .workspace import (
     NON_WORK_PATHS,
     PLAN_DIR,

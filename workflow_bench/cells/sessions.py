@@ -9,6 +9,7 @@ never trusted, because the agent could have written them.
 Failure is judged on ``is_error`` and ``terminal_reason``. The CLI reports
 API failures (401/429/5xx/529) with ``subtype: "success"`` (observed on
 2.1.332), so ``subtype`` alone would count an outage as a measurement.
+Skill evidence is read by ``skill_evidence``; an arm's sessions fold into a row in ``session_fold``.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ from typing import Any
 from workflow_bench.process import ProcessResult
 from workflow_bench.redaction import redact_text, redact_value
 from workflow_bench.sandbox import SANDBOX_CLAUDE_BIN, RunPolicy, Sandbox
+from workflow_bench.usage import USAGE_FIELDS, unknown_usage
 
-from .stream_usage import USAGE_FIELDS, sum_usage_fields, transcript_usage
+from .skill_evidence import skill_evidence, tool_use_counts
+from .stream_usage import transcript_usage
 
 MAX_STREAM_BYTES = 8 * 1024 * 1024  # reference cap; overflow makes evidence unverifiable, not truncated
 TAIL_CHARS = 2000
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-_TOOL_USE_ID = re.compile(r"[A-Za-z0-9_-]{1,256}")
 # Inline settings for every session: no hooks from anywhere (a repository's
 # .claude/settings.json could otherwise run commands outside the tool log).
 SESSION_SETTINGS = json.dumps({"disableAllHooks": True}, separators=(",", ":"))
@@ -70,7 +72,7 @@ class SessionOutcome:
     tool_use_counts: Mapping[str, int]
     transcript: bytes
     diagnostics: tuple[str, ...] = field(default_factory=tuple)
-    transcript_usage: Mapping[str, int | None] = field(default_factory=lambda: dict.fromkeys(USAGE_FIELDS))
+    transcript_usage: Mapping[str, int | None] = field(default_factory=unknown_usage)
     """Usage summed over the stream's assistant messages, subagents included (``transcript_usage``)."""
 
 
@@ -189,10 +191,6 @@ def _finite_nonneg(value: Any) -> float | None:
     return float(value) if math.isfinite(value) and value >= 0 else None
 
 
-def _unknown_usage() -> dict[str, int | None]:
-    return dict.fromkeys(USAGE_FIELDS)
-
-
 def _session_error(
     result: ProcessResult,
     detail: str,
@@ -215,7 +213,7 @@ def _session_error(
             "stdout_tail": stdout_tail,
             "event_stream_error": detail,
         },
-        usage=_unknown_usage(),
+        usage=unknown_usage(),
         cost_usd=None,
         duration_s=result.duration_s,
         num_turns=None,
@@ -224,7 +222,7 @@ def _session_error(
         transcript_missing=not transcript,
         tool_use_counts={},
         transcript=transcript,
-        transcript_usage=transcript_usage(events) if events else _unknown_usage(),
+        transcript_usage=transcript_usage(events) if events else unknown_usage(),
     )
 
 
@@ -306,172 +304,8 @@ def _result_failure(final: Mapping[str, Any], returncode: int | None) -> str | N
     return None
 
 
-def _content_blocks(events: Sequence[Mapping[str, Any]], event_type: str):
-    for event in events:
-        if event.get("type") != event_type:
-            continue
-        message = event.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict):
-                    yield block
-
-
-def tool_use_counts(events: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for block in _content_blocks(events, "assistant"):
-        if block.get("type") == "tool_use" and isinstance(block.get("name"), str):
-            counts[block["name"]] = counts.get(block["name"], 0) + 1
-    return dict(sorted(counts.items()))
-
-
-def normalize_skill_name(raw: Any) -> str | None:
-    """``/plan args`` → ``plan``; ``plugin:plan`` → ``plan``."""
-    if not isinstance(raw, str) or not raw.strip():
-        return None
-    token = raw.strip().split()[0].lstrip("/")
-    return token.rsplit(":", 1)[-1].lower() or None
-
-
-def skill_evidence(events: Sequence[Mapping[str, Any]], expected: str) -> tuple[bool | None, list[str]]:
-    """Was ``expected`` invoked: a Skill tool_use followed by a successful tool_result?
-
-    Returns (True, []) on proof, (False, []) when no request for the skill
-    exists, and (None, reasons) when the stream is too malformed to tell —
-    duplicate ids, a malformed ``is_error``, or a result that does not follow
-    its request make the evidence unverifiable, not negative.
-    """
-    diagnostics: list[str] = []
-    requests: dict[str, int] = {}
-    seen_ids: set[str] = set()
-    position = 0
-    ordered: list[tuple[int, str, Mapping[str, Any]]] = []
-    for event in events:
-        position += 1
-        kind = event.get("type")
-        if kind not in ("assistant", "user"):
-            continue
-        message = event.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, list):
-            continue
-        for block in content:
-            if isinstance(block, dict):
-                ordered.append((position, kind, block))
-    for pos, kind, block in ordered:
-        if kind != "assistant" or block.get("type") != "tool_use":
-            continue
-        tool_id = block.get("id")
-        if not isinstance(tool_id, str) or not _TOOL_USE_ID.fullmatch(tool_id):
-            diagnostics.append("tool_use with a malformed id")
-            continue
-        if tool_id in seen_ids:
-            diagnostics.append(f"duplicate tool_use id {tool_id}")
-            continue
-        seen_ids.add(tool_id)
-        name = block.get("name")
-        inputs = block.get("input") if isinstance(block.get("input"), dict) else {}
-        if isinstance(name, str) and name.lower() == "skill":
-            requested = next(
-                (normalize_skill_name(inputs.get(k)) for k in ("skill", "command", "name") if inputs.get(k)),
-                None,
-            )
-            if requested == expected.lower():
-                requests[tool_id] = pos
-    if not requests:
-        return (None, diagnostics) if diagnostics else (False, [])
-    results_seen: set[str] = set()
-    succeeded = False
-    for pos, kind, block in ordered:
-        if kind != "user" or block.get("type") != "tool_result":
-            continue
-        tool_id = block.get("tool_use_id")
-        if tool_id not in requests:
-            continue
-        if tool_id in results_seen:
-            diagnostics.append(f"duplicate tool_result for {tool_id}")
-            return None, diagnostics
-        results_seen.add(tool_id)
-        is_error = block.get("is_error")
-        if is_error is not None and not isinstance(is_error, bool):
-            diagnostics.append(f"malformed is_error on {tool_id}")
-            return None, diagnostics
-        if pos <= requests[tool_id]:
-            diagnostics.append(f"tool_result for {tool_id} precedes its request")
-            return None, diagnostics
-        succeeded = succeeded or is_error is not True
-    # Decided only after every result was seen: a later duplicate must still
-    # make the evidence unverifiable rather than be ignored behind a success.
-    return succeeded, diagnostics
-
-
 def render_transcript(events: Sequence[Mapping[str, Any]], secrets: Sequence[str]) -> bytes:
     """Canonical, structurally redacted JSON lines (sorted keys)."""
     lines = [json.dumps(redact_value(e, secrets), sort_keys=True, ensure_ascii=False) for e in events]
     text = "\n".join(lines) + ("\n" if lines else "")
     return redact_text(text, secrets).encode()
-
-
-# ── folding and progress ──────────────────────────────────────────────────
-def progress_observer(progress: Callable[[str], None], label: str) -> Callable[[Mapping[str, Any]], None]:
-    """Live per-turn lines: tool names only, never model prose."""
-    turns = {"n": 0}
-
-    def observe(event: Mapping[str, Any]) -> None:
-        if event.get("type") == "assistant":
-            message = event.get("message") or {}
-            content = message.get("content") if isinstance(message, dict) else None
-            tools = [
-                b.get("name") for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_use"
-            ]
-            if tools:
-                turns["n"] += 1
-                progress(f"{label}: tool call {turns['n']}: {', '.join(str(t) for t in tools)}")
-        elif event.get("type") == "system" and event.get("subtype") == "api_retry":
-            progress(
-                f"{label}: API retry {event.get('attempt')}/{event.get('max_retries')} "
-                f"(status {event.get('error_status')})"
-            )
-
-    return observe
-
-
-def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
-    """Fold an arm's sessions into the session layer of a row (reference §5)."""
-    row: dict[str, Any] = {}
-    for field_name in USAGE_FIELDS:
-        values = [o.usage.get(field_name) for o in outcomes]
-        row[field_name] = None if not values or any(v is None for v in values) else sum(values)
-    costs = [o.cost_usd for o in outcomes]
-    row["cost_usd"] = None if not costs or any(c is None for c in costs) else round(sum(costs), 6)
-    durations = [o.duration_s for o in outcomes]
-    row["duration_s"] = (
-        None if not durations or any(d is None for d in durations) else round(sum(durations), 3)
-    )
-    turns = [o.num_turns for o in outcomes]
-    row["num_turns"] = None if not turns or any(t is None for t in turns) else sum(turns)
-    row["ok"] = bool(outcomes) and all(o.ok for o in outcomes)
-    first_error = next((o for o in outcomes if o.error_kind), None)
-    row["error_kind"] = first_error.error_kind if first_error else None
-    row["error_detail"] = first_error.error_detail if first_error else None
-    row["session_ids"] = [o.session_id for o in outcomes if o.session_id]
-    invoked = [o.skill_invoked for o in outcomes]
-    row["skill_invoked"] = (
-        False
-        if any(v is False for v in invoked)
-        else None
-        if not invoked or any(v is None for v in invoked)
-        else True
-    )
-    row["transcript_missing"] = any(o.transcript_missing for o in outcomes)
-    counts: dict[str, int] = {}
-    for outcome in outcomes:
-        for name, count in outcome.tool_use_counts.items():
-            counts[name] = counts.get(name, 0) + count
-    row["tool_use_counts"] = dict(sorted(counts.items()))
-    row["evidence_diagnostics"] = [d for o in outcomes for d in o.diagnostics]
-    row["sessions"] = len(outcomes)
-    row["usage_main_loop"] = {name: row[name] for name in USAGE_FIELDS}
-    row["usage_transcripts"] = sum_usage_fields([o.transcript_usage for o in outcomes])
-    return row

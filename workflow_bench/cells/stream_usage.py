@@ -10,12 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
-
-
-def _unknown_usage() -> dict[str, int | None]:
-    return dict.fromkeys(USAGE_FIELDS)
-
+from workflow_bench.usage import USAGE_FIELDS, sum_usage, unknown_usage
 
 # The CLI's stand-in for a request that never produced a model message (e.g. "API Error: 529");
 # it carries all-zero usage that no provider reported.
@@ -24,7 +19,7 @@ SYNTHETIC_MODEL = "<synthetic>"
 
 def _message_usage(usage: object) -> dict[str, int | None]:
     if not isinstance(usage, Mapping):
-        return _unknown_usage()
+        return unknown_usage()
     out: dict[str, int | None] = {}
     for name in USAGE_FIELDS:
         value = usage.get(name)
@@ -106,23 +101,9 @@ def transcript_usage(events: Sequence[Mapping[str, Any]]) -> dict[str, int | Non
         if usage not in final_text.get(call_id, []):
             per_message[f"agent-result:{call_id}"] = usage
     if unknown or not per_message:
-        return _unknown_usage()
-    totals: dict[str, int | None] = dict.fromkeys(USAGE_FIELDS, 0)
+        return unknown_usage()
     for usage in per_message.values():
         inputs = [usage[n] for n in USAGE_FIELDS[:3]]
         if any(v is None for v in inputs) or sum(v or 0 for v in inputs) == 0:
-            return _unknown_usage()
-        for name in USAGE_FIELDS:
-            value, total = usage[name], totals[name]
-            totals[name] = None if value is None or total is None else total + value
-    return totals
-
-
-def sum_usage_fields(usages: Sequence[Mapping[str, int | None]]) -> dict[str, int | None]:
-    """Per-field sum over sessions; a field any session left unknown is unknown (and so is none)."""
-    return {
-        name: None
-        if not usages or any(u.get(name) is None for u in usages)
-        else sum(u[name] or 0 for u in usages)
-        for name in USAGE_FIELDS
-    }
+            return unknown_usage()
+    return sum_usage(per_message.values())

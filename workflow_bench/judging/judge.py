@@ -29,7 +29,8 @@ from workflow_bench.review.score import (
     score_review,
 )
 from workflow_bench.sandbox import Mount, RunPolicy, Sandbox, tool_environment
-from workflow_bench.tasks.oracles import OracleSnapshot, stage_oracle, verify_staged
+from workflow_bench.tasks.oracle_staging import stage_oracle, verify_staged
+from workflow_bench.tasks.oracles import OracleSnapshot
 
 ORACLE_ENV_VAR = "WORKFLOW_BENCH_ORACLE_ROOT"  # keep in sync with the oracle commands in tasks.*.yaml
 OUTPUT_TAIL_CHARS = 4000  # reference value for authored_test_output

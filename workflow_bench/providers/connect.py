@@ -23,15 +23,15 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from workflow_bench.usage import sum_usage, unknown_usage
+
 from .access import CellKey, ModelAccess, ProviderObservation
 from .gateway import (
-    USAGE_FIELDS,
     Gateway,
     GatewayRoute,
     GatewaySpec,
     UsageSemanticsError,
     normalize_litellm_usage,
-    sum_usage,
 )
 from .scripted import LedgerEntry, Script, ScriptedProvider
 
@@ -109,7 +109,7 @@ def _gateway_observation(
     lines, normalized, problems = gateway_lines(key, records)
     if not complete:
         problems.append("a request has no success/failure line in the gateway's usage log")
-    usage = dict.fromkeys(USAGE_FIELDS) if problems else sum_usage(normalized)
+    usage = unknown_usage() if problems else sum_usage(normalized)
     for problem in problems:
         warn(f"{key.label} gateway usage unknown: {problem}")
     return ProviderObservation(source="litellm-gateway", usage=usage, records={GATEWAY_FILE: lines, **extra})

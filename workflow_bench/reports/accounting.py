@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+from workflow_bench.usage import USAGE_FIELDS, sum_usage
+
 FIGURES = (
     ("usage_main_loop", "main loop"),
     ("usage_transcripts", "transcripts"),
@@ -103,11 +104,7 @@ def _totals(rows: Sequence[Mapping[str, Any]], key: str) -> UsageTotals | None:
     known = [f for f in figures if f is not None]
     if not known:
         return None
-    sums = []
-    for index in range(len(USAGE_FIELDS)):
-        column = [f[index] if f is not None else None for f in figures]
-        sums.append(None if any(v is None for v in column) else sum(v for v in column if v is not None))
-    return UsageTotals(*sums)
+    return UsageTotals(**sum_usage(dict(zip(USAGE_FIELDS, f, strict=True)) if f else {} for f in figures))
 
 
 _UNKNOWN = UsageTotals(None, None, None, None)

@@ -31,8 +31,8 @@ from workflow_bench.judging.outcomes import (
     is_excluded,
 )
 from workflow_bench.review.score import METRIC_NAMES
+from workflow_bench.usage import USAGE_FIELDS
 
-USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 CHURN_FIELDS = ("diff_files", "diff_insertions", "diff_deletions")
 MEDIAN_FIELDS = (*USAGE_FIELDS, "cost_usd", "duration_s", "num_turns", *CHURN_FIELDS)
 SAVINGS_FIELDS = (*USAGE_FIELDS, "cost_usd", "duration_s")

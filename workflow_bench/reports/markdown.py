@@ -23,6 +23,7 @@ from workflow_bench.reports.aggregate import (
     savings,
 )
 from workflow_bench.reports.provenance import ReportProvenance
+from workflow_bench.usage import USAGE_FIELDS
 
 Results = Mapping[str, Mapping[str, ArmAggregate]]
 """`{task: {arm: aggregate}}` in the order the report lists them."""
@@ -196,10 +197,7 @@ def _main_row(task: str, agg: ArmAggregate) -> str:
 
 def _savings_row(task: str, baseline: ArmAggregate, agg: ArmAggregate) -> str:
     saved = savings(baseline, agg)
-    cells = " | ".join(
-        _fmt(saved[f], ".1f")
-        for f in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
-    )
+    cells = " | ".join(_fmt(saved[f], ".1f") for f in USAGE_FIELDS)
     return (
         f"| {_escape(task)} | {_escape(agg.task_class)} | **{_escape(agg.arm)} savings %** | — "
         f"| {cells} | {_fmt(saved['cost_usd'], '.1f')} | {_fmt(saved['duration_s'], '.1f')} | — | — | — |"

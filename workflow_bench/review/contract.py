@@ -1,4 +1,5 @@
 """The review artifact contract (reference harness §4.3): what a review session must write.
+Over 400 lines on purpose: one contract, one parser; every rule sits beside the error code it raises.
 
 Owns ``parse_review_artifact``, the frozen values it returns (``ReviewArtifact``,
 ``ReviewFinding``), the limits, where the artifact lives, and ``REVIEW_OUTPUT_CONTRACT``, the

@@ -84,6 +84,7 @@ class SweepOutcome(Generic[T]):
     results: tuple[T, ...]  # in plan order, only cells that ran
     detail: str | None = None
     not_run: tuple[tuple[int, str], ...] = ()  # (plan index, why) of cells never started
+    why: str | None = None  # what ended submission early (WHY_* or a budget's), None when complete
 
 
 def next_streak(error_kind: str | None, streak: int, *, review_evidence_valid: object = None) -> int:
@@ -240,10 +241,12 @@ def _outcome(state: _Run, cancel: threading.Event) -> SweepOutcome:
     why, detail = state.stop or (WHY_CANCELLED, "cancelled")
     not_run = tuple((i, why) for i in never)
     if state.tripped:
-        return SweepOutcome("aborted", ordered, detail, not_run)
+        return SweepOutcome("aborted", ordered, detail, not_run, WHY_BREAKER)
     if state.stop is not None and state.stop[0] != WHY_CANCELLED:
-        return SweepOutcome("aborted", ordered, detail, not_run)  # a budget ended it
+        return SweepOutcome("aborted", ordered, detail, not_run, why)  # a budget ended it
     if cancel.is_set() or never:
         missing = state.n - len(state.results)
-        return SweepOutcome("cancelled", ordered, f"{missing} of {state.n} cells not run", not_run)
+        return SweepOutcome(
+            "cancelled", ordered, f"{missing} of {state.n} cells not run", not_run, WHY_CANCELLED
+        )
     return SweepOutcome("complete", ordered)

@@ -1,8 +1,9 @@
 """The task-file schema: keys, error types, field checks, declaration parts and strict loading.
+Over 400 lines on purpose: each task-file key's check sits beside the loader that names file/task/key.
 
 Owns what a task file may say (reference harness §4.1): the keys, the value checks shared by the
-spec constructors and the loader (``*_problems``), the declaration parts (``DependencySpec``,
-``OracleFileSpec``, ``OracleSpec``), and ``parse_task_file``, which reads YAML that rejects
+spec constructors and the loader (``*_problems``), the declaration part ``DependencySpec`` (the
+oracle's own parts live in ``oracles``), and ``parse_task_file``, which reads YAML that rejects
 duplicate keys and reports **every** defect at once, each naming the file, the task and the key.
 
 Parsing may read oracle sources and run read-only ``git`` queries (through ``repos``); it never
@@ -24,6 +25,8 @@ import yaml
 from .oracles import (
     MAX_ORACLE_FILES,
     OracleCaptureError,
+    OracleFileSpec,
+    OracleSpec,
     command_problem,
     read_oracle_sources,
     relative_path_problem,
@@ -185,22 +188,6 @@ class DependencySpec:
         problems = repo_path_problems("source", self.source) + repo_path_problems("target", self.target)
         if problems:
             raise ValueError(f"sandbox dependency {problems[0].key}: {problems[0].message}")
-
-
-@dataclass(frozen=True, slots=True)
-class OracleFileSpec:
-    """One declared oracle file: ``source`` relative to the task file's directory, staged at ``target``."""
-
-    source: str
-    target: str
-
-
-@dataclass(frozen=True, slots=True)
-class OracleSpec:
-    """The hidden oracle as declared: a shell command and 1–8 files (validated by ``TaskSpec``)."""
-
-    command: str
-    files: tuple[OracleFileSpec, ...]
 
 
 def resolve_repo_location(task_dir: Path, repo: str) -> Path:

@@ -14,9 +14,11 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from workflow_bench.arms import ARMS, required_candidate_arms
 from workflow_bench.tasks.spec import canonical_digest
 
 from .spec import SkillRole, Toolkit
@@ -105,3 +107,27 @@ def _require_change(overlay: Overlay, toolkit: Toolkit) -> None:
         raise OverlayError(
             "--candidate-overlay is byte-identical to the incumbent skills; nothing to evaluate"
         )
+
+
+def candidate_overlay(root: Path | None, *, arms: Sequence[str], toolkit: Toolkit) -> Overlay | None:
+    """Load ``--candidate-overlay`` and enforce the candidate-arm rules (reference main()).
+
+    Candidate arms need an overlay; an overlay needs exactly the arms its skill roles imply,
+    each candidate paired with its incumbent, in that order.
+    """
+    candidates = [a for a in arms if ARMS[a].candidate_of]
+    if root is None:
+        if candidates:
+            raise OverlayError(f"arm(s) {' '.join(candidates)} need --candidate-overlay")
+        return None
+    if not candidates:
+        raise OverlayError("--candidate-overlay needs the candidate arms it is evaluated on (candidate_*)")
+    overlay = load_overlay(root, toolkit=toolkit)
+    required = required_candidate_arms(overlay.roles)
+    if tuple(arms) != required:
+        raise OverlayError(
+            f"--candidate-overlay touches skill role(s) {', '.join(sorted(overlay.roles))}: --arms must be "
+            f"exactly {' '.join(required)} (each candidate paired with its incumbent), "
+            f"got {' '.join(arms)}"
+        )
+    return overlay

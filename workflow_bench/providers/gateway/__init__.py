@@ -7,7 +7,7 @@ the proxy's callback logs lands in that cell's row.
 
 Public surface: ``Gateway``, ``GatewaySpec``, ``GatewayRoute``, ``GatewayError``,
 ``locate_litellm``, ``proxy_config`` (the proxy); ``normalize_litellm_usage``,
-``normalize_openai_responses_usage``, ``sum_usage``, ``NormalizedUsage``,
+``normalize_openai_responses_usage``, ``NormalizedUsage``,
 ``UsageSemanticsError``, ``UnknownProviderError``, ``PROVIDER_SEMANTICS`` (the arithmetic).
 Importing this package never imports litellm: only the proxy process does.
 """
@@ -22,18 +22,15 @@ from workflow_bench.providers.gateway._gateway import (
 )
 from workflow_bench.providers.gateway._usage import (
     PROVIDER_SEMANTICS,
-    USAGE_FIELDS,
     NormalizedUsage,
     UnknownProviderError,
     UsageSemanticsError,
     normalize_litellm_usage,
     normalize_openai_responses_usage,
-    sum_usage,
 )
 
 __all__ = [
     "PROVIDER_SEMANTICS",
-    "USAGE_FIELDS",
     "Gateway",
     "GatewayError",
     "GatewayRoute",
@@ -45,5 +42,4 @@ __all__ = [
     "normalize_litellm_usage",
     "normalize_openai_responses_usage",
     "proxy_config",
-    "sum_usage",
 ]

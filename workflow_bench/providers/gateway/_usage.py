@@ -23,12 +23,12 @@ Rules, each with a test and a negative control:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+from workflow_bench.usage import USAGE_FIELDS
 
 # LiteLLM's provider label (``custom_llm_provider``) → the arithmetic of the usage LiteLLM hands
 # its callbacks for it. Only what was measured end to end is listed (tests/e2e/test_gateway.py).
@@ -132,13 +132,3 @@ def normalize_openai_responses_usage(usage: Mapping[str, Any] | None) -> Normali
         _count(details.get("cache_write_tokens"), "input_tokens_details.cache_write_tokens"),
         _count(usage.get("output_tokens"), "output_tokens"),
     )
-
-
-def sum_usage(records: Iterable[Mapping[str, int | None]]) -> dict[str, int | None]:
-    """Per-field sum; a field any record left unknown is unknown, and no records is all unknown."""
-    records = list(records)
-    total: dict[str, int | None] = {}
-    for name in USAGE_FIELDS:
-        values = [r.get(name) for r in records]
-        total[name] = None if not values or any(v is None for v in values) else sum(values)  # type: ignore[misc]
-    return total

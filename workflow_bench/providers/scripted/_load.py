@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 import yaml
 
 from workflow_bench.providers.scripted._script import (
-    USAGE_KEYS,
     Cell,
     Fault,
     Match,
@@ -28,6 +27,7 @@ from workflow_bench.providers.scripted._script import (
     fail,
     rename_skills,
 )
+from workflow_bench.usage import USAGE_FIELDS
 
 _T = TypeVar("_T")
 
@@ -65,7 +65,7 @@ def _parse_turn(raw: object, key: str) -> Turn:
     turn = _mapping(raw, key, ("text", "tool_calls", "usage", "fault"))
     raw_calls = _list([] if turn.get("tool_calls") is None else turn["tool_calls"], f"{key}.tool_calls")
     calls = [_parse_call(rc, f"{key}.tool_calls[{i}]") for i, rc in enumerate(raw_calls)]
-    usage_raw = _mapping({} if turn.get("usage") is None else turn["usage"], f"{key}.usage", USAGE_KEYS)
+    usage_raw = _mapping({} if turn.get("usage") is None else turn["usage"], f"{key}.usage", USAGE_FIELDS)
     usage = _build(f"{key}.usage", lambda: Usage(**usage_raw))
     fault = None
     if turn.get("fault") is not None:

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from workflow_bench.usage import USAGE_FIELDS
+
 SCHEMA_VERSION = 1
 CWD_TOKEN = "{cwd}"
 """The only placeholder: exactly this token is replaced, any other brace is left alone because
 scripts write Python and JSON source whose braces must survive untouched."""
-
-USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 class ScriptError(ValueError):
@@ -66,13 +66,13 @@ class Usage:
     cache_read_input_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        for name in USAGE_KEYS:
+        for name in USAGE_FIELDS:
             value = getattr(self, name)
             if value is not None:
                 _count(value, name)
 
     def to_json(self) -> dict[str, int | None]:
-        return {name: getattr(self, name) for name in USAGE_KEYS}
+        return {name: getattr(self, name) for name in USAGE_FIELDS}
 
 
 @dataclass(frozen=True, slots=True)

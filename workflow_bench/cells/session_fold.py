@@ -1,0 +1,77 @@
+"""From sessions to a row: live progress lines per session, and the fold of an arm's sessions.
+
+Owns ``progress_observer`` (tool names per turn and API retries, never model prose) and
+``sum_sessions`` (the session layer of a row, reference §5: usage and cost summed with unknown
+kept unknown, the first error, skill evidence, tool counts, both usage figures).
+Callers: ``cells.run``, tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from workflow_bench.usage import USAGE_FIELDS, sum_usage
+
+from .sessions import SessionOutcome
+
+
+def progress_observer(progress: Callable[[str], None], label: str) -> Callable[[Mapping[str, Any]], None]:
+    """Live per-turn lines: tool names only, never model prose."""
+    turns = {"n": 0}
+
+    def observe(event: Mapping[str, Any]) -> None:
+        if event.get("type") == "assistant":
+            message = event.get("message") or {}
+            content = message.get("content") if isinstance(message, dict) else None
+            tools = [
+                b.get("name") for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_use"
+            ]
+            if tools:
+                turns["n"] += 1
+                progress(f"{label}: tool call {turns['n']}: {', '.join(str(t) for t in tools)}")
+        elif event.get("type") == "system" and event.get("subtype") == "api_retry":
+            progress(
+                f"{label}: API retry {event.get('attempt')}/{event.get('max_retries')} "
+                f"(status {event.get('error_status')})"
+            )
+
+    return observe
+
+
+def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
+    """Fold an arm's sessions into the session layer of a row (reference §5)."""
+    row: dict[str, Any] = {}
+    row.update(sum_usage(o.usage for o in outcomes))
+    costs = [o.cost_usd for o in outcomes]
+    row["cost_usd"] = None if not costs or any(c is None for c in costs) else round(sum(costs), 6)
+    durations = [o.duration_s for o in outcomes]
+    row["duration_s"] = (
+        None if not durations or any(d is None for d in durations) else round(sum(durations), 3)
+    )
+    turns = [o.num_turns for o in outcomes]
+    row["num_turns"] = None if not turns or any(t is None for t in turns) else sum(turns)
+    row["ok"] = bool(outcomes) and all(o.ok for o in outcomes)
+    first_error = next((o for o in outcomes if o.error_kind), None)
+    row["error_kind"] = first_error.error_kind if first_error else None
+    row["error_detail"] = first_error.error_detail if first_error else None
+    row["session_ids"] = [o.session_id for o in outcomes if o.session_id]
+    invoked = [o.skill_invoked for o in outcomes]
+    row["skill_invoked"] = (
+        False
+        if any(v is False for v in invoked)
+        else None
+        if not invoked or any(v is None for v in invoked)
+        else True
+    )
+    row["transcript_missing"] = any(o.transcript_missing for o in outcomes)
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        for name, count in outcome.tool_use_counts.items():
+            counts[name] = counts.get(name, 0) + count
+    row["tool_use_counts"] = dict(sorted(counts.items()))
+    row["evidence_diagnostics"] = [d for o in outcomes for d in o.diagnostics]
+    row["sessions"] = len(outcomes)
+    row["usage_main_loop"] = {name: row[name] for name in USAGE_FIELDS}
+    row["usage_transcripts"] = sum_usage(o.transcript_usage for o in outcomes)
+    return row

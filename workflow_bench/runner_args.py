@@ -1,0 +1,261 @@
+"""The runner's argument parser, built from one small function per group of flags.
+
+Owns argv syntax only: flag names, defaults, help text and the argparse types that refuse a
+malformed single value (a count out of range, an unknown arm). Checks that span several flags
+or read files live beside the types they validate (``ProviderOptions.validate``,
+``candidate_overlay``, ``load_toolkit``) and run in ``runner.prepare``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .arms import ARMS, DEFAULT_ARMS, UnknownArmError, resolve_arm
+from .providers.options import ANTHROPIC_KEY_ENV, AUTH_TOKEN_ENV, OPENAI_KEY_ENV
+from .schedule.order import ORDERS
+from .schedule.pool import DEFAULT_OUTAGE_STREAK, MAX_WORKERS, PACKED_WINDOW_MULTIPLIER, SCHEDULERS
+
+CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
+DEMO_SCRIPT = CORPUS_DIR / "scripts" / "demo.yaml"
+DEMO_TOOLKIT = CORPUS_DIR / "toolkit"
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+# 5400 s: the reference raised its session ceiling from 3600 after paid runs
+# lost incumbent cells to it.
+DEFAULT_SESSION_TIMEOUT_S = 5400
+DEFAULT_VERIFY_TIMEOUT_S = 600
+DEFAULT_MAX_RETRIES = 3
+
+
+def _workers(value: str) -> int:
+    workers = int(value)
+    if not 1 <= workers <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_WORKERS}")
+    return workers
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+def _non_negative_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return number
+
+
+def _positive_float(value: str) -> float:
+    number = float(value)
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number")
+    return number
+
+
+def _arm(value: str) -> str:
+    try:
+        return resolve_arm(value).name
+    except UnknownArmError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _sweep_shape(parser: argparse.ArgumentParser) -> None:
+    """What to run: tasks, runs, parallelism, arms, where results go."""
+    parser.add_argument(
+        "--tasks", required=True, type=Path, help="task file (YAML), e.g. tasks.scenarios.yaml"
+    )
+    parser.add_argument(
+        "--runs", type=_positive_int, default=1, help="repetitions per task × arm (default 1)"
+    )
+    parser.add_argument(
+        "--workers", type=_workers, default=1, help=f"cells in parallel, 1..{MAX_WORKERS} (default 1)"
+    )
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        type=_arm,
+        default=list(DEFAULT_ARMS),
+        metavar="ARM",
+        help=f"arms to run (default: {' '.join(DEFAULT_ARMS)}; known: {', '.join(ARMS)})",
+    )
+    parser.add_argument(
+        "--out", type=Path, help="output directory (default results/wfbench-<UTC timestamp>/)"
+    )
+    parser.add_argument(
+        "--include-expensive", action="store_true", help="also run tasks marked expensive: true"
+    )
+
+
+def _model_choice(parser: argparse.ArgumentParser) -> None:
+    """Which provider and model, and how hard it thinks."""
+    parser.add_argument(
+        "--provider",
+        choices=("anthropic", "scripted"),
+        default="anthropic",
+        help="anthropic: a real Anthropic(-compatible) endpoint; scripted: the embedded scripted model "
+        "(offline)",
+    )
+    parser.add_argument("--script", type=Path, help=f"scripted provider script (default: {DEMO_SCRIPT.name})")
+    parser.add_argument("--model", help="model id (default for --provider scripted: the script's model)")
+    parser.add_argument(
+        "--effort", choices=EFFORTS, help="Claude Code --effort level (default: the CLI's own)"
+    )
+
+
+def _limits(parser: argparse.ArgumentParser) -> None:
+    """Timeouts, retries and the outage breaker."""
+    parser.add_argument(
+        "--timeout",
+        type=_positive_int,
+        default=DEFAULT_SESSION_TIMEOUT_S,
+        help="per-session timeout, s (5400)",
+    )
+    parser.add_argument(
+        "--verify-timeout",
+        type=_positive_int,
+        default=DEFAULT_VERIFY_TIMEOUT_S,
+        help="verify/oracle timeout, s",
+    )
+    parser.add_argument(
+        "--max-retries",
+        type=_non_negative_int,
+        default=DEFAULT_MAX_RETRIES,
+        help="CLI API retries per request (3)",
+    )
+    parser.add_argument(
+        "--outage-streak",
+        type=_non_negative_int,
+        default=DEFAULT_OUTAGE_STREAK,
+        help="abort after this many consecutive systemic failures (0 disables; default 5)",
+    )
+
+
+def _scheduling(parser: argparse.ArgumentParser) -> None:
+    """How cells are scheduled, when a sweep stops early, and what it may skip (README: Scheduling)."""
+    parser.add_argument(
+        "--scheduler",
+        choices=SCHEDULERS,
+        default="packed",
+        help="packed: one pool across tasks, bounded by --window (less idle time); waves: one task at a "
+        "time in waves of --workers (idles on each wave's slowest cell; overrun ≤ workers−1); default packed",
+    )
+    parser.add_argument(
+        "--window",
+        type=_positive_int,
+        help=f"packed: a cell starts only while fewer than WINDOW cells ahead of the in-order fold; larger "
+        f"is faster but wastes up to WINDOW−1 paid cells after an outage (default {PACKED_WINDOW_MULTIPLIER}"
+        "×workers, never below workers)",
+    )
+    parser.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="plan",
+        help="packed: which allowed cell starts first; longest-first predicts each cell's wall from prior "
+        "rows (--resume/--reuse-results) or the task's expensive flag, so long cells do not trail; rows "
+        "and the breaker still fold in plan order (default plan)",
+    )
+    parser.add_argument(
+        "--max-cost-usd",
+        type=_positive_float,
+        metavar="X",
+        help="stop starting cells once spent + the arm's median cell cost would pass X (unknown costs are "
+        "estimated, never 0); ends the sweep as aborted, exit 1",
+    )
+    parser.add_argument(
+        "--max-runtime",
+        type=_positive_float,
+        metavar="S",
+        help="start no cell more than S seconds after the sweep began; running cells finish; aborted, exit 1",
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        metavar="DIR",
+        help="continue an interrupted sweep in DIR in place: the same arguments are required (checked "
+        "against DIR/sweep.lock.json, exit 2 naming what differs); finished cells whose transcripts still "
+        "match their sha256 are kept, the rest run",
+    )
+    parser.add_argument(
+        "--reuse-results",
+        type=Path,
+        metavar="DIR",
+        help="copy clean incumbent/comparator rows of an earlier sweep in DIR instead of paying for them "
+        "when every reuse condition holds (README: Scheduling); candidate arms are always paid, and one cell "
+        "per fully reusable arm is paid as a canary",
+    )
+
+
+def _binaries(parser: argparse.ArgumentParser) -> None:
+    """The Claude Code CLI and the sandbox backend (the last two are for tests only)."""
+    parser.add_argument(
+        "--claude-bin", help="Claude Code binary (default: the pinned version installed by ./dev)"
+    )
+    parser.add_argument("--bwrap-bin", default="bwrap", help=argparse.SUPPRESS)
+    parser.add_argument("--unsafe-no-bwrap", action="store_true", help=argparse.SUPPRESS)
+
+
+def _credentials(parser: argparse.ArgumentParser) -> None:
+    """Endpoint and credentials; they reach only the CLI process or the gateway, never a tool."""
+    parser.add_argument(
+        "--base-url", help="Anthropic-compatible endpoint (default https://api.anthropic.com)"
+    )
+    parser.add_argument(
+        "--anthropic-api-key", help=f"API key (default: ${ANTHROPIC_KEY_ENV}); reaches only the CLI process"
+    )
+    parser.add_argument(
+        "--auth-token", help=f"bearer token instead of an API key (default: ${AUTH_TOKEN_ENV})"
+    )
+    parser.add_argument(
+        "--openai-api-key",
+        help=f"OpenAI key (default: ${OPENAI_KEY_ENV}) for OpenAI model ids (openai/…, gpt-…, chatgpt-…, "
+        "o<digit>…): they run through a loopback LiteLLM gateway that alone holds the key",
+    )
+    parser.add_argument(
+        "--via-gateway",
+        action="store_true",
+        help="with --provider scripted: route the CLI through a real LiteLLM proxy to the scripted "
+        "provider speaking OpenAI Responses (offline)",
+    )
+
+
+def _skills(parser: argparse.ArgumentParser) -> None:
+    """The evaluated toolkit, a candidate overlay, the external comparator plugin."""
+    parser.add_argument(
+        "--toolkit", type=Path, default=DEMO_TOOLKIT, help="toolkit dir with skills/<name>/SKILL.md"
+    )
+    parser.add_argument(
+        "--candidate-overlay",
+        type=Path,
+        help="candidate skill overlay dir (Markdown under skills/<skill>/); requires exactly the paired arms "
+        "its skills imply (e.g. review: ce_review review candidate_review)",
+    )
+    parser.add_argument("--ce-plugin-dir", type=Path, help="external comparator plugin dir (ce_* arms)")
+    parser.add_argument(
+        "--ce-plugin-version", help="the comparator plugin's exact version (must match its manifest)"
+    )
+
+
+def _safety(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--canary",
+        action="store_true",
+        help="run the containment escape suite first; exit 2 without sweeping unless every attack is blocked",
+    )
+
+
+# Order = the order of --help; keep it when adding a group.
+GROUPS = (_sweep_shape, _model_choice, _limits, _scheduling, _binaries, _credentials, _skills, _safety)
+
+
+def build_parser(*, description: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m workflow_bench.runner",
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    for add_group in GROUPS:
+        add_group(parser)
+    return parser
