@@ -47,6 +47,8 @@ class ProcessResult:
     stderr_tail: str
     duration_s: float
     detail: str = ""
+    reader_error: str = ""
+    """Why a pipe reader or the stdout observer failed (empty when both finished cleanly)."""
 
     @property
     def ok(self) -> bool:
@@ -55,28 +57,70 @@ class ProcessResult:
     def describe(self) -> str:
         """One-line reason, for error details (never includes stdout)."""
         if self.state == "exited":
-            return f"exit {self.returncode}: {self.stderr_tail[-1500:]}".rstrip()
-        return f"{self.state}: {self.detail or self.stderr_tail[-1500:]}".rstrip()
+            return f"exit {self.returncode}: {self.stderr_tail[-1500:]}{self._reader_note()}".rstrip()
+        return f"{self.state}: {self.detail or self.stderr_tail[-1500:]}{self._reader_note()}".rstrip()
+
+    def _reader_note(self) -> str:
+        return f" [{self.reader_error}]" if self.reader_error else ""
 
 
 def _drain(stream, sink: bytearray, *, cap: int, keep_tail: bool, flags: dict, on_line) -> None:
-    pending = b""
-    for chunk in iter(lambda: stream.read1(65536), b""):
-        if keep_tail:
-            sink.extend(chunk)
-            if len(sink) > cap:
-                del sink[: len(sink) - cap]
-        elif len(sink) + len(chunk) > cap:
-            sink.extend(chunk[: max(0, cap - len(sink))])
-            flags["overflow"] = True
-        else:
-            sink.extend(chunk)
-        if on_line is not None:
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                on_line(line)
-    stream.close()
+    """Copy ``stream`` into ``sink`` (bounded) and hand complete lines to ``on_line``.
+
+    Never dies silently: a failure (of the read or of ``on_line``) is recorded
+    in ``flags["reader_error"]`` and the rest of the stream is still drained,
+    so the child never blocks on a full pipe. The line buffer holds at most
+    ``cap`` bytes (a longer line is dropped, not observed) and every byte is
+    scanned once: linear time, bounded memory.
+    """
+    pending = bytearray()
+    skipping = False  # inside a line that outgrew the cap: drop until its newline
+    try:
+        for chunk in iter(lambda: stream.read1(65536), b""):
+            if keep_tail:
+                sink.extend(chunk)
+                if len(sink) > cap:
+                    del sink[: len(sink) - cap]
+            elif len(sink) + len(chunk) > cap:
+                sink.extend(chunk[: max(0, cap - len(sink))])
+                flags["overflow"] = True
+            else:
+                sink.extend(chunk)
+            if on_line is None:
+                continue
+            start = 0
+            while (end := chunk.find(b"\n", start)) != -1:
+                if not skipping:
+                    pending += chunk[start:end]
+                    if len(pending) <= cap:
+                        _observe(on_line, bytes(pending), flags)
+                pending.clear()
+                skipping = False
+                start = end + 1
+            if not skipping:
+                pending += chunk[start:]
+                if len(pending) > cap:
+                    pending.clear()
+                    skipping = True
+    except Exception as exc:  # a reader must report, never vanish: the result carries it
+        flags.setdefault("reader_error", f"reader failed: {type(exc).__name__}: {exc}")
+        with contextlib.suppress(Exception):
+            for _ in iter(lambda: stream.read1(65536), b""):
+                pass
+    finally:
+        with contextlib.suppress(OSError):
+            stream.close()
+
+
+def _observe(on_line, line: bytes, flags: dict) -> None:
+    """Call the observer; after its first failure, record it and stop calling it."""
+    if "observer_error" in flags:
+        return
+    try:
+        on_line(line)
+    except Exception as exc:
+        flags["observer_error"] = True
+        flags.setdefault("reader_error", f"stdout observer failed: {type(exc).__name__}: {exc}")
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -126,7 +170,7 @@ def run_process(
         )
     except OSError as exc:
         return ProcessResult(argv, "spawn-failure", None, b"", False, "", 0.0, f"{type(exc).__name__}: {exc}")
-    out, err, flags = bytearray(), bytearray(), {"overflow": False}
+    out, err, flags, err_flags = bytearray(), bytearray(), {"overflow": False}, {}
     readers = [
         threading.Thread(
             target=_drain,
@@ -137,7 +181,7 @@ def run_process(
         threading.Thread(
             target=_drain,
             args=(proc.stderr, err),
-            kwargs={"cap": STDERR_TAIL_BYTES, "keep_tail": True, "flags": {}, "on_line": None},
+            kwargs={"cap": STDERR_TAIL_BYTES, "keep_tail": True, "flags": err_flags, "on_line": None},
             daemon=True,
         ),
     ]
@@ -163,6 +207,10 @@ def run_process(
     proc.wait()
     for reader in readers:
         reader.join(timeout=5)
+    if any(reader.is_alive() for reader in readers):
+        # A grandchild still holds the pipe open; what was captured is not the whole output.
+        flags.setdefault("reader_error", "an output pipe was still open 5 s after the process ended")
+    reader_error = flags.get("reader_error") or err_flags.get("reader_error", "")
     detail = {"timeout": f"exceeded {timeout_s:.0f} s", "cancelled": "sweep cancelled"}.get(state, "")
     return ProcessResult(
         argv=argv,
@@ -173,6 +221,7 @@ def run_process(
         stderr_tail=err.decode("utf-8", "replace"),
         duration_s=time.monotonic() - started,
         detail=detail,
+        reader_error=reader_error,
     )
 
 

@@ -136,6 +136,12 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
         "when a reused row was originally measured (its first recorded_at); else null",
     ),
     ("provenance", "sandbox_backend", "'bwrap', or 'host-unsafe' for --unsafe-no-bwrap review sweeps"),
+    (
+        "provenance",
+        "resource_limits",
+        "kernel bounds the cell ran under: {memory_mib, pids, disk_mib} (disk = room over the clone); "
+        "null for a bound this machine could not enforce (needs root)",
+    ),
     ("provenance", "task_ref", "the ref named in the task file"),
     ("provenance", "task_base_sha", "the immutable commit the ref resolved to"),
     (

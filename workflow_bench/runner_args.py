@@ -9,10 +9,19 @@ or read files live beside the types they validate (``ProviderOptions.validate``,
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from .arms import ARMS, DEFAULT_ARMS, UnknownArmError, resolve_arm
 from .providers.options import ANTHROPIC_KEY_ENV, AUTH_TOKEN_ENV, OPENAI_KEY_ENV
+from .sandbox import (
+    DEFAULT_DISK_MIB,
+    DEFAULT_MEMORY_MIB,
+    DEFAULT_PIDS,
+    MIN_DISK_MIB,
+    MIN_MEMORY_MIB,
+    MIN_PIDS,
+)
 from .schedule.order import ORDERS
 from .schedule.pool import DEFAULT_OUTAGE_STREAK, MAX_WORKERS, PACKED_WINDOW_MULTIPLIER, SCHEDULERS
 
@@ -106,7 +115,7 @@ def _model_choice(parser: argparse.ArgumentParser) -> None:
 
 
 def _limits(parser: argparse.ArgumentParser) -> None:
-    """Timeouts, retries and the outage breaker."""
+    """Timeouts, retries, the outage breaker and the per-cell kernel bounds."""
     parser.add_argument(
         "--timeout",
         type=_positive_int,
@@ -130,6 +139,47 @@ def _limits(parser: argparse.ArgumentParser) -> None:
         type=_non_negative_int,
         default=DEFAULT_OUTAGE_STREAK,
         help="abort after this many consecutive systemic failures (0 disables; default 5)",
+    )
+    _cell_bounds(parser)
+
+
+def _bounded(minimum: int, maximum: int, unit: str):
+    """An argparse type: an integer in [minimum, maximum] (a limit below the floor would break the CLI)."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of {unit}") from None
+        if not minimum <= number <= maximum:
+            raise argparse.ArgumentTypeError(f"must be between {minimum} and {maximum} {unit}")
+        return number
+
+    return parse
+
+
+_HOST_MEMORY_MIB = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+
+
+def _cell_bounds(parser: argparse.ArgumentParser) -> None:
+    """Kernel resource bounds per cell (sandbox/_limits.py)."""
+    parser.add_argument(
+        "--cell-memory-mib",
+        type=_bounded(MIN_MEMORY_MIB, max(MIN_MEMORY_MIB, _HOST_MEMORY_MIB), "MiB"),
+        default=DEFAULT_MEMORY_MIB,
+        help=f"memory limit per cell, all its processes together (cgroup; default {DEFAULT_MEMORY_MIB})",
+    )
+    parser.add_argument(
+        "--cell-pids",
+        type=_bounded(MIN_PIDS, 1 << 20, "processes"),
+        default=DEFAULT_PIDS,
+        help=f"process/thread limit per cell (cgroup; default {DEFAULT_PIDS})",
+    )
+    parser.add_argument(
+        "--cell-disk-mib",
+        type=_bounded(MIN_DISK_MIB, 1 << 24, "MiB"),
+        default=DEFAULT_DISK_MIB,
+        help=f"disk a cell may write on top of its clone (own volume; default {DEFAULT_DISK_MIB})",
     )
 
 

@@ -31,7 +31,7 @@ from workflow_bench.schedule.not_run import NOT_RUN_FILE, not_run_record, schedu
 from workflow_bench.schedule.order import Order, predicted_walls
 from workflow_bench.schedule.pool import WHY_BREAKER, SchedulePolicy, SweepOutcome, run_cells
 from workflow_bench.schedule.resume import harness_version, tree_digest
-from workflow_bench.schedule.reuse import TASK_FIELDS, Expected, materialize, runtime_digest, select_reuse
+from workflow_bench.schedule.reuse import Expected, expected_cell, materialize, runtime_digest, select_reuse
 from workflow_bench.tasks.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
 from workflow_bench.toolkit.overlay import Overlay
@@ -39,9 +39,10 @@ from workflow_bench.toolkit.spec import Toolkit
 
 from .arms import ArmSpec
 from .output import OutputDir
-from .sandbox import SandboxKind, write_runtime_dir
+from .sandbox import CellLimits, SandboxKind, write_runtime_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
+CONSOLE_LINE_CHARS = 2000  # one live line at most; longer agent text is cut with "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,7 @@ class SweepConfig:
     overlay: Overlay | None = None
     comparator: ComparatorPlugin | None = None
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
+    limits: CellLimits = field(default_factory=CellLimits)
     budget: Budget = field(default_factory=Budget)
     order: Order = "plan"
     prior_rows: tuple[dict, ...] = ()  # rows from --reuse-results: what longest-first learns from
@@ -141,10 +143,10 @@ class _Console:
         self._secrets = tuple(secrets)
 
     def __call__(self, line: str) -> None:
-        from .redaction import redact_text
+        from .redaction import printable, redact_text
 
-        with self._lock:
-            print(redact_text(line, self._secrets), flush=True)
+        with self._lock:  # printable: agent text (tool names, error tails) must not drive the terminal
+            print(printable(redact_text(line, self._secrets), CONSOLE_LINE_CHARS), flush=True)
 
     def elapsed(self) -> str:
         seconds = int(time.monotonic() - self._started)
@@ -175,35 +177,16 @@ def _runtime(config: SweepConfig) -> str:
 
 def _expected(config: SweepConfig, cell: PlannedCell, runtime: str) -> Expected:
     """What a --reuse-results row must match to stand in for ``cell``."""
-    binding, comparator = cell.task.binding, cell.arm.family == "comparator"
-    row_fields = {
-        "task_base_sha": binding.resolved_sha,
-        "task_prompt_digest": binding.spec.prompt_digest,
-        "task_binding_digest": binding.binding_digest,
-        "oracle_digest": binding.oracle.digest,
-        "oracle_command_digest": binding.oracle.command_digest,
-        "oracle_manifest_digest": binding.oracle.manifest_digest,
-    }
-    assert set(row_fields) == set(TASK_FIELDS)
-    if comparator and config.comparator is not None:
-        skills = {
-            "ce_plugin_version": config.comparator.version,
-            "ce_plugin_manifest_digest": config.comparator.manifest_digest,
-        }
-    else:
-        skills = {"skill_digest": cell.task.seeded_skill_digest}
-    values = {
+    sweep_values = {
         "model": config.model,
         "effort": config.effort,
         "sandbox_backend": config.sandbox_kind.value,
         "provider": config.provider,
         "runtime_digest": runtime,
-        **row_fields,
-        **skills,
     }
-    review = any(s.phase == "review" for s in cell.arm.sessions)
-    return Expected(key=cell.key, candidate=bool(cell.arm.candidate_of), comparator=comparator, review=review,
-                    values=values)  # fmt: skip
+    return expected_cell(
+        cell.key, cell.task, cell.arm, comparator=config.comparator, sweep_values=sweep_values
+    )
 
 
 def cell_summary(key: CellKey, row: dict) -> str:
@@ -247,6 +230,7 @@ def run_sweep(
         cancel=cancel,
         progress=console,
         sandbox_kind=config.sandbox_kind,
+        limits=config.limits,
     )
     rows: list[dict] = list(config.done_rows)
     done = {CellKey(task_id=r["task"], run=r["run"], arm=r["arm"]) for r in rows}

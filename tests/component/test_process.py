@@ -60,3 +60,53 @@ def test_stdout_lines_are_observed_live():
     lines: list[bytes] = []
     run_process(["/bin/sh", "-c", "echo a; echo b"], timeout_s=10, on_stdout_line=lines.append)
     assert lines == [b"a", b"b"]
+
+
+def test_a_raising_observer_is_reported_and_the_pipe_still_drains():
+    seen: list[bytes] = []
+
+    def observer(line: bytes) -> None:
+        seen.append(line)
+        raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+
+    # 4 MiB after the failure: a dead reader would leave the child blocked on a full pipe.
+    script = "echo first; head -c 4194304 /dev/zero; echo; echo last"
+    result = run_process(["/bin/sh", "-c", script], timeout_s=20, on_stdout_line=observer)
+    assert result.state == "exited" and result.returncode == 0
+    assert len(result.stdout) == 4194304 + len(b"first\n\nlast\n")
+    assert seen == [b"first"]  # called once, then no more
+    assert "observer failed: UnicodeEncodeError" in result.reader_error
+    assert "observer failed" in result.describe()
+    clean = run_process(["/bin/sh", "-c", "echo a"], timeout_s=10, on_stdout_line=lambda _l: None)
+    assert clean.reader_error == ""  # negative control
+
+
+def _drain_peak(payload: bytes, cap: int) -> tuple[list[int], int, float]:
+    """Feed ``payload`` to ``_drain`` in 64 KiB reads; return line lengths seen, traced peak, seconds."""
+    import io
+    import tracemalloc
+
+    from workflow_bench.process import _drain
+
+    lines: list[int] = []
+    stream = io.BufferedReader(io.BytesIO(payload), buffer_size=65536)
+    tracemalloc.start()
+    started = time.monotonic()
+    _drain(stream, bytearray(), cap=cap, keep_tail=False, flags={}, on_line=lambda ln: lines.append(len(ln)))
+    elapsed = time.monotonic() - started
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return lines, peak, elapsed
+
+
+def test_drain_line_buffer_is_bounded_and_linear():
+    cap = 1024 * 1024
+    # One 16 MiB line without a newline, then a normal line: the old buffer grew to 16 MiB
+    # by quadratic re-concatenation (RSS +95 MiB for a 1 MiB cap, issue 8).
+    lines, peak, elapsed = _drain_peak(b"x" * (16 * cap) + b"\nok\n", cap)
+    assert lines == [2]  # the oversized line is dropped, the next one still observed
+    assert peak < 4 * cap, f"line buffer grew to {peak} bytes for a {cap} byte cap"
+    assert elapsed < 5
+    # negative control: a line that fits is delivered whole, split across reads
+    lines, _, _ = _drain_peak(b"a" * 200_000 + b"\n" + b"b\n", cap)
+    assert lines == [200_000, 1]

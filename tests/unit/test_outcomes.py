@@ -39,6 +39,7 @@ REFERENCE_TABLE = {
     "oracle-failed": (False, False, False, False),
     "oracle-unavailable": (False, False, False, False),
     "no-work-produced": (False, False, False, False),
+    "resource-limit": (False, False, False, False),
 }
 
 

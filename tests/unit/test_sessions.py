@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
+from workflow_bench.cells.session_fold import progress_observer
 from workflow_bench.cells.sessions import SessionRequest, claude_argv, parse_session
-from workflow_bench.cells.skill_evidence import normalize_skill_name, skill_evidence
+from workflow_bench.cells.skill_evidence import TOOL_NAME_CHARS, normalize_skill_name, skill_evidence
 from workflow_bench.process import ProcessResult
 
 pytestmark = pytest.mark.unit
@@ -190,3 +192,59 @@ def test_argv_keeps_prompt_off_the_command_line_and_uses_equals_for_variadic_fla
     assert "--tools=Read,Write" in argv and "--allowedTools=Read,Write" in argv
     assert "--disallowedTools=Skill" in argv
     assert argv[-1].startswith("--disallowedTools")  # nothing after a variadic flag could be read as a prompt
+
+
+# ── agent-controlled text cannot crash or steer the harness (issue 8 item 7) ──
+
+
+def _tool_call(name, tool_id="toolu_9"):
+    return {"type": "assistant", "message": {"content": [{"type": "tool_use", "id": tool_id, "name": name}]}}
+
+
+def test_hostile_tool_names_are_bounded_and_escaped_in_counts():
+    events = [_tool_call("\x1b[2JBash" + "x" * 5000), _tool_call("Bash\ud800", "toolu_8"), _result_event()]
+    outcome = parse_session(_process([], raw=_raw(events)), expected_skill=None, secrets=())
+    assert outcome.ok
+    names = list(outcome.tool_use_counts)
+    assert all(len(n) <= TOOL_NAME_CHARS and "\x1b" not in n for n in names)
+    assert "Bash\ufffd" in names
+    json.dumps(outcome.tool_use_counts, ensure_ascii=False).encode()
+    outcome.transcript.decode("utf-8")  # the transcript bytes are valid UTF-8 despite the surrogate
+
+
+def _raw(events):
+    # json.dumps escapes a lone surrogate as \ud800 (valid ASCII), exactly as the CLI prints it
+    return "\n".join(json.dumps(e) for e in events).encode() + b"\n"
+
+
+def test_progress_lines_escape_control_characters():
+    lines: list[str] = []
+    observe = progress_observer(lines.append, "cell")
+    observe(_tool_call("\x1b]0;pwned\x07Read\nfake: resolved"))
+    observe({"type": "assistant", "message": {"content": 7}})  # malformed: ignored, not raised
+    observe({"type": "system", "subtype": "api_retry", "attempt": "\x1b[A", "error_status": 529})
+    assert len(lines) == 2
+    assert all("\x1b" not in line and "\n" not in line and "\x07" not in line for line in lines)
+    assert "\\x1b]0;pwned\\x07Read\\x0afake: resolved" in lines[0]
+
+
+def test_deeply_nested_stream_line_is_a_stream_error_not_a_crash():
+    line = b'{"type":"assistant","message":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    outcome = parse_session(_process([], raw=line + _raw([_result_event()])), expected_skill=None, secrets=())
+    assert not outcome.ok and outcome.error_kind == "session-error"
+    assert "RecursionError" in outcome.error_detail["event_stream_error"]
+
+
+def test_a_failed_stdout_reader_makes_the_session_an_error():
+    clean = _process([_result_event()])
+    assert parse_session(clean, expected_skill=None, secrets=()).ok  # negative control
+    broken = replace(clean, reader_error="stdout observer failed: UnicodeEncodeError: x")
+    outcome = parse_session(broken, expected_skill=None, secrets=())
+    assert not outcome.ok and "observer failed" in outcome.error_detail["event_stream_error"]
+
+
+def test_result_failure_reasons_from_the_stream_are_bounded():
+    event = _result_event(is_error=True, terminal_reason="\x1b[2J" + "r" * 100_000)
+    outcome = parse_session(_process([event]), expected_skill=None, secrets=())
+    reason = outcome.error_detail["event_stream_error"]
+    assert not outcome.ok and len(reason) < 200 and "\x1b" not in reason and "\\x1b" in reason

@@ -14,6 +14,7 @@ from workflow_bench.claude_cli import ClaudeCliError, claude_version, locate_cla
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 
 from ._suite import render_table, run_suite
+from .attacks_limits import run_limit_cells
 
 EXIT_OK, EXIT_ESCAPED, EXIT_PREFLIGHT = 0, 1, 2
 
@@ -28,7 +29,9 @@ def run_canary(
         version = claude_version(claude_bin)
     except (SandboxError, ClaudeCliError) as exc:
         return EXIT_PREFLIGHT, f"preflight failed: {exc}"
-    verdicts = run_suite(claude_bin=claude_bin, claude_version=version, bwrap_bin=bwrap, progress=progress)
+    cli = {"claude_bin": claude_bin, "claude_version": version, "bwrap_bin": bwrap, "progress": progress}
+    verdicts = run_suite(**cli)
+    verdicts += run_limit_cells(**cli)  # attacks_limits.py: one cell per resource bound, own limits
     table = render_table(verdicts)
     return (EXIT_OK if all(v.blocked for v in verdicts) else EXIT_ESCAPED), table
 

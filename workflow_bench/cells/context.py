@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workflow_bench.providers.access import ModelAccess
-from workflow_bench.sandbox import SandboxKind
+from workflow_bench.sandbox import CellLimits, SandboxKind
 from workflow_bench.tasks.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
 from workflow_bench.toolkit.overlay import Overlay
@@ -45,6 +45,7 @@ class SweepSettings:
     cancel: threading.Event = field(default_factory=threading.Event)
     progress: Callable[[str], None] = print
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
+    limits: CellLimits = field(default_factory=CellLimits)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,9 @@ happens. It never writes the output directory: the row and the artifacts
 (patch, transcripts) come back in a ``CellResult`` and the driver persists
 them. It catches ``Exception`` in exactly one place, its top, and records it
 as an ``infra-error`` row (``cancelled`` when the sweep's cancellation event is
-set); ``KeyboardInterrupt`` propagates.
+set); ``KeyboardInterrupt`` propagates. The cell runs inside its kernel
+bounds (``sandbox.CellResources``: its own disk volume, memory and process
+cgroups); a cell that hit one is ``resource-limit``, whatever failed after.
 
 Order inside a cell, and why:
   copy template → setup (sandbox, no network) → sessions (workspace
@@ -36,6 +38,7 @@ from workflow_bench.sandbox import (
     EMPTY_DIR_NAME,
     MODEL_SOCKET_DIR,
     SANDBOX_WORKSPACE,
+    CellResources,
     Mount,
     RunPolicy,
     Sandbox,
@@ -78,17 +81,23 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     cell_secrets = (*credentials.secrets, *settings.access.static_secrets)
     cell_dir = settings.work_root / f"{key.slug}-{secrets.token_hex(4)}"
     artifacts: dict[str, bytes] = {}
+    resources = CellResources(settings.limits, cell_dir)
     try:
-        cell_dir.mkdir(parents=True)
+        resources.open(clone_source=task.template)
         copy_clone(task.template, cell_dir / "workspace")
-        run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts)
+        run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts, resources)
         row = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
         row = infra_error_row(exc, cell_secrets)
         if settings.cancel.is_set():
             row["error_kind"] = "cancelled"
     finally:
-        cleanup_error = _remove(cell_dir)
+        breaches, enforced, cleanup_error = _release(resources, cell_dir)
+    if breaches:
+        # The cell's own processes hit a kernel bound: whatever failed after that is the agent's doing.
+        detail = f"{'; '.join(breaches)} (primary={row.get('error_kind')})"[:2000]
+        row = {**row, "ok": False, "resolved": False, "error_kind": "resource-limit", "error_detail": detail}
+    row["resource_limits"] = enforced
     if cleanup_error is not None:
         row = {
             **row,
@@ -99,9 +108,42 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
                 f"primary={row.get('error_kind')}: {row.get('error_detail')}; cleanup: {cleanup_error}"
             )[:2000],
         }
+    try:
+        return _finished(row, settings, task, arm, key, artifacts, cell_secrets)
+    except Exception as exc:  # the row's assembly reads agent output too; a failure there is still data
+        fallback = infra_error_row(exc, cell_secrets)
+        fallback["error_detail"] = f"while assembling the row: {fallback['error_detail']}"
+        fallback.update(identity_fields(settings, task, arm, key))
+        return CellResult(row=complete_row(redact_value(fallback, cell_secrets)), artifacts=artifacts)
+
+
+def _finished(row, settings, task, arm, key, artifacts, cell_secrets) -> CellResult:
     row.update(identity_fields(settings, task, arm, key))
     row.update(provider_fields(settings.access, key, artifacts, cell_secrets))
     return CellResult(row=complete_row(redact_value(row, cell_secrets)), artifacts=artifacts)
+
+
+def _release(resources: CellResources, cell_dir: Path) -> tuple[list[str], dict | None, str | None]:
+    """Read the bounds hit, then tear the cell down. Never raises.
+
+    Returns (breaches, bounds enforced, cleanup failure); counters the harness could not read are
+    a harness failure (reported like a failed cleanup), never charged to the arm.
+    """
+    problems = []
+    breaches: list[str] = []
+    enforced = None
+    try:
+        breaches, enforced = resources.breaches(), resources.enforced()
+    except Exception as exc:
+        problems.append(f"resource counters unreadable: {type(exc).__name__}: {exc}")
+    try:
+        # Still mounted after a failed unmount: deleting through the mount would not free the volume.
+        failure = resources.close() or _remove(cell_dir)
+    except Exception as exc:
+        failure = f"{type(exc).__name__}: {exc}"
+    if failure:
+        problems.append(failure)
+    return breaches, enforced, "; ".join(problems) or None
 
 
 def _remove(path: Path) -> str | None:
@@ -116,7 +158,16 @@ class _CellRun:
     """The mutable state of one cell while it runs (never shared between cells)."""
 
     def __init__(
-        self, settings, task, arm, key, cell_dir: Path, credentials: CellCredentials, cell_secrets, artifacts
+        self,
+        settings,
+        task,
+        arm,
+        key,
+        cell_dir: Path,
+        credentials: CellCredentials,
+        cell_secrets,
+        artifacts,
+        resources: CellResources,
     ):
         self.settings: SweepSettings = settings
         self.task: TaskContext = task
@@ -136,6 +187,7 @@ class _CellRun:
                 for source, target in task.binding.dependency_mounts
             ),
             bwrap_bin=settings.bwrap_bin,
+            resources=resources,
         )
 
     def execute(self) -> dict[str, Any]:

@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from workflow_bench.redaction import printable
 from workflow_bench.usage import USAGE_FIELDS, sum_usage
 
 from .sessions import SessionOutcome
+from .skill_evidence import TOOL_NAME_CHARS
+
+PROGRESS_TOOLS = 8  # tool names per live line; the rest are counted
 
 
 def progress_observer(progress: Callable[[str], None], label: str) -> Callable[[Mapping[str, Any]], None]:
@@ -24,17 +28,17 @@ def progress_observer(progress: Callable[[str], None], label: str) -> Callable[[
         if event.get("type") == "assistant":
             message = event.get("message") or {}
             content = message.get("content") if isinstance(message, dict) else None
-            tools = [
-                b.get("name") for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_use"
-            ]
+            blocks = content if isinstance(content, list) else []
+            tools = [b.get("name") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
             if tools:
                 turns["n"] += 1
-                progress(f"{label}: tool call {turns['n']}: {', '.join(str(t) for t in tools)}")
+                names = ", ".join(printable(t, TOOL_NAME_CHARS) for t in tools[:PROGRESS_TOOLS])
+                more = f" (+{len(tools) - PROGRESS_TOOLS} more)" if len(tools) > PROGRESS_TOOLS else ""
+                progress(f"{label}: tool call {turns['n']}: {names}{more}")
         elif event.get("type") == "system" and event.get("subtype") == "api_retry":
-            progress(
-                f"{label}: API retry {event.get('attempt')}/{event.get('max_retries')} "
-                f"(status {event.get('error_status')})"
-            )
+            attempt, most = printable(event.get("attempt"), 12), printable(event.get("max_retries"), 12)
+            status = printable(event.get("error_status"), 12)
+            progress(f"{label}: API retry {attempt}/{most} (status {status})")
 
     return observe
 

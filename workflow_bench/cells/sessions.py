@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workflow_bench.process import ProcessResult
-from workflow_bench.redaction import redact_text, redact_value
+from workflow_bench.redaction import printable, redact_text, redact_value
 from workflow_bench.sandbox import SANDBOX_CLAUDE_BIN, RunPolicy, Sandbox
 from workflow_bench.usage import USAGE_FIELDS, unknown_usage
 
@@ -123,8 +123,8 @@ def run_session(
             return
         try:
             event = json.loads(line)
-        except ValueError:
-            return
+        except (ValueError, RecursionError):
+            return  # parse_session judges the captured stream strictly afterwards
         if isinstance(event, dict):
             on_event(event)
 
@@ -164,8 +164,8 @@ def parse_events(stdout: bytes) -> list[dict[str, Any]]:
             continue
         try:
             event = json.loads(line, parse_constant=_reject_constant)
-        except ValueError as exc:
-            raise _StreamError(f"line {number} is not JSON: {exc}") from exc
+        except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than json allows
+            raise _StreamError(f"line {number} is not JSON: {type(exc).__name__}: {exc}"[:500]) from exc
         if not isinstance(event, dict):
             raise _StreamError(f"line {number} is not a JSON object")
         events.append(event)
@@ -230,6 +230,9 @@ def parse_session(
     result: ProcessResult, *, expected_skill: str | None, secrets: Sequence[str]
 ) -> SessionOutcome:
     """Turn a finished CLI process into a SessionOutcome (pure; unit-tested)."""
+    if result.reader_error:
+        # The capture or the live observer failed: what we hold may not be the whole stream.
+        return _session_error(result, result.reader_error, transcript=b"")
     if result.stdout_overflow:
         return _session_error(result, f"stream exceeded {MAX_STREAM_BYTES} bytes", transcript=b"")
     try:
@@ -294,11 +297,14 @@ def parse_session(
 
 
 def _result_failure(final: Mapping[str, Any], returncode: int | None) -> str | None:
+    # Both values come from the stream: stored bounded and escaped (printable), whatever they hold.
     if final.get("is_error") is not False:
-        return f"result is_error={final.get('is_error')!r} ({final.get('terminal_reason')!r})"
+        flag = printable(repr(final.get("is_error")), 40)
+        why = printable(repr(final.get("terminal_reason")), 80)
+        return f"result is_error={flag} ({why})"
     reason = final.get("terminal_reason")
     if reason is not None and reason != "completed":
-        return f"terminal_reason={reason!r}"
+        return f"terminal_reason={printable(repr(reason), 80)}"
     if returncode != 0:
         return f"CLI exited {returncode} after a successful result"
     return None
@@ -306,6 +312,15 @@ def _result_failure(final: Mapping[str, Any], returncode: int | None) -> str | N
 
 def render_transcript(events: Sequence[Mapping[str, Any]], secrets: Sequence[str]) -> bytes:
     """Canonical, structurally redacted JSON lines (sorted keys)."""
-    lines = [json.dumps(redact_value(e, secrets), sort_keys=True, ensure_ascii=False) for e in events]
+    lines = [_render_event(redact_value(e, secrets)) for e in events]
     text = "\n".join(lines) + ("\n" if lines else "")
     return redact_text(text, secrets).encode()
+
+
+def _render_event(event: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(event, sort_keys=True, ensure_ascii=False)
+    except RecursionError:
+        # json.loads accepted it a few frames higher up; a stub keeps the line count honest.
+        stub = {"type": event.get("type"), "wfbench_unrendered": "nesting too deep"}
+        return json.dumps(stub, sort_keys=True)

@@ -12,6 +12,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from workflow_bench.redaction import printable
+
+# Tool names come from the model: bounded and escaped wherever they are stored or printed.
+TOOL_NAME_CHARS = 128
 _TOOL_USE_ID = re.compile(r"[A-Za-z0-9_-]{1,256}")
 
 
@@ -28,10 +32,12 @@ def _content_blocks(events: Sequence[Mapping[str, Any]], event_type: str):
 
 
 def tool_use_counts(events: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Tool calls per tool name; names are model output, so each is stored as ``printable`` (bounded)."""
     counts: dict[str, int] = {}
     for block in _content_blocks(events, "assistant"):
         if block.get("type") == "tool_use" and isinstance(block.get("name"), str):
-            counts[block["name"]] = counts.get(block["name"], 0) + 1
+            name = printable(block["name"], TOOL_NAME_CHARS)
+            counts[name] = counts.get(name, 0) + 1
     return dict(sorted(counts.items()))
 
 

@@ -135,6 +135,13 @@ _KINDS: tuple[ErrorKind, ...] = (
         "no-work-produced",
         "an implementation arm finished without changing anything outside its plan",
     ),
+    # Charged to the arm: only the agent's processes (and the judges of its code) run in the cell's
+    # cgroups and volume, so hitting a bound is the agent's doing; never excluded, never systemic.
+    _kind(
+        "resource-limit",
+        "a process of the cell hit a kernel bound: the memory limit (OOM kill), the process limit "
+        "(a refused fork) or the disk volume (full); only the agent's processes run there",
+    ),
 )
 
 ERROR_KINDS: Mapping[str, ErrorKind] = MappingProxyType({kind.name: kind for kind in _KINDS})

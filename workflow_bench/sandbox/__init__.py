@@ -1,7 +1,8 @@
 """Sandbox backends for every process that touches a clone.
 
 Public surface: the ``Sandbox`` protocol, the ``RunPolicy``/``Mount`` value
-types, ``create_sandbox`` and ``preflight``. Backends stay private: ``bwrap``
+types, ``create_sandbox`` and ``preflight``, and the per-cell kernel bounds
+(``CellLimits``/``CellResources``, ``_limits.py``). Backends stay private: ``bwrap``
 is the default and fails closed; ``host-unsafe`` (``_host.py``) runs on the
 host with paths translated and is NOT a security boundary (paired review
 arms only, never in CI; the runner enforces both).
@@ -17,7 +18,7 @@ from typing import Protocol
 
 from workflow_bench.process import ProcessResult
 
-from ._bwrap import BwrapSandbox, Mount, RunPolicy, SandboxError, preflight_bwrap
+from ._bwrap import BwrapSandbox, Mount, ProcessBounds, RunPolicy, SandboxError, preflight_bwrap
 from ._environment import (
     EMPTY_DIR_NAME,
     HOME_SIZE_BYTES,
@@ -31,17 +32,36 @@ from ._environment import (
     write_runtime_dir,
 )
 from ._host import HOST_CHILD_UID, HostSandbox, preflight_host
+from ._limits import (
+    DEFAULT_DISK_MIB,
+    DEFAULT_MEMORY_MIB,
+    DEFAULT_PIDS,
+    MIN_DISK_MIB,
+    MIN_MEMORY_MIB,
+    MIN_PIDS,
+    CellLimits,
+    CellResources,
+)
 
 __all__ = [
+    "DEFAULT_DISK_MIB",
+    "DEFAULT_MEMORY_MIB",
+    "DEFAULT_PIDS",
     "EMPTY_DIR_NAME",
     "HOME_SIZE_BYTES",
     "HOST_CHILD_UID",
+    "MIN_DISK_MIB",
+    "MIN_MEMORY_MIB",
+    "MIN_PIDS",
     "MODEL_SOCKET_DIR",
     "SANDBOX_CLAUDE_BIN",
     "SANDBOX_HOME",
     "SANDBOX_WORKSPACE",
     "TMP_SIZE_BYTES",
+    "CellLimits",
+    "CellResources",
     "Mount",
+    "ProcessBounds",
     "RunPolicy",
     "Sandbox",
     "SandboxError",
@@ -87,8 +107,12 @@ def create_sandbox(
     bwrap_bin: str,
     runtime_dir: Path | None = None,
     base_mounts: tuple[Mount, ...] = (),
+    resources: ProcessBounds | None = None,
 ) -> Sandbox:
-    """A sandbox over ``workspace``; ``claude_bin``/``runtime_dir`` are needed only for CLI sessions."""
+    """A sandbox over ``workspace``; ``claude_bin``/``runtime_dir`` are needed only for CLI sessions.
+
+    ``resources`` (a cell's ``CellResources``) puts every process it runs into the cell's bounds.
+    """
     if kind is SandboxKind.BWRAP:
         return BwrapSandbox(
             workspace=workspace,
@@ -96,10 +120,15 @@ def create_sandbox(
             runtime_dir=runtime_dir,
             base_mounts=base_mounts,
             bwrap_bin=bwrap_bin,
+            resources=resources,
         )
     if kind is SandboxKind.HOST_UNSAFE:
         return HostSandbox(
-            workspace=workspace, claude_bin=claude_bin, runtime_dir=runtime_dir, base_mounts=base_mounts
+            workspace=workspace,
+            claude_bin=claude_bin,
+            runtime_dir=runtime_dir,
+            base_mounts=base_mounts,
+            resources=resources,
         )
     raise SandboxError(f"unknown sandbox kind {kind!r}; known: {[k.value for k in SandboxKind]}")
 

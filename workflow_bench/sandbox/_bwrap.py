@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from workflow_bench.process import ProcessResult, run_process
 
@@ -25,12 +26,14 @@ from ._environment import (
     EMPTY_DIR_NAME,
     HOME_SIZE_BYTES,
     MAX_FILE_BYTES,
+    RUN_SIZE_BYTES,
     SANDBOX_CLAUDE_BIN,
     SANDBOX_HOME,
     SANDBOX_RUNTIME_DIR,
     SANDBOX_TMP,
     SANDBOX_UID,
     SANDBOX_WORKSPACE,
+    SHM_SIZE_BYTES,
     TMP_SIZE_BYTES,
     USER_SKILLS_DIR,
     tool_environment,
@@ -55,6 +58,14 @@ _MERGED_USR_LINKS = (("usr/bin", "/bin"), ("usr/lib", "/lib"), ("usr/lib64", "/l
 PREFLIGHT_TIMEOUT_S = 10
 PRLIMIT = "/usr/bin/prlimit"  # util-linux; sets RLIMIT_FSIZE for the sandboxed tree
 INSTALL_HINT = "install it with: sudo apt-get install -y bubblewrap"
+
+
+class ProcessBounds(Protocol):
+    """Puts a process into its cell's resource bounds (``CellResources``)."""
+
+    def wrap(self, argv: list[str]) -> list[str]: ...
+
+    def prlimit_args(self) -> tuple[str, ...]: ...
 
 
 class SandboxError(RuntimeError):
@@ -103,8 +114,10 @@ class BwrapSandbox:
         runtime_dir: Path | None = None,
         base_mounts: tuple[Mount, ...] = (),
         bwrap_bin: str = "bwrap",
+        resources: ProcessBounds | None = None,
     ) -> None:
         self.workspace = workspace
+        self.resources = resources
         self.base_mounts = base_mounts
         self.claude_bin = claude_bin
         self.runtime_dir = runtime_dir
@@ -132,7 +145,10 @@ class BwrapSandbox:
             "--new-session",
         ]
         args += _system_args()
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
+        # Every writable filesystem is sized (an unsized tmpfs is half the host's RAM):
+        # / and /dev become read-only below, /dev/shm and /run are small tmpfs.
+        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_SIZE_BYTES), "--tmpfs", "/dev/shm"]
+        args += ["--size", str(RUN_SIZE_BYTES), "--tmpfs", "/run"]
         args += ["--size", str(TMP_SIZE_BYTES), "--tmpfs", SANDBOX_TMP]
         args += ["--size", str(HOME_SIZE_BYTES), "--tmpfs", "/home", "--dir", SANDBOX_HOME]
         args += [
@@ -152,8 +168,12 @@ class BwrapSandbox:
             args += ["--ro-bind", str(self.runtime_dir / EMPTY_DIR_NAME), USER_SKILLS_DIR]
         for mount in policy.mounts:
             args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
+        # Last, after every mount point was created in them: bwrap's root and /dev
+        # are unsized tmpfs otherwise writable by the sandbox uid.
+        args += ["--remount-ro", "/", "--remount-ro", "/dev"]
         args += ["--chdir", SANDBOX_WORKSPACE]
-        return [*args, "--", PRLIMIT, f"--fsize={MAX_FILE_BYTES}", "--", *command]
+        rlimits = self.resources.prlimit_args() if self.resources is not None else ()
+        return [*args, "--", PRLIMIT, f"--fsize={MAX_FILE_BYTES}", *rlimits, "--", *command]
 
     def run(
         self,
@@ -168,6 +188,8 @@ class BwrapSandbox:
         on_stdout_line: Callable[[bytes], None] | None = None,
     ) -> ProcessResult:
         argv = self.argv(command, policy=policy)
+        if self.resources is not None:
+            argv = self.resources.wrap(argv)
         # The environment travels as bwrap's own environment (exactly the
         # allowlist; bwrap passes it through unchanged), never as --setenv
         # arguments: argv is readable by every process in the sandbox through

@@ -48,6 +48,8 @@ USER_SKILLS_DIR = f"{SANDBOX_HOME}/.claude/skills"
 # before the host's RAM notices (the CLI itself keeps < 5 MB there per session).
 TMP_SIZE_BYTES = 512 * 1024 * 1024
 HOME_SIZE_BYTES = 256 * 1024 * 1024
+RUN_SIZE_BYTES = 4 * 1024 * 1024  # holds only the relay socket's mount point
+SHM_SIZE_BYTES = 64 * 1024 * 1024  # POSIX shared memory and semaphores (multiprocessing)
 # Per-file cap for every sandboxed process (RLIMIT_FSIZE, applied by prlimit):
 # bounds what one runaway write can put on the host disk through the workspace.
 MAX_FILE_BYTES = 1024 * 1024 * 1024

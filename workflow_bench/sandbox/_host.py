@@ -39,7 +39,7 @@ from types import MappingProxyType
 
 from workflow_bench.process import ProcessResult, run_process
 
-from ._bwrap import PRLIMIT, Mount, RunPolicy, SandboxError
+from ._bwrap import PRLIMIT, Mount, ProcessBounds, RunPolicy, SandboxError
 from ._environment import (
     BASE_ENVIRONMENT,
     MAX_FILE_BYTES,
@@ -153,8 +153,10 @@ class HostSandbox:
         runtime_dir: Path | None = None,
         base_mounts: tuple[Mount, ...] = (),
         private_root: Path | None = None,
+        resources: ProcessBounds | None = None,
     ) -> None:
         self.workspace = workspace
+        self.resources = resources
         self.claude_bin = claude_bin
         self.runtime_dir = runtime_dir
         self.base_mounts = base_mounts
@@ -298,6 +300,8 @@ class HostSandbox:
             raise SandboxError("no Claude Code binary or runtime dir configured for this sandbox")
         self._prepare(policy)
         argv = self.argv(command, policy=policy)
+        if self.resources is not None:
+            argv = self.resources.wrap(argv)
         child_env = self.environment(env, policy=policy)
         child_stdin = None if stdin is None else self.path_map(policy).data(stdin)
         with self._ownership(policy):

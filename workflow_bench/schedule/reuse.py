@@ -35,23 +35,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from workflow_bench.arms import ArmSpec
+from workflow_bench.cells.context import TaskContext
 from workflow_bench.output import RESULTS_FILE
 from workflow_bench.providers.access import CellKey
 from workflow_bench.schedule.resume import harness_version
+from workflow_bench.toolkit.comparator import ComparatorPlugin
 
 REUSABLE_ARMS = frozenset(
     {"review", "ce_review", "workflow", "workflow_direct", "ce_workflow", "ce_workflow_direct", "baseline",
      "baseline_nomcp"}
 )  # fmt: skip
 MAX_AGE = timedelta(days=90)
-TASK_FIELDS = (
-    "task_base_sha",
-    "task_prompt_digest",
-    "task_binding_digest",
-    "oracle_digest",
-    "oracle_command_digest",
-    "oracle_manifest_digest",
-)
 
 
 class ReuseError(ValueError):
@@ -67,6 +62,37 @@ class Expected:
     comparator: bool
     review: bool
     values: Mapping[str, Any]  # model, effort, sandbox_backend, runtime_digest, task fields, skill fields
+
+
+def expected_cell(
+    key: CellKey,
+    task: TaskContext,
+    arm: ArmSpec,
+    *,
+    comparator: ComparatorPlugin | None,
+    sweep_values: Mapping[str, Any],
+) -> Expected:
+    """What a prior row must match to stand in for the cell ``key`` of ``task`` × ``arm``."""
+    binding, is_comparator = task.binding, arm.family == "comparator"
+    values = {
+        **sweep_values,
+        "task_base_sha": binding.resolved_sha,
+        "task_prompt_digest": binding.spec.prompt_digest,
+        "task_binding_digest": binding.binding_digest,
+        "oracle_digest": binding.oracle.digest,
+        "oracle_command_digest": binding.oracle.command_digest,
+        "oracle_manifest_digest": binding.oracle.manifest_digest,
+    }
+    if is_comparator and comparator is not None:
+        values.update(
+            ce_plugin_version=comparator.version, ce_plugin_manifest_digest=comparator.manifest_digest
+        )
+    else:
+        values["skill_digest"] = task.seeded_skill_digest
+    review = any(s.phase == "review" for s in arm.sessions)
+    return Expected(
+        key=key, candidate=bool(arm.candidate_of), comparator=is_comparator, review=review, values=values
+    )
 
 
 def load_prior_rows(source: Path, *, out_dir: Path) -> tuple[dict[str, Any], ...]:

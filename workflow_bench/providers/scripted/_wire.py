@@ -215,7 +215,8 @@ def sse_events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
 
 
 def encode_sse(event: str, data: Mapping[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    # ASCII escapes: a lone surrogate in a scripted tool name is sent as \\ud800, as a real API would.
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
 def json_message(reply: Reply) -> dict[str, Any]:

@@ -1,0 +1,178 @@
+"""Per-cell kernel bounds, exercised for real with small limits (each bounded; the host stays responsive).
+
+Memory and processes are cgroup v1 limits, disk is the cell's own loop volume: all need root,
+which CI has. Every check has a benign negative control that must NOT count as a breach.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from workflow_bench.sandbox import CellLimits, CellResources, RunPolicy, SandboxKind, create_sandbox
+from workflow_bench.sandbox._limits import _own_cgroup
+
+pytestmark = pytest.mark.component
+
+SMALL = CellLimits(memory_mib=128, pids=48, disk_mib=16)
+
+
+def _enforceable() -> bool:
+    cgroups = all((d := _own_cgroup(c)) is not None and os.access(d, os.W_OK) for c in ("memory", "pids"))
+    return os.geteuid() == 0 and cgroups and Path("/dev/loop-control").exists()
+
+
+needs_root = pytest.mark.skipif(
+    not _enforceable() and os.environ.get("WORKFLOW_BENCH_REQUIRE_SANDBOX") != "1",
+    reason="cgroup v1 memory/pids and loop mounts need root",
+)
+
+
+@pytest.fixture
+def cell(tmp_path, bwrap_bin):
+    template = tmp_path / "template"
+    template.mkdir()
+    (template / "file.txt").write_text("hello\n")
+    resources = CellResources(SMALL, tmp_path / "cell")
+    resources.open(clone_source=template)
+    (tmp_path / "cell" / "workspace").mkdir()
+    sandbox = create_sandbox(
+        SandboxKind.BWRAP,
+        workspace=tmp_path / "cell" / "workspace",
+        claude_bin=None,
+        bwrap_bin=bwrap_bin,
+        resources=resources,
+    )
+    yield resources, sandbox
+    assert resources.close() is None
+
+
+def _sh(sandbox, script: str):
+    return sandbox.run(["/bin/sh", "-c", script], policy=RunPolicy(workspace_writable=True), timeout_s=60)
+
+
+@needs_root
+def test_every_bound_is_enforced_and_a_benign_run_is_no_breach(cell):
+    resources, sandbox = cell
+    assert resources.enforced() == {"memory_mib": 128, "pids": 48, "disk_mib": 16}
+    result = _sh(sandbox, "head -c 4M /dev/zero > small; python3 -c 'bytearray(16 * 2**20)'; echo ok")
+    assert result.ok and result.stdout == b"ok\n", result.describe()
+    assert resources.breaches() == []
+
+
+@needs_root
+def test_memory_over_the_limit_is_oom_killed_inside_the_cell(cell):
+    resources, sandbox = cell
+    result = _sh(sandbox, "python3 -c 'b = [bytearray(16 * 2**20) for _ in range(32)]; print(\"survived\")'")
+    assert b"survived" not in result.stdout
+    assert any(b.startswith("memory limit 128 MiB") for b in resources.breaches()), resources.breaches()
+
+
+@needs_root
+def test_processes_over_the_limit_are_refused(cell):
+    resources, sandbox = cell
+    script = (
+        "import subprocess\nps = []\ntry:\n"
+        "    for _ in range(200): ps.append(subprocess.Popen(['sleep', '20']))\n"
+        "except OSError as e: print('refused', len(ps))\nfor p in ps: p.kill()\n"
+    )
+    result = sandbox.run(["python3", "-c", script], policy=RunPolicy(workspace_writable=True), timeout_s=60)
+    assert result.stdout.startswith(b"refused"), result.describe()
+    assert int(result.stdout.split()[1]) < 48
+    assert any(b.startswith("process limit 48") for b in resources.breaches())
+
+
+@needs_root
+def test_disk_is_the_cells_own_volume(cell, tmp_path):
+    resources, sandbox = cell
+    # three files, each far under the 1 GiB per-file cap, together over the cell's room
+    result = _sh(sandbox, "for i in 1 2 3; do head -c 12M /dev/zero > big$i; done 2>&1; du -sk .")
+    assert b"No space left on device" in result.stdout
+    # room = at least the 16 MiB asked for, plus the filesystem's slack (5% + 8 MiB), never 36 MiB
+    assert 16 * 1024 <= int(result.stdout.split()[-2]) < 28 * 1024
+    assert any(b.startswith("disk limit 16 MiB") for b in resources.breaches())
+
+
+@needs_root
+def test_close_leaves_no_cgroup_mount_or_image(tmp_path, bwrap_bin):
+    template = tmp_path / "template"
+    template.mkdir()
+    resources = CellResources(SMALL, tmp_path / "cell")
+    resources.open(clone_source=template)
+    groups = [g.directory for g in (resources._memory, resources._pids)]
+    assert all(g.is_dir() for g in groups) and os.path.ismount(tmp_path / "cell")
+    assert resources.close() is None
+    assert not any(g.exists() for g in groups)
+    assert not os.path.ismount(tmp_path / "cell") and not resources.image.exists()
+
+
+def test_writable_filesystems_in_the_sandbox_are_sized_or_read_only(tmp_path, bwrap_bin):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    sandbox = create_sandbox(SandboxKind.BWRAP, workspace=workspace, claude_bin=None, bwrap_bin=bwrap_bin)
+    script = (
+        "for d in / /dev /usr; do touch $d/x 2>/dev/null && echo writable $d; done; "
+        "df -k --output=target,size /run /dev/shm /tmp /home | tail -n +2"
+    )
+    result = _sh(sandbox, script)
+    assert b"writable" not in result.stdout, result.stdout
+    sizes = dict(line.split() for line in result.stdout.decode().splitlines())
+    assert sizes == {"/run": "4096", "/dev/shm": "65536", "/tmp": "524288", "/home": "262144"}
+
+
+def test_a_bound_that_cannot_be_enforced_is_never_claimed(tmp_path, monkeypatch):
+    from workflow_bench.sandbox import _limits
+
+    monkeypatch.setattr(_limits, "_is_root", lambda: True)  # root: no RLIMIT_NPROC fallback either
+    monkeypatch.setattr(_limits, "_own_cgroup", lambda _controller: None)
+    monkeypatch.setattr(_limits, "_can_mount", lambda: False)
+    resources = CellResources(SMALL, tmp_path / "cell")
+    resources.open(clone_source=tmp_path)
+    assert resources.enforced() == {"memory_mib": None, "pids": None, "disk_mib": None}
+    assert resources.wrap(["/bin/true"]) == ["/bin/true"]
+    assert resources.breaches() == [] and resources.close() is None
+    assert not os.path.ismount(tmp_path / "cell")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="drops to nobody with setpriv, which needs root")
+def test_without_root_the_process_count_falls_back_to_rlimit_nproc(tmp_path, bwrap_bin, monkeypatch):
+    """Measured for real: the sandbox as uid nobody, bounded by RLIMIT_NPROC inside its user namespace."""
+    import shutil
+    import tempfile
+
+    from workflow_bench.process import run_process
+    from workflow_bench.sandbox import _limits
+
+    monkeypatch.setattr(_limits, "_own_cgroup", lambda _controller: None)
+    monkeypatch.setattr(_limits, "_can_mount", lambda: False)
+    monkeypatch.setattr(_limits, "_is_root", lambda: False)
+    resources = CellResources(SMALL, tmp_path / "cell")
+    resources.open(clone_source=tmp_path)
+    assert resources.enforced()["pids"] == 48 and resources.prlimit_args() == ("--nproc=48",)
+    workspace = Path(tempfile.mkdtemp(prefix="wfbench-nproc-"))  # reachable by nobody, unlike tmp_path
+    try:
+        workspace.chmod(0o755)
+        sandbox = create_sandbox(
+            SandboxKind.BWRAP, workspace=workspace, claude_bin=None, bwrap_bin=bwrap_bin, resources=resources
+        )
+        script = (
+            "import subprocess\nps = []\ntry:\n"
+            "    for _ in range(200): ps.append(subprocess.Popen(['sleep', '20']))\n"
+            "except OSError as e: print('refused', len(ps))\nelse: print('started', len(ps))\n"
+            "for p in ps: p.kill()\n"
+        )
+        argv = sandbox.argv(["python3", "-c", script], policy=RunPolicy(workspace_writable=False))
+        as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+        result = run_process(as_nobody, timeout_s=60, env={"PATH": "/usr/bin:/bin"})
+        assert result.stdout.startswith(b"refused"), result.describe()
+        assert int(result.stdout.split()[1]) < 48
+        # negative control: the same run without the fallback starts all 200
+        monkeypatch.setattr(_limits, "_is_root", lambda: True)
+        argv = sandbox.argv(["python3", "-c", script], policy=RunPolicy(workspace_writable=False))
+        result = run_process([*as_nobody[:4], *argv], timeout_s=60, env={"PATH": "/usr/bin:/bin"})
+        assert result.stdout == b"started 200\n", result.describe()
+    finally:
+        shutil.rmtree(workspace)
+        resources.close()
