@@ -9,8 +9,9 @@ import pytest
 
 from workflow_bench.cells.templates import TemplateCache, template_key
 from workflow_bench.cells.workspace import copy_clone
-from workflow_bench.runner import DEMO_TOOLKIT, _toolkit
+from workflow_bench.runner_args import DEMO_TOOLKIT
 from workflow_bench.tasks.spec import bind_tasks, load_task_file
+from workflow_bench.toolkit.spec import load_toolkit
 
 pytestmark = pytest.mark.component
 DEMO_TASKS = Path(__file__).resolve().parents[2] / "tasks.scenarios.yaml"
@@ -21,7 +22,9 @@ def test_tasks_sharing_repository_and_commit_share_one_template_built_off_thread
     assert len({template_key(b) for b in bindings}) == 1  # the demo tasks all start at one commit
     lines: list[str] = []
     builders: set[str] = set()
-    cache = TemplateCache(toolkit=_toolkit(DEMO_TOOLKIT), root=tmp_path / "templates", progress=lines.append)
+    cache = TemplateCache(
+        toolkit=load_toolkit(DEMO_TOOLKIT), root=tmp_path / "templates", progress=lines.append
+    )
     real_build = cache._build
 
     def build(binding, dest):
