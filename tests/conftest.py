@@ -45,6 +45,15 @@ def claude_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
+def system_python() -> Path:
+    """The sandbox's interpreter: the corpus tasks run their tests with it."""
+    found = Path("/usr/bin/python3")
+    if not found.is_file():
+        _missing(f"{found} (the sandbox's python)")
+    return found
+
+
+@pytest.fixture(scope="session")
 def git_bin() -> str:
     found = shutil.which("git")
     if not found:

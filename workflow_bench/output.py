@@ -26,15 +26,24 @@ TRANSCRIPT_SOURCE = "parent-captured-stream-json"
 
 
 class OutputDirError(ValueError):
-    pass
+    """``--out`` cannot be used (before the sweep): exit 2, nothing written."""
 
 
-def prepare_output_dir(path: Path) -> Path:
-    """Create ``path`` (refusing a non-empty one: rows from two sweeps must never mix)."""
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise OutputDirError(f"--out {path} already exists and is not an empty directory; choose a new one")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+class OutputWriteError(OSError):
+    """Writing into ``--out`` failed mid-sweep (disk full, quota, read-only, permissions).
+
+    Whatever was being written is rolled back (a partial artifact removed, ``results.jsonl``
+    truncated back to its last complete row), so every row already on disk stays whole.
+    """
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Unbuffered write of every byte, then fsync (no buffer left to flush half-way on close)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+    os.fsync(fd)
 
 
 class OutputDir:
@@ -49,53 +58,72 @@ class OutputDir:
             if path.parent.is_symlink() or not path.parent.is_dir():
                 raise OutputDirError(f"{path.parent} is not a real directory")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            _write_all(fd, data)
+        except OSError:
+            path.unlink(missing_ok=True)  # never leave a truncated artifact behind
+            raise
+        finally:
+            os.close(fd)
         return path
 
     def persist(self, slug: str, row: Mapping[str, Any], artifacts: Mapping[str, bytes]) -> dict[str, Any]:
         """Write the cell's artifacts, then append its row (fsynced). Returns the row as stored."""
+        try:
+            with self._lock:
+                return self._persist(slug, row, artifacts)
+        except OSError as err:
+            raise OutputWriteError(
+                err.errno, f"cannot write cell {slug} into {self.root}: {err.strerror or err}"
+            ) from err
+
+    def _persist(self, slug: str, row: Mapping[str, Any], artifacts: Mapping[str, bytes]) -> dict[str, Any]:
         stored = dict(row)
         transcripts = []
-        with self._lock:
-            for name, data in sorted(artifacts.items()):
-                if name == "review.json":
-                    self._write_exclusive(f"{slug}.review.json", data, mode=0o644)
-                    stored["review_artifact"] = f"{slug}.review.json"
-                elif name == "patch.diff":
-                    self._write_exclusive(f"{slug}.patch", data, mode=0o644)
-                    stored["patch_artifact"] = f"{slug}.patch"
-                elif name.startswith("transcripts/"):
-                    self._write_exclusive(name, data, mode=0o600)
-                    transcripts.append(
-                        {
-                            "path": name,
-                            "sha256": hashlib.sha256(data).hexdigest(),
-                            "bytes": len(data),
-                            "source": TRANSCRIPT_SOURCE,
-                        }
-                    )
-                elif name.startswith("records/") and name.removeprefix("records/") in RECORD_FILES:
-                    self._append(name.removeprefix("records/"), data)
-                else:
-                    raise OutputDirError(f"unknown artifact kind {name!r}")
-            stored["transcript_artifacts"] = transcripts
-            line = json.dumps(stored, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
-            with open(self.root / RESULTS_FILE, "a", encoding="utf-8") as handle:
-                handle.write(line)
-                handle.flush()
-                os.fsync(handle.fileno())
+        wires: list[str] = []
+        for name, data in sorted(artifacts.items()):
+            if name == "review.json":
+                self._write_exclusive(f"{slug}.review.json", data, mode=0o644)
+                stored["review_artifact"] = f"{slug}.review.json"
+            elif name == "patch.diff":
+                self._write_exclusive(f"{slug}.patch", data, mode=0o644)
+                stored["patch_artifact"] = f"{slug}.patch"
+            elif name.startswith("transcripts/"):
+                self._write_exclusive(name, data, mode=0o600)
+                transcripts.append(
+                    {
+                        "path": name,
+                        "sha256": hashlib.sha256(data).hexdigest(),
+                        "bytes": len(data),
+                        "source": TRANSCRIPT_SOURCE,
+                    }
+                )
+            elif name.startswith("wire/"):
+                self._write_exclusive(name, data, mode=0o644)
+                wires.append(name)
+            elif name.startswith("records/") and name.removeprefix("records/") in RECORD_FILES:
+                self._append(name.removeprefix("records/"), data)
+            else:
+                raise OutputDirError(f"unknown artifact kind {name!r}")
+        stored["transcript_artifacts"] = transcripts
+        stored["wire_artifacts"] = wires
+        line = json.dumps(stored, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+        self._append(RESULTS_FILE, line.encode("utf-8"))
         return stored
 
     def _append(self, name: str, data: bytes) -> None:
         """Append a cell's JSON lines to a sweep-level record file (fsynced, never via a symlink)."""
         fd = os.open(self.root / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "ab") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            complete = os.fstat(fd).st_size
+            try:
+                _write_all(fd, data)
+            except OSError:
+                # A half-written line would corrupt every reader of the file: cut it off.
+                os.ftruncate(fd, complete)
+                raise
+        finally:
+            os.close(fd)
 
     def write_jsonl(self, name: str, records: list[Mapping[str, Any]]) -> Path:
         """Replace ``name`` with one JSON line per record (atomic rename, fsynced)."""
@@ -110,10 +138,15 @@ class OutputDir:
         return path
 
     def write_text(self, name: str, text: str) -> Path:
+        """Write a report atomically (temporary file, then rename); ``OutputWriteError`` on failure."""
         path = self.root / name
         tmp = path.with_name(f".{name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as err:
+            tmp.unlink(missing_ok=True)
+            raise OutputWriteError(err.errno, f"cannot write {path}: {err.strerror or err}") from err
         return path
 
 

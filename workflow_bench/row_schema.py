@@ -16,7 +16,7 @@ from typing import Any
 
 from workflow_bench.review.score import REVIEW_ROW_FIELDS
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _FIELDS: tuple[tuple[str, str, str], ...] = (
     # (section, name, meaning)
@@ -50,7 +50,9 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     (
         "usage",
         "input_tokens",
-        "sum over sessions of the CLI result's usage (main loop only); null if unknown",
+        "sum over sessions of the main conversation's usage as the relay saw it served (the wire "
+        "record: evidence of record; the CLI result's usage must equal it, else evidence-tampered); "
+        "null if unknown",
     ),
     ("usage", "cache_creation_input_tokens", "as input_tokens"),
     ("usage", "cache_read_input_tokens", "as input_tokens"),
@@ -73,6 +75,12 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
         "usage_main_loop",
         "{input_tokens, cache_creation_input_tokens, cache_read_input_tokens, output_tokens}: the "
         "CLI result's usage summed over sessions (the four fields above): the main loop only",
+    ),
+    (
+        "usage",
+        "usage_wire",
+        "same four fields over every message the relay saw served (main loop and subagents, each "
+        "message id once, cut streams included): the provider's spend as the host observed it",
     ),
     (
         "usage",
@@ -99,11 +107,23 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     (
         "evidence",
         "skill_invoked",
-        "true: every expected skill proven invoked; false: one was not; null: no skill",
+        "true: every expected skill proven invoked (the model requested Skill for it and a later "
+        "request carried a non-error result, per the wire record); false: one was not; null: no skill",
     ),
     ("evidence", "transcript_missing", "a session's evidence could not be verified from its stream"),
     ("evidence", "evidence_diagnostics", "why evidence was unverifiable, if it was"),
-    ("evidence", "tool_use_counts", "tool name → number of tool_use blocks across sessions"),
+    (
+        "evidence",
+        "tool_use_counts",
+        "tool name → number of tool calls the model made across sessions (wire record)",
+    ),
+    (
+        "evidence",
+        "relay_refused_requests",
+        "requests the model relay refused (another path, model or session, malformed or oversized, "
+        "over the connection cap); never forwarded",
+    ),
+    ("evidence", "wire_artifacts", "per-session wire record files (one JSON line per exchange, no bodies)"),
     ("evidence", "plan_produced", "false only for a plan→work arm whose plan document was not accepted"),
     ("evidence", "plan_doc", "the accepted plan document (repo-relative), or null"),
     ("evidence", "skill_digest", "fingerprint of the seeded skill files the sessions had to leave intact"),

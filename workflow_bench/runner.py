@@ -13,22 +13,23 @@ measurement; 2 bad arguments or input (nothing was run); 130 cancelled.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import os
-import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from workflow_bench.cells.paths import CellPathError, check_paths_fit
 from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.providers.gateway import GatewayError, locate_litellm
 from workflow_bench.providers.options import ProviderOptions, ProviderOptionsError
 from workflow_bench.providers.scripted import Script, ScriptError, load_script
+from workflow_bench.reports.promotion.flags import promotion_policy_from_args
+from workflow_bench.reports.promotion.policy import PromotionPolicy
 from workflow_bench.tasks.spec import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
 from workflow_bench.toolkit.comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
 from workflow_bench.toolkit.overlay import Overlay, OverlayError, candidate_overlay
@@ -38,13 +39,14 @@ from . import runner_args
 from .arms import ARMS, resolve_arm
 from .canary import run_canary
 from .claude_cli import ClaudeCliError, claude_version, locate_claude
-from .output import OutputDirError, prepare_output_dir
+from .output import OutputDirError
+from .output_lock import OutputClaim, claim_output_dir
 from .runner_args import DEMO_SCRIPT
 from .sandbox import HOST_CHILD_UID, CellLimits, SandboxError, SandboxKind, preflight
-from .schedule.budget import Budget
-from .schedule.pool import SchedulePolicy
+from .schedule.flags import budget_from_args, schedule_policy_from_args, validate_schedule_args
 from .schedule.resume import ResumeError, check_lock, kept_rows, write_lock
 from .schedule.reuse import ReuseError, load_prior_rows
+from .schedule.signals import cancel_on_signals, interrupt_on_sigterm
 from .sweep import EXIT_CANCELLED, SweepConfig, config_lock, plan_keys, run_sweep
 
 EXIT_USAGE = 2
@@ -96,27 +98,11 @@ def _provider_options(args: argparse.Namespace) -> ProviderOptions:
     )
 
 
-def _policy(args: argparse.Namespace) -> SchedulePolicy:
-    return SchedulePolicy(
-        scheduler=args.scheduler, workers=args.workers, window=args.window, outage_streak=args.outage_streak
-    )
-
-
-def _validate_schedule(args: argparse.Namespace) -> None:
-    if args.order != "plan" and args.scheduler != "packed":
-        raise UsageError(
-            f"--order {args.order} needs --scheduler packed: a wave starts all its cells at once"
-        )
-    if args.window is not None and args.scheduler != "packed":
-        raise UsageError(f"--window applies to --scheduler packed, not {args.scheduler}")
-    if args.window is not None and args.window < args.workers:
-        raise UsageError(f"--window {args.window} is below --workers {args.workers}: workers would idle")
-    if args.resume is not None and args.out is not None and args.out.resolve() != args.resume.resolve():
-        raise UsageError(f"--resume {args.resume} continues in place; drop --out {args.out}")
-
-
 def _validate_args(args: argparse.Namespace) -> None:
-    _validate_schedule(args)
+    try:
+        validate_schedule_args(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
     if args.unsafe_no_bwrap:
         _validate_unsafe_host(args)
     if len(set(args.arms)) != len(args.arms):
@@ -138,16 +124,26 @@ class PreparedInput:
     overlay: Overlay | None = None
     comparator: ComparatorPlugin | None = None
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
+    promotion_policy: PromotionPolicy | None = None
+
+
+def _promotion_policy(args: argparse.Namespace) -> PromotionPolicy | None:
+    try:
+        return promotion_policy_from_args(args, has_candidates=any(ARMS[a].candidate_of for a in args.arms))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def prepare(args: argparse.Namespace) -> PreparedInput:
     """Everything that can reject the input, in order; creates nothing but the repo cache."""
     _validate_args(args)
+    promotion_policy = _promotion_policy(args)
     toolkit = load_toolkit(args.toolkit)
     specs = load_task_file(args.tasks)
     selected, skipped = select_tasks(specs, include_expensive=args.include_expensive)
     if not selected:
         raise UsageError(f"{args.tasks}: no task selected (all are expensive; pass --include-expensive)")
+    check_paths_fit()  # before any clone: every cell's model socket must fit AF_UNIX's limit
     kind = SandboxKind.HOST_UNSAFE if args.unsafe_no_bwrap else SandboxKind.BWRAP
     bwrap = preflight(kind, bwrap_bin=args.bwrap_bin)
     if kind is SandboxKind.HOST_UNSAFE:
@@ -172,6 +168,7 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
         overlay=overlay,
         comparator=comparator,
         sandbox_kind=kind,
+        promotion_policy=promotion_policy,
     )
 
 
@@ -213,8 +210,8 @@ def _sweep_config(
         reuse_from=args.reuse_results,
         provider=args.provider,
         script_digest=_script_digest(args),
-        policy=_policy(args),
-        budget=Budget(max_cost_usd=args.max_cost_usd, max_runtime_s=args.max_runtime),
+        policy=schedule_policy_from_args(args),
+        budget=budget_from_args(args),
         order=args.order,
         tasks=ready.bindings,
         skipped_expensive=ready.skipped_expensive,
@@ -233,29 +230,9 @@ def _sweep_config(
         overlay=ready.overlay,
         comparator=ready.comparator,
         sandbox_kind=ready.sandbox_kind,
+        promotion_policy=ready.promotion_policy,
         limits=CellLimits(memory_mib=args.cell_memory_mib, pids=args.cell_pids, disk_mib=args.cell_disk_mib),
     )
-
-
-@contextlib.contextmanager
-def _signals_cancel(cancel: threading.Event) -> Iterator[None]:
-    """SIGINT/SIGTERM set the sweep's cancellation event; a second SIGINT stops hard."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, _frame) -> None:
-        if cancel.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        print(f"[cancel] signal {signum}: stopping; in-flight cells are recorded as cancelled", flush=True)
-        cancel.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def _require_canary(ready: PreparedInput) -> None:
@@ -269,9 +246,20 @@ def _require_canary(ready: PreparedInput) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.check_tasks:
+        from .tasks.__main__ import main as tasks_main  # the self-check is its own command
+
+        check_argv = ["check", "--tasks", str(args.tasks), "--toolkit", str(args.toolkit)]
+        check_argv += ["--verify-timeout", str(args.verify_timeout), "--bwrap-bin", args.bwrap_bin]
+        return tasks_main(check_argv)
     prepared: list[PreparedInput] = []
     try:
-        return _run(args, prepared)
+        with interrupt_on_sigterm():
+            return _run(args, prepared)
+    except KeyboardInterrupt:
+        # Before the sweep began (or a second Ctrl-C): whatever was claimed is released below.
+        print("[cancel] interrupted", file=sys.stderr)
+        return EXIT_CANCELLED
     finally:
         for ready in prepared:
             if ready.comparator is not None:
@@ -287,8 +275,18 @@ def _resume_rows(args: argparse.Namespace, ready: PreparedInput, out_dir: Path) 
 
 
 def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
+    claims: list[OutputClaim] = []
+    try:
+        return _run_claimed(args, prepared, claims)
+    finally:
+        # Held for the sweep's whole life, released on every path; a directory holding only the
+        # lock (nothing ran) goes, and a refused --resume leaves its directory as it was.
+        for claim in claims:
+            claim.release(remove_if_unused=True)
+
+
+def _run_claimed(args: argparse.Namespace, prepared: list[PreparedInput], claims: list[OutputClaim]) -> int:
     out_dir = args.resume or args.out or _default_out()
-    out_existed = out_dir.exists()
     done_rows: tuple[dict, ...] = ()
     prior_rows: tuple[dict, ...] = ()
     try:
@@ -298,22 +296,22 @@ def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
             _require_canary(ready)
         if args.reuse_results is not None:
             prior_rows = load_prior_rows(args.reuse_results, out_dir=out_dir)
+        # --resume is locked too: a resumed sweep and a second runner never share a directory.
+        claims.append(claim_output_dir(out_dir, resume=args.resume is not None))
         if args.resume is not None:
             done_rows = _resume_rows(args, ready, out_dir)
-        else:
-            out_dir = prepare_output_dir(out_dir)
     except TaskFileError as exc:
         print(f"error: invalid task file:\n{exc}", file=sys.stderr)
         return EXIT_USAGE
     except (
         UsageError, SandboxError, ClaudeCliError, OutputDirError, ScriptError, GatewayError, OverlayError,
-        ComparatorError, ProviderOptionsError, ToolkitError, ResumeError, ReuseError,
+        ComparatorError, ProviderOptionsError, ToolkitError, CellPathError, ResumeError, ReuseError,
     ) as exc:  # fmt: skip
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     cancel = threading.Event()
     try:
-        with _provider_options(args).model_access(ready.script) as (access, model), _signals_cancel(cancel):
+        with _provider_options(args).model_access(ready.script) as (access, model), cancel_on_signals(cancel):
             config = _sweep_config(
                 args, ready, out_dir=out_dir, model=model, done_rows=done_rows, prior_rows=prior_rows
             )
@@ -324,14 +322,8 @@ def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
             _, exit_code = run_sweep(config, access=access, cancel=cancel)
             return exit_code
     except GatewayError as exc:
-        # The gateway is started before any cell: nothing ran, so leave no output behind.
-        if not out_existed and not any(out_dir.iterdir()):
-            out_dir.rmdir()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("[cancel] interrupted", file=sys.stderr)
-        return EXIT_CANCELLED
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .arms import ARMS, DEFAULT_ARMS, UnknownArmError, resolve_arm
 from .providers.options import ANTHROPIC_KEY_ENV, AUTH_TOKEN_ENV, OPENAI_KEY_ENV
+from .reports.promotion.flags import add_promotion_arguments
 from .sandbox import (
     DEFAULT_DISK_MIB,
     DEFAULT_MEMORY_MIB,
@@ -43,6 +44,16 @@ def _workers(value: str) -> int:
     return workers
 
 
+# Upper bounds on numeric flags: a typo (--runs 10000000) must exit 2, not plan ten million
+# cells in memory. Each bound is far above any sane sweep: the reference runs 3-5 repetitions;
+# a session or verify longer than a day is a hang; CLI retries past 20 only delay an outage; an
+# outage streak longer than 1000 cells never trips.
+MAX_RUNS = 100
+MAX_TIMEOUT_S = 86_400
+MAX_RETRIES = 20
+MAX_OUTAGE_STREAK = 1000
+
+
 def _positive_int(value: str) -> int:
     number = int(value)
     if number < 1:
@@ -50,11 +61,14 @@ def _positive_int(value: str) -> int:
     return number
 
 
-def _non_negative_int(value: str) -> int:
-    number = int(value)
-    if number < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return number
+def _bounded_int(low: int, high: int):
+    def parse(value: str) -> int:
+        number = int(value)
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}, got {number}")
+        return number
+
+    return parse
 
 
 def _positive_float(value: str) -> float:
@@ -77,7 +91,10 @@ def _sweep_shape(parser: argparse.ArgumentParser) -> None:
         "--tasks", required=True, type=Path, help="task file (YAML), e.g. tasks.scenarios.yaml"
     )
     parser.add_argument(
-        "--runs", type=_positive_int, default=1, help="repetitions per task × arm (default 1)"
+        "--runs",
+        type=_bounded_int(1, MAX_RUNS),
+        default=1,
+        help=f"repetitions per task × arm, 1..{MAX_RUNS} (default 1)",
     )
     parser.add_argument(
         "--workers", type=_workers, default=1, help=f"cells in parallel, 1..{MAX_WORKERS} (default 1)"
@@ -118,27 +135,28 @@ def _limits(parser: argparse.ArgumentParser) -> None:
     """Timeouts, retries, the outage breaker and the per-cell kernel bounds."""
     parser.add_argument(
         "--timeout",
-        type=_positive_int,
+        type=_bounded_int(1, MAX_TIMEOUT_S),
         default=DEFAULT_SESSION_TIMEOUT_S,
-        help="per-session timeout, s (5400)",
+        help=f"per-session timeout, s, 1..{MAX_TIMEOUT_S} (5400)",
     )
     parser.add_argument(
         "--verify-timeout",
-        type=_positive_int,
+        type=_bounded_int(1, MAX_TIMEOUT_S),
         default=DEFAULT_VERIFY_TIMEOUT_S,
-        help="verify/oracle timeout, s",
+        help=f"verify/oracle timeout, s, 1..{MAX_TIMEOUT_S} (600)",
     )
     parser.add_argument(
         "--max-retries",
-        type=_non_negative_int,
+        type=_bounded_int(0, MAX_RETRIES),
         default=DEFAULT_MAX_RETRIES,
-        help="CLI API retries per request (3)",
+        help=f"CLI API retries per request, 0..{MAX_RETRIES} (3)",
     )
     parser.add_argument(
         "--outage-streak",
-        type=_non_negative_int,
+        type=_bounded_int(0, MAX_OUTAGE_STREAK),
         default=DEFAULT_OUTAGE_STREAK,
-        help="abort after this many consecutive systemic failures (0 disables; default 5)",
+        help=f"abort after this many consecutive systemic failures, 0..{MAX_OUTAGE_STREAK} "
+        "(0 disables; default 5)",
     )
     _cell_bounds(parser)
 
@@ -290,14 +308,34 @@ def _skills(parser: argparse.ArgumentParser) -> None:
 
 def _safety(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "--check-tasks",
+        action="store_true",
+        help="only self-check the task file (python -m workflow_bench.tasks check): base fails, reference "
+        "patch passes, 3 repeats; exit 1 if a task cannot discriminate",
+    )
+    parser.add_argument(
         "--canary",
         action="store_true",
         help="run the containment escape suite first; exit 2 without sweeping unless every attack is blocked",
     )
 
 
+def _promotion(parser: argparse.ArgumentParser) -> None:
+    add_promotion_arguments(parser, positive_int=_positive_int)
+
+
 # Order = the order of --help; keep it when adding a group.
-GROUPS = (_sweep_shape, _model_choice, _limits, _scheduling, _binaries, _credentials, _skills, _safety)
+GROUPS = (
+    _sweep_shape,
+    _model_choice,
+    _limits,
+    _scheduling,
+    _binaries,
+    _credentials,
+    _skills,
+    _promotion,
+    _safety,
+)
 
 
 def build_parser(*, description: str | None) -> argparse.ArgumentParser:

@@ -9,25 +9,26 @@ module is entered: no clone, no session and no output exist on bad input.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext
+from workflow_bench.cells.paths import collect_stale_work_roots, make_work_root
 from workflow_bench.cells.run import run_cell
 from workflow_bench.cells.templates import TemplateCache
 from workflow_bench.providers.access import CellKey, ModelAccess
-from workflow_bench.reports.accounting import usage_accounting
-from workflow_bench.reports.aggregate import HealthStatus, aggregate_all, arm_health
-from workflow_bench.reports.markdown import render_markdown
-from workflow_bench.reports.provenance import ReportProvenance
+from workflow_bench.reports.console import Console, cell_summary
+from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
+from workflow_bench.reports.promotion.apply import CANDIDATE_OVERLAY_DIR
+from workflow_bench.reports.promotion.policy import PromotionPolicy
+from workflow_bench.reports.render import render_reports
+from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
 from workflow_bench.schedule.budget import Budget, BudgetGuard
-from workflow_bench.schedule.not_run import NOT_RUN_FILE, not_run_record, schedule_section
+from workflow_bench.schedule.not_run import NOT_RUN_FILE, not_run_record, schedule_record
 from workflow_bench.schedule.order import Order, predicted_walls
 from workflow_bench.schedule.pool import WHY_BREAKER, SchedulePolicy, SweepOutcome, run_cells
 from workflow_bench.schedule.resume import harness_version, tree_digest
@@ -38,11 +39,10 @@ from workflow_bench.toolkit.overlay import Overlay
 from workflow_bench.toolkit.spec import Toolkit
 
 from .arms import ArmSpec
-from .output import OutputDir
+from .output import OutputDir, OutputWriteError
 from .sandbox import CellLimits, SandboxKind, write_runtime_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
-CONSOLE_LINE_CHARS = 2000  # one live line at most; longer agent text is cut with "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,8 @@ class SweepConfig:
     overlay: Overlay | None = None
     comparator: ComparatorPlugin | None = None
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
+    promotion_policy: PromotionPolicy | None = None
+    """The gate's policy; the default policy when candidate arms run and none was given."""
     limits: CellLimits = field(default_factory=CellLimits)
     budget: Budget = field(default_factory=Budget)
     order: Order = "plan"
@@ -134,25 +136,6 @@ def plan_cells(
     )
 
 
-class _Console:
-    """Thread-safe live progress lines with elapsed time."""
-
-    def __init__(self, started: float, secrets: Sequence[str]) -> None:
-        self._lock = threading.Lock()
-        self._started = started
-        self._secrets = tuple(secrets)
-
-    def __call__(self, line: str) -> None:
-        from .redaction import printable, redact_text
-
-        with self._lock:  # printable: agent text (tool names, error tails) must not drive the terminal
-            print(printable(redact_text(line, self._secrets), CONSOLE_LINE_CHARS), flush=True)
-
-    def elapsed(self) -> str:
-        seconds = int(time.monotonic() - self._started)
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-
-
 def timed_cell(settings: SweepSettings, cell: PlannedCell, runtime: str) -> CellResult:
     """Run one cell on the executor; record its whole wall time and what it ran on."""
     began = time.monotonic()
@@ -189,19 +172,6 @@ def _expected(config: SweepConfig, cell: PlannedCell, runtime: str) -> Expected:
     )
 
 
-def cell_summary(key: CellKey, row: dict) -> str:
-    def show(value, fmt="{}"):
-        return "n/a" if value is None else fmt.format(value)
-
-    return (
-        f"{key.label} resolved={row.get('resolved')} authored={row.get('authored_tests_passed')} "
-        f"oracle={row.get('oracle_passed')} in={show(row.get('input_tokens'))} "
-        f"out={show(row.get('output_tokens'))} cost={show(row.get('cost_usd'), '${:.4f}')} "
-        f"took={show(row.get('duration_s'), '{:.1f}s')} turns={show(row.get('num_turns'))} "
-        f"error_kind={row.get('error_kind') or 'none'}"
-    )
-
-
 def run_sweep(
     config: SweepConfig,
     *,
@@ -209,9 +179,14 @@ def run_sweep(
     cancel: threading.Event,
 ) -> tuple[SweepOutcome, int]:
     started_at, started = datetime.now(UTC), time.monotonic()
-    console = _Console(started, access.static_secrets)
+    console = Console(started, access.static_secrets)
     output = OutputDir(config.out_dir)
-    work_root = Path(tempfile.mkdtemp(prefix="wfbench-cells-"))
+    removed, failed = collect_stale_work_roots()
+    for path in removed:
+        console(f"removed a stale cell directory left by a killed runner: {path}")
+    for message in failed:
+        console(f"could not remove a stale cell directory: {message}")
+    work_root = make_work_root()
     settings = SweepSettings(
         model=config.model,
         effort=config.effort,
@@ -232,8 +207,10 @@ def run_sweep(
         sandbox_kind=config.sandbox_kind,
         limits=config.limits,
     )
+    record = _start_record(config, access, started_at, output)
     rows: list[dict] = list(config.done_rows)
     done = {CellKey(task_id=r["task"], run=r["run"], arm=r["arm"]) for r in rows}
+    write_failures: list[OutputWriteError] = []
     guard = BudgetGuard(config.budget, started=started)
     for row in rows:
         guard.finished(row["arm"], row)
@@ -270,7 +247,17 @@ def run_sweep(
                 templates.prefetch(bindings[task_ids[position + 1]])
 
         def persist(cell: PlannedCell, result: CellResult) -> None:
-            stored = output.persist(cell.key.slug, result.row, result.artifacts)
+            if write_failures:
+                console(f"{cell.key.label} finished, but --out failed earlier: its row is not written")
+                return
+            try:
+                stored = output.persist(cell.key.slug, result.row, result.artifacts)
+            except OutputWriteError as exc:
+                # Disk full or unwritable --out: stop paying for cells whose rows cannot be kept.
+                write_failures.append(exc)
+                console(f"[output] {exc}; stopping the sweep (rows already written are kept)")
+                cancel.set()
+                return
             rows.append(stored)
             guard.finished(cell.arm.name, stored)
             console(cell_summary(cell.key, stored) + f" ({len(rows)}/{total} done, {console.elapsed()})")
@@ -306,77 +293,81 @@ def run_sweep(
         console(f"{len(not_run)} planned cell(s) not run ({not_run[0][1]}); listed in {NOT_RUN_FILE}")
     else:
         (output.root / NOT_RUN_FILE).unlink(missing_ok=True)  # a resumed sweep ran what an earlier one left
-    finished = FinishedSweep(
-        config=config,
-        provider=access.provider,
-        outcome=outcome,
-        rows=tuple(rows),
-        output=output,
-        started_at=started_at,
-        started_monotonic=started,
-        console=console,
-        not_run=not_run,
+    if write_failures:
+        console(
+            f"error: the output directory failed: {write_failures[0]}. {len(rows)} rows were written "
+            f"to {output.root / 'results.jsonl'} and are kept; no report was written"
+        )
+        return outcome, EXIT_FAILED
+    record = record.finished(
+        status=outcome.status,
+        detail=outcome.detail,
+        finished_at=datetime.now(UTC),
+        wall_s=round(time.monotonic() - started, 1),
     )
-    return outcome, _write_reports(finished)
+    try:
+        exit_code = _write_reports(record, outcome.status, rows, output, console)
+    except OutputWriteError as exc:
+        console(f"error: {exc}. {len(rows)} rows are kept in {output.root / 'results.jsonl'}")
+        return outcome, EXIT_FAILED
+    return outcome, exit_code
 
 
-@dataclass(frozen=True, slots=True)
-class FinishedSweep:
-    """What the reports are written from, once every cell's row is persisted."""
-
-    config: SweepConfig
-    provider: str
-    outcome: SweepOutcome
-    rows: tuple[dict[str, Any], ...]
-    output: OutputDir
-    started_at: datetime
-    started_monotonic: float
-    console: Callable[[str], None]
-    not_run: tuple[tuple[CellKey, str], ...] = ()  # planned cells never started, and why
-
-
-def _write_reports(finished: FinishedSweep) -> int:
-    config, outcome, console = finished.config, finished.outcome, finished.console
-    ordered = sorted(
-        finished.rows, key=lambda r: (_task_index(config, r["task"]), r["run"], _arm_index(config, r["arm"]))
-    )
-    results = aggregate_all(ordered)
-    provenance = ReportProvenance(
+def _start_record(
+    config: SweepConfig, access: ModelAccess, started_at: datetime, output: OutputDir
+) -> SweepRecord:
+    """sweep.json before any cell: provenance, policy and the overlay snapshot `promotion apply` uses."""
+    candidates = any(a.candidate_of for a in config.arms)
+    policy = (config.promotion_policy or PromotionPolicy()) if candidates else None
+    overlay = None
+    if config.overlay is not None:
+        overlay = overlay_record(
+            digest=config.overlay.digest,
+            files=config.overlay.files,
+            roles=sorted(config.overlay.roles),
+            toolkit_root=Path(config.toolkit.root),
+        )
+        for relative, data in config.overlay.files:
+            target = output.root / CANDIDATE_OVERLAY_DIR / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    record = SweepRecord(
         model=config.model,
         effort=config.effort,
-        provider=finished.provider,
+        provider=access.provider,
         claude_code_version=config.claude_version,
-        selected_tasks=[t.spec.task_id for t in config.tasks],
-        skipped_expensive=config.skipped_expensive,
         runs=config.runs,
-        arms=[a.name for a in config.arms],
-        started_at=finished.started_at,
-        finished_at=datetime.now(UTC),
-        wall_s=round(time.monotonic() - finished.started_monotonic, 1),
-        status=outcome.status,
-        status_detail=outcome.detail,
+        arms=tuple(a.name for a in config.arms),
+        tasks=tuple(t.to_json() for t in config.tasks),
+        skipped_expensive=tuple(config.skipped_expensive),
+        started_at=started_at.isoformat(),
+        policy=None if policy is None else policy.to_json(),
+        overlay=overlay,
+        schedule=schedule_record(config.policy, order=config.order),
     )
-    text = render_markdown(results, provenance=provenance, accounting=usage_accounting(ordered))
-    text += schedule_section(
-        config.policy, finished.not_run, order=config.order, reused=[r for r in ordered if r.get("reused")]
-    )
-    report = finished.output.write_text("report.md", text)
-    console(f"wrote {len(finished.rows)} rows to {finished.output.root / 'results.jsonl'} and {report}")
-    if outcome.status == "aborted":
-        return EXIT_FAILED
-    if outcome.status == "cancelled":
-        return EXIT_CANCELLED
-    health = arm_health(results, arms=[a.name for a in config.arms])
-    unusable = sorted(name for name, h in health.items() if h.status is HealthStatus.UNUSABLE)
+    output.write_text(SWEEP_RECORD_FILE, record.to_text())
+    return record
+
+
+def _write_reports(
+    record: SweepRecord, status: str, rows: list[dict], output: OutputDir, console: Callable[[str], None]
+) -> int:
+    """Every report from the stored rows, then one health line per arm, then the exit code."""
+    output.write_text(SWEEP_RECORD_FILE, record.to_text())
+    results_path = output.root / "results.jsonl"
+    results_text = results_path.read_text(encoding="utf-8") if results_path.exists() else ""
+    not_run_path = output.root / NOT_RUN_FILE
+    not_run_text = not_run_path.read_text(encoding="utf-8") if not_run_path.exists() else ""
+    rendered = render_reports(record, results_text, not_run_text)
+    written = [output.write_text(name, text) for name, text in rendered.files.items()]
+    console(f"wrote {len(rows)} rows to {results_path} and {', '.join(p.name for p in written)}")
+    if rendered.promotion is not None:
+        verdicts = ", ".join(f"{d['candidate_arm']}={d['decision']}" for d in rendered.promotion["decisions"])
+        console(f"[promotion] {verdicts}")
+    # After every report is on disk (reference: enforce_measurement_health runs last).
+    for health in rendered.health.values():
+        console(health_line(health))
+    unusable = unusable_arms(rendered.health)
     if unusable:
         console(f"no usable measurement for arm(s): {', '.join(unusable)}")
-        return EXIT_FAILED
-    return EXIT_OK
-
-
-def _task_index(config: SweepConfig, task_id: str) -> int:
-    return next((i for i, t in enumerate(config.tasks) if t.spec.task_id == task_id), len(config.tasks))
-
-
-def _arm_index(config: SweepConfig, arm: str) -> int:
-    return next((i for i, a in enumerate(config.arms) if a.name == arm), len(config.arms))
+    return sweep_exit_code(status, rendered.health)

@@ -272,7 +272,7 @@ def test_setup_leaves_the_pull_request_uncommitted(
     assert status and all(line[1] in "MA" for line in status), status  # worktree changes, no untracked
 
 
-@pytest.mark.skipif(not SYSTEM_PYTHON.is_file(), reason="the sandbox's /usr/bin/python3 is not installed")
+@pytest.mark.usefixtures("system_python")  # not a skipif: a skip must fail under CI
 @pytest.mark.parametrize("case", CASES)
 def test_each_pull_request_keeps_its_own_tests_green(case: str, patched: dict[str, Path]) -> None:
     # The defects are found by reading the diff: running the project's suite does not reveal them.
@@ -340,7 +340,7 @@ def test_scripted_artifact_scores_as_the_table_says(
     artifact = parse_review_artifact(scripted_artifact(script, case, arm))
     score = score_review(artifact, labels[case])
     assert outcome(score) == EXPECTED[(case, arm)]
-    assert score.score_finite and score.grounded_evidence in (None, 1.0)
+    assert score.score_finite
     assert score.clean_control == (CASES[case][0] == "review-clean")
 
 

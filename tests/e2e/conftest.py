@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,39 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_TASKS = REPO_ROOT / "tasks.scenarios.yaml"
+
+
+@contextlib.contextmanager
+def recorded_tempdirs() -> Iterator[list[Path]]:
+    """Every directory made with `tempfile.mkdtemp` while the block runs, in creation order.
+
+    A test asks whether *these* still exist instead of globbing the shared /tmp, where other
+    sweeps on this machine create wfbench-* directories at any moment. The paths themselves are
+    unchanged (each cell's relay socket lives below them and AF_UNIX paths are short).
+    """
+    made: list[Path] = []
+    real = tempfile.mkdtemp
+
+    def record(*args, **kwargs):
+        path = real(*args, **kwargs)
+        made.append(Path(path))
+        return path
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "mkdtemp", record)
+        yield made
+
+
+def left_behind(made: list[Path], prefix: str = "wfbench-") -> list[Path]:
+    return [p for p in made if p.name.startswith(prefix) and p.exists()]
+
+
+@pytest.fixture
+def private_tmpdir(tmp_path_factory, monkeypatch) -> Path:
+    """A private, empty, short TMPDIR for the runner (never glob the shared /tmp: others run sweeps)."""
+    path = tmp_path_factory.mktemp("tmp")
+    monkeypatch.setattr(tempfile, "tempdir", str(path))
+    return path
 
 
 @pytest.fixture
@@ -26,6 +62,11 @@ def task_file_for(tmp_path):
             if task["id"] not in task_ids:
                 continue
             task = {**task, "repo": str((REPO_ROOT / task["repo"]).resolve()), **overrides}
+            if "reference_patch" in task:
+                source = REPO_ROOT / task["reference_patch"]
+                (folder / "reference").mkdir(exist_ok=True)
+                shutil.copy(source, folder / "reference" / source.name)
+                task["reference_patch"] = f"reference/{source.name}"
             for entry in task["oracle"]["files"]:
                 source = REPO_ROOT / entry["source"]
                 shutil.copy(source, folder / "oracles" / source.name)

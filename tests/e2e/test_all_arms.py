@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -89,14 +88,13 @@ def _overlay_with(tmp_path: Path, relative: str) -> Path:
         "overlay-non-skill-path",
     ],
 )
-def test_bad_arm_combinations_exit_2_before_any_clone(argv, message, tmp_path, capsys):
+def test_bad_arm_combinations_exit_2_before_any_clone(argv, message, tmp_path, capsys, private_tmpdir):
     if argv == "non-skill-overlay":
         overlay = _overlay_with(tmp_path, "scripts/evil.sh")
         argv = ["--arms", "workflow", "candidate_workflow", "--candidate-overlay", str(overlay)]
     out = tmp_path / "out"
-    before = set(Path(tempfile.gettempdir()).glob("wfbench-*"))
     code = runner.main(["--tasks", str(DEMO_TASKS), "--provider", "scripted", *argv, "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 2 and message in err, err
     assert not out.exists()
-    assert set(Path(tempfile.gettempdir()).glob("wfbench-*")) <= before  # no clone, no leftover snapshot
+    assert not any(private_tmpdir.iterdir())  # no clone, no leftover snapshot

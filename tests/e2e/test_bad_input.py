@@ -7,7 +7,6 @@ no cell clone directory appears, and no session ever reaches a provider
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ import yaml
 
 from workflow_bench import runner
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, recorded_tempdirs
 
 pytestmark = pytest.mark.e2e
 BUNDLE = REPO_ROOT / "workflow_bench" / "corpus" / "demo-target.bundle"
@@ -84,10 +83,15 @@ def _write_corpus(tmp_path: Path, tasks) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _private_tmp(private_tmpdir):
+    return private_tmpdir
+
+
 def _run(argv, capsys):
-    before = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*"))
-    code = runner.main(argv)
-    created = set(Path(tempfile.gettempdir()).glob("wfbench-cells-*")) - before
+    with recorded_tempdirs() as made:
+        code = runner.main(argv)
+    created = [p for p in made if p.exists()]  # anything the runner made and left behind
     return code, capsys.readouterr().err, created
 
 
@@ -150,6 +154,30 @@ def test_existing_output_dir_is_refused(tmp_path, capsys, bwrap_bin, claude_bin)
     code, err, created = _run(["--tasks", str(path), "--provider", "scripted", "--out", str(out)], capsys)
     assert code == 2 and "already exists" in err and not created
     assert (out / "results.jsonl").read_text() == "{}\n"
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "under-proc"])
+def test_out_that_cannot_be_created_exits_2(where, tmp_path, capsys, bwrap_bin, claude_bin):
+    path = _write_corpus(tmp_path, [_task()])
+    out = path / "out" if where == "under-a-file" else Path("/proc/wfbench-out")
+    code, err, created = _run(["--tasks", str(path), "--provider", "scripted", "--out", str(out)], capsys)
+    assert code == 2 and f"--out {out}" in err and "Traceback" not in err, err
+    assert not created and not out.exists()
+
+
+def test_fake_cli_printing_the_pinned_version_is_refused(tmp_path, capsys, bwrap_bin):
+    from workflow_bench.claude_cli import PINNED_CLAUDE_CODE_VERSION
+
+    fake = tmp_path / "claude"
+    fake.write_text(f"#!/bin/sh\necho '{PINNED_CLAUDE_CODE_VERSION} (Claude Code)'\n")
+    fake.chmod(0o755)
+    path = _write_corpus(tmp_path, [_task()])
+    out = tmp_path / "out"
+    code, err, created = _run(
+        ["--tasks", str(path), "--provider", "scripted", "--claude-bin", str(fake), "--out", str(out)], capsys
+    )
+    assert code == 2 and "not the pinned Claude Code" in err and "sha256" in err, err
+    assert not out.exists() and not created
 
 
 def test_anthropic_provider_without_credentials(tmp_path, capsys, monkeypatch):

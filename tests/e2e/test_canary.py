@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workflow_bench.canary import main
-from workflow_bench.canary.attacks import ATTACKS as SUITE_ATTACKS
+from workflow_bench.canary._suite import ATTACKS as SUITE_ATTACKS  # every module registered there
 from workflow_bench.canary.attacks_limits import LIMIT_ATTACKS
 
 ATTACKS = (*SUITE_ATTACKS, *LIMIT_ATTACKS)

@@ -39,7 +39,9 @@ def test_planted_keys_never_reach_output(task_file_for, tmp_path, monkeypatch, b
     assert len(served) == 2 and all(entry.status == 200 for entry in served)  # the relay injected the key
     seen = tool_results(b"".join((out / t["path"]).read_bytes() for t in row["transcript_artifacts"]))
     assert "HUNT-DONE" in seen
-    assert "wfbench-surrogate-not-a-credential" in seen  # the hunt did read the CLI's own environment
+    # The CLI's own environment (which holds only the surrogate) is out of the tools' reach too:
+    # confined tool processes cannot open /proc/<cli>/environ (sandbox/_confine.py).
+    assert "wfbench-surrogate-not-a-credential" not in seen
     assert "[REDACTED]" not in seen, "a credential reached the agent (redacted before it reached disk)"
     data = output_bytes(out)
     assert model_key.encode() not in data and host_key.encode() not in data

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -33,24 +32,13 @@ EXPECTED = {key: value for key, value in CORPUS_EXPECTED.items() if key[0] != "c
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, bwrap_bin, claude_bin):
     out = tmp_path_factory.mktemp("demo") / "out"
-    # Record the temp dirs this sweep creates: globbing the shared temp dir would also see the
-    # cell dirs of other sweeps running on the same machine.
-    created: list[Path] = []
-    real_mkdtemp = tempfile.mkdtemp
-
-    def recording_mkdtemp(*args, **kwargs):
-        path = real_mkdtemp(*args, **kwargs)
-        created.append(Path(path))
-        return path
-
+    private_tmp = tmp_path_factory.mktemp("tmp")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
+        patch.setattr(tempfile, "tempdir", str(private_tmp))  # never glob the shared /tmp
         code = runner.main(
             ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
         )
-    cell_dirs = [p for p in created if p.name.startswith("wfbench-cells-")]
-    assert cell_dirs, "the sweep made no cell dir: the recording no longer sees it"
-    leftovers = {p for p in cell_dirs if p.exists()}
+    leftovers = set(private_tmp.iterdir())
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     return code, out, rows, leftovers
 
@@ -83,6 +71,32 @@ def test_skill_evidence_per_arm(demo):
             assert row["skill_invoked"] is True
     workflow = [r for r in rows if r["arm"] == "workflow"]
     assert all(r["plan_doc"].startswith("docs/plans/") and r["sessions"] == 2 for r in workflow)
+
+
+def test_the_wire_record_and_the_row_agree_on_usage(demo):
+    """Every row's usage is the relay's record: main conversation for the four fields, all for usage_wire."""
+    _, out, rows, _ = demo
+    fields = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+    for row in rows:
+        assert row["wire_artifacts"] and row["relay_refused_requests"] == 0
+        lines = [
+            [json.loads(line) for line in (out / name).read_text().splitlines()]
+            for name in row["wire_artifacts"]
+        ]
+        main = [
+            x for session in lines for x in session if x["thread"] == session[0]["thread"] and x["accepted"]
+        ]
+        served = [x for session in lines for x in session if x["completed"]]
+        assert {k: row[k] for k in fields} == {k: sum(x["usage"][k] for x in main) for k in fields}, row[
+            "arm"
+        ]
+        assert row["usage_wire"] == {k: sum(x["usage"][k] for x in served) for k in fields}
+        assert row["usage_wire"] == row["usage_provider"]  # the relay saw exactly what was served
+        counts = {}
+        for x in main:
+            for _, name in x["tool_uses"]:
+                counts[name] = counts.get(name, 0) + 1
+        assert row["tool_use_counts"] == dict(sorted(counts.items()))
 
 
 def test_arms_differ_in_cost_and_turns(demo):

@@ -155,6 +155,46 @@ def test_accounting_sums_every_run_and_keeps_unknown() -> None:
     assert mixed.transcripts.input_tokens is None
 
 
+def test_a_sign_holds_when_every_known_field_agrees_with_it() -> None:
+    # "<" means no field is larger (some may be equal); ">" the mirror; mixed is "≠".
+    partly_equal = _u(300, 44, 6, 330)
+    assert row_flags(_row(main=MAIN, seen=partly_equal, provider=None)) == [
+        "main loop < transcripts (subagent spend)"
+    ]
+    assert row_flags(_row(main=partly_equal, seen=MAIN, provider=None)) == ["main loop > transcripts"]
+    assert row_flags(_row(main=SERVED, seen=MAIN, provider=MAIN)) == [
+        "main loop > transcripts",
+        "main loop > provider",
+    ]
+
+
+def test_fields_only_one_figure_knows_are_not_compared() -> None:
+    main = {**_u(5, 0, 0, 1), "output_tokens": None}
+    assert row_flags(_row(main=main, seen=_u(5, 0, 0, 99), provider=None)) == []
+
+
+def test_a_missing_middle_figure_does_not_hide_the_outer_pair() -> None:
+    assert row_flags(_row(seen=None)) == ["main loop < provider (subagent spend)"]
+
+
+def test_a_value_that_is_not_an_int_is_unknown_in_the_sums() -> None:
+    for bad in (True, 1.5, "3"):
+        line = usage_accounting([_row(main={**MAIN, "input_tokens": bad})])[0]
+        assert line.main_loop.input_tokens is None and line.main_loop.output_tokens == 30
+    # and an unknown field is not a disagreement
+    assert row_flags(_row(main={**SERVED, "input_tokens": True}, seen=SERVED, provider=SERVED)) == []
+
+
+def test_a_group_mixing_rows_with_and_without_a_figure_sums_to_unknown() -> None:
+    # One run the provider never observed: the provider's total for the group is not known.
+    line = usage_accounting([_row(), _row(provider=None)])[0]
+    assert line.provider is not None and line.provider.values() == (None, None, None, None)
+    assert line.main_loop.input_tokens == 600
+    assert usage_accounting([_row(provider=None), _row(provider=None)])[0].provider is None
+    neither = usage_accounting([_row(main=None, seen=None, provider=None)])[0]
+    assert neither.main_loop.values() == neither.transcripts.values() == (None, None, None, None)
+
+
 def test_report_shows_three_figures_and_says_the_main_loop_is_partial() -> None:
     now = datetime.now(UTC)
     provenance = ReportProvenance(

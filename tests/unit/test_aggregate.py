@@ -333,3 +333,46 @@ def test_health_folds_over_tasks() -> None:
     health = health_of([row(task="t1"), row(task="t2"), row(task="t2", arm="baseline")])
     assert list(health) == ["baseline", "workflow"]
     assert health["workflow"].fresh_attempts == 2
+
+
+# --- rules pinned against their negations ------------------------------------------------------
+
+
+def test_resolved_fresh_counts_this_sweeps_resolved_runs_only() -> None:
+    agg = aggregate([row(), row(), row(reused=True), row(reused=True, resolved=False, ok=False)])
+    assert (agg.resolved, agg.resolved_fresh) == (3, 2)
+
+
+def test_an_unknown_median_field_is_refused_with_the_known_ones() -> None:
+    with pytest.raises(KeyError, match=f"'ok' is not a median field; known: {', '.join(MEDIAN_FIELDS)}"):
+        aggregate([row()]).median("ok")
+
+
+def test_invalid_review_evidence_is_a_health_reason_of_its_own() -> None:
+    agg = aggregate([row(review_evidence_valid=False, error_kind=None)])
+    assert agg.health_reasons == ("review_evidence_valid=false",)
+    assert aggregate([row(review_evidence_valid=True)]).health_reasons == ()
+
+
+def test_an_empty_group_has_no_aggregate() -> None:
+    with pytest.raises(
+        ValueError, match=r"^aggregate\(\) needs at least one row; an absent task×arm has no aggregate$"
+    ):
+        aggregate([])
+
+
+def test_a_row_without_a_class_has_an_empty_class() -> None:
+    assert aggregate([{k: v for k, v in row().items() if k != "class"}]).task_class == ""
+
+
+def test_savings_are_percentages_to_one_decimal() -> None:
+    base = aggregate([row(cost_usd=3.0, arm="baseline")])
+    assert savings(base, aggregate([row(cost_usd=1.0)]))["cost_usd"] == 66.7
+    assert savings(base, aggregate([row(cost_usd=3.5)]))["cost_usd"] == -16.7
+
+
+def test_arm_health_is_keyed_and_labelled_by_arm() -> None:
+    health = arm_health(
+        {"t1": {"workflow": aggregate([row()]), "baseline": aggregate([row(arm="baseline")])}}
+    )
+    assert {name: h.arm for name, h in health.items()} == {"baseline": "baseline", "workflow": "workflow"}

@@ -167,3 +167,68 @@ def test_cell_keys_verify_only_with_their_own_secret_and_tag() -> None:
         assert cell_tag(bad, secret) is None
     with pytest.raises(ValueError, match="must match"):
         mint_cell_key(secret, "has space")
+
+
+# A refused record names the field it refuses, so a bad gateway record can be found and fixed.
+@pytest.mark.parametrize(
+    ("normalize", "usage", "field"),
+    [
+        ("litellm", {"prompt_tokens": -1}, "prompt_tokens"),
+        ("litellm", {"prompt_tokens_details": {"cached_tokens": "9"}}, "prompt_tokens_details.cached_tokens"),
+        (
+            "litellm",
+            {"prompt_tokens_details": {"cache_write_tokens": -2}},
+            "prompt_tokens_details.cache_write_tokens",
+        ),
+        (
+            "litellm",
+            {"prompt_tokens_details": {"cache_creation_tokens": True}},
+            "prompt_tokens_details.cache_write_tokens",
+        ),
+        ("litellm", {"completion_tokens": 2.0}, "completion_tokens"),
+        (
+            "litellm",
+            {"prompt_tokens_details": [1]},
+            "prompt_tokens_details: want an object or null, got list",
+        ),
+        ("responses", {"input_tokens": -1}, "input_tokens"),
+        ("responses", {"input_tokens_details": {"cached_tokens": "9"}}, "input_tokens_details.cached_tokens"),
+        (
+            "responses",
+            {"input_tokens_details": {"cache_write_tokens": -2}},
+            "input_tokens_details.cache_write_tokens",
+        ),
+        ("responses", {"output_tokens": False}, "output_tokens"),
+        ("responses", {"input_tokens_details": 3}, "input_tokens_details: want an object or null, got int"),
+    ],
+)
+def test_a_refused_value_is_named_in_the_error(normalize, usage, field) -> None:
+    with pytest.raises(UsageSemanticsError) as raised:
+        if normalize == "litellm":
+            normalize_litellm_usage("openai", usage)
+        else:
+            normalize_openai_responses_usage(usage)
+    assert str(raised.value).startswith(field), str(raised.value)
+
+
+def test_parts_may_fill_the_whole_prompt_exactly() -> None:
+    whole = {"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 40}}
+    assert normalize_litellm_usage("openai", whole).input_tokens == 0  # zero is a value, not an error
+    with pytest.raises(
+        UsageSemanticsError, match=r"cached \(60\) \+ cache-write \(41\) tokens exceed the whole"
+    ):
+        normalize_litellm_usage(
+            "openai",
+            {"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 41}},
+        )
+
+
+def test_the_refusal_of_an_unknown_provider_lists_the_known_ones() -> None:
+    with pytest.raises(UnknownProviderError, match=r"known: openai$"):
+        normalize_litellm_usage("anthropic", LITELLM_CACHED)
+
+
+def test_a_failed_responses_request_is_all_unknown() -> None:
+    assert normalize_openai_responses_usage(None) == NormalizedUsage(
+        None, None, None, None, prompt_tokens=None
+    )

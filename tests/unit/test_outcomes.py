@@ -31,6 +31,8 @@ REFERENCE_TABLE = {
     "cleanup-failure": (True, True, False, True),
     "cancelled": (True, True, False, False),
     "evidence-unverified": (True, False, True, False),
+    # Charged to the arm: only the agent (or its tools) can make the stream disagree with the wire.
+    "evidence-tampered": (False, False, True, False),
     "review-evidence-invalid": (True, False, True, True),
     "skill-not-invoked": (False, False, True, False),
     "plan-evidence-invalid": (False, False, False, False),
@@ -79,7 +81,10 @@ def test_each_kind_flags_match_reference(name: str) -> None:
             },
         ),
         (EXECUTION_FAILURE_KINDS, {"session-error", "infra-error", "cleanup-failure", "cancelled"}),
-        (EVIDENCE_FAILURE_KINDS, {"review-evidence-invalid", "evidence-unverified", "skill-not-invoked"}),
+        (
+            EVIDENCE_FAILURE_KINDS,
+            {"review-evidence-invalid", "evidence-unverified", "skill-not-invoked", "evidence-tampered"},
+        ),
         (
             SYSTEMIC_ERROR_KINDS,
             {"session-error", "infra-error", "cleanup-failure", "review-evidence-invalid"},

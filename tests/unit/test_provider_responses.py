@@ -104,7 +104,9 @@ def test_subagents_are_served_from_their_own_list_by_agent_id() -> None:
     key = book.mint(task="t", arm="a", run=0)
 
     def text(turn, agent=None):
-        return book.decide(key=key, session_id="s1", turn_index=turn, stream=True, agent_id=agent).text
+        decision = book.decide(key=key, session_id="s1", turn_index=turn, stream=True, agent_id=agent)
+        book.record(key, decision.entry)  # what the server does just before it replies
+        return decision.text
 
     assert text(0) == "main 0"
     assert text(0, "agentA") == "sub 0" and text(1, "agentA") == "sub 1"

@@ -186,7 +186,7 @@ def test_review_section_only_with_review_data() -> None:
     cells = table_row(report.split("## Review quality", 1)[1], "| t1 | review |")
     assert cells[2] == "0.5"
     assert cells[5] == "n/a"
-    assert cells[9] == "0.500"
+    assert cells[8] == "0.500" and len(cells) == 9  # the last column: weighted F1
 
 
 def test_transcripts_missing_footer() -> None:
@@ -223,8 +223,8 @@ def test_provenance_section() -> None:
 @pytest.mark.parametrize(
     ("status", "sentence"),
     [
-        ("aborted", "Sweep aborted: partial evidence; promotion is disabled."),
-        ("cancelled", "Sweep cancelled: partial evidence; promotion is disabled."),
+        ("aborted", "Sweep aborted: partial evidence; no candidate can be promoted from it."),
+        ("cancelled", "Sweep cancelled: partial evidence; no candidate can be promoted from it."),
     ],
 )
 def test_partial_sweep_is_flagged_at_top_and_in_provenance(status: str, sentence: str) -> None:

@@ -33,6 +33,7 @@ from workflow_bench.review.score import (
     REVIEW_OUTPUT_CONTRACT,
     REVIEW_OUTPUT_PATH,
     REVIEW_ROW_FIELDS,
+    SEVERITY_WEIGHTS,
     Label,
     ReviewArtifact,
     ReviewArtifactError,
@@ -352,7 +353,7 @@ def test_exact_review_passes_the_oracle() -> None:
     assert (score.true_positives, score.false_positives, score.false_negatives) == (1, 0, 0)
     assert score.precision == score.recall == score.f1 == score.weighted_f1 == 1.0
     assert score.blocker_recall == score.severity_accuracy == score.category_accuracy == 1.0
-    assert score.grounded_evidence == 1.0 and score.verdict_correct and score.score_finite
+    assert score.verdict_correct and score.score_finite
     assert not score.clean_control and not score.clean_pass
     assert score.matches == (("f1", "L1"),)
     assert review_oracle_passed(score)
@@ -375,7 +376,7 @@ def test_approving_defective_code_is_a_miss_with_precision_none() -> None:
     assert score.precision is None and score.weighted_precision is None
     assert score.recall == 0.0 and score.weighted_recall == 0.0
     assert score.f1 == 0.0 and score.weighted_f1 == 0.0  # labels exist: zero, not unknown
-    assert score.blocker_recall == 0.0 and score.grounded_evidence is None
+    assert score.blocker_recall == 0.0
     assert not score.verdict_correct and not review_oracle_passed(score)
 
 
@@ -545,7 +546,7 @@ def _brute_force_max_matching(findings: tuple[ReviewFinding, ...], labels: list[
 CASES = 400
 RATIO_NAMES = (
     "precision", "recall", "f1", "weighted_precision", "weighted_recall", "weighted_f1",
-    "blocker_recall", "severity_accuracy", "category_accuracy", "grounded_evidence",
+    "blocker_recall", "severity_accuracy", "category_accuracy",
 )  # fmt: skip
 
 
@@ -597,7 +598,7 @@ REFERENCE_ROW_FIELDS = (
     "review_true_positives", "review_false_positives", "review_false_negatives", "review_precision",
     "review_recall", "review_f1", "review_weighted_precision", "review_weighted_recall",
     "review_weighted_f1", "review_blocker_recall", "review_severity_accuracy", "review_category_accuracy",
-    "review_grounded_evidence", "review_verdict_correct", "review_clean_control", "review_clean_pass",
+    "review_verdict_correct", "review_clean_control", "review_clean_pass",
     "review_score_finite",
 )  # fmt: skip
 
@@ -622,3 +623,55 @@ def test_review_row_fields_for_valid_and_invalid_evidence() -> None:
         "review_evidence_valid": False,
         **dict.fromkeys(REFERENCE_ROW_FIELDS),
     }
+
+
+# ── tie-breaks among overlapping labels, and the clean pass ────────────────
+
+
+def test_a_finding_pairs_with_the_overlapping_label_whose_start_is_nearest() -> None:
+    # Both labels overlap the finding at lines 20-30 and agree on category and severity.
+    far, near = label("far", start=10, end=40), label("near", start=18, end=40)
+    for labels in ([far, near], [near, far]):
+        score = score_review(review("request_changes", finding("f", line=20, end_line=30)), labels)
+        assert score.matches == (("f", "near"),)
+
+
+def test_at_equal_distance_the_narrower_label_wins() -> None:
+    # Starts 2 lines either side of the finding; spans 8 and 2 (the narrow one ends later).
+    wide, narrow = label("wide", start=18, end=26), label("narrow", start=22, end=24)
+    for labels in ([wide, narrow], [narrow, wide]):
+        score = score_review(review("request_changes", finding("f", line=20, end_line=30)), labels)
+        assert score.matches == (("f", "narrow"),)
+
+
+def test_the_better_finding_gets_a_contested_label() -> None:
+    # Two findings, one label: the one whose category matches is the pair; the other is an FP.
+    target = label("L", category="security")
+    wrong = finding("a", category="correctness")
+    right = finding("b", category="security")
+    score = score_review(review("request_changes", wrong, right), [target])
+    assert score.matches == (("b", "L"),) and score.category_accuracy == 1.0
+    assert (score.true_positives, score.false_positives) == (1, 1)
+
+
+def test_an_approve_verdict_on_a_labeled_case_is_not_a_clean_pass() -> None:
+    score = score_review(review("approve"), [label()])
+    assert score.clean_pass is False and score.clean_control is False and score.verdict_correct is False
+    clean = score_review(review("approve"), [])
+    assert clean.clean_pass is True and clean.clean_control is True
+    assert score_review(review("comment"), []).clean_pass is False
+
+
+def test_severity_weights_are_the_reference_weights() -> None:
+    # One missed critical (8) outweighs a caught high (5) and a caught low (1).
+    labels = [
+        label("c", start=1, severity="critical"),
+        label("h", start=5),
+        label("l", start=9, severity="low"),
+    ]
+    score = score_review(
+        review("request_changes", finding("h", line=5), finding("l", line=9, severity="low", blocking=False)),
+        labels,
+    )
+    assert score.weighted_recall == round(6 / 14, 6) and score.recall == round(2 / 3, 6)
+    assert SEVERITY_WEIGHTS == {"critical": 8, "high": 5, "medium": 2, "low": 1}

@@ -32,6 +32,9 @@ from workflow_bench.tasks.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 
 from .attacks import ATTACKS, Attack, Evidence, Plant
+from .attacks_evidence import EVIDENCE_ATTACKS
+
+ATTACKS = (*ATTACKS, *EVIDENCE_ATTACKS)  # stream-forgery last: a landed forgery adds a tool call
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 CANARY_TASKS = CORPUS / "canary.tasks.yaml"

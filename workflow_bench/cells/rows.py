@@ -16,7 +16,7 @@ from workflow_bench.arms import ArmSpec
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.redaction import redact_text, redact_value
 from workflow_bench.row_schema import SCHEMA_VERSION
-from workflow_bench.usage import unknown_usage
+from workflow_bench.usage import USAGE_FIELDS, unknown_usage
 
 from .context import SweepSettings, TaskContext
 
@@ -33,6 +33,33 @@ def provider_fields(access: ModelAccess, key: CellKey, artifacts: dict[str, byte
         text = "".join(json.dumps(redact_value(line, cell_secrets), sort_keys=True) + "\n" for line in lines)
         artifacts[f"records/{name}"] = text.encode()
     return {"usage_provider": dict(observation.usage), "usage_provider_source": observation.source}
+
+
+# What the sessions measured. A cell that fails after its sessions finished keeps these on its
+# infra-error row: the tokens and dollars were spent, and blanking them would drop that spend
+# from the task × arm accounting line. Verdict fields (ok, resolved, error_*) are not here.
+SESSION_MEASUREMENTS = frozenset(
+    {
+        *USAGE_FIELDS,
+        "usage_main_loop",
+        "usage_transcripts",
+        "usage_wire",
+        "relay_refused_requests",
+        "cost_usd",
+        "duration_s",
+        "num_turns",
+        "session_ids",
+        "sessions",
+        "skill_invoked",
+        "transcript_missing",
+        "tool_use_counts",
+        "evidence_diagnostics",
+        "plan_produced",
+        "plan_doc",
+        "skill_digest",
+        "variant_head_sha",
+    }
+)
 
 
 def infra_error_row(exc: BaseException, cell_secrets) -> dict[str, Any]:

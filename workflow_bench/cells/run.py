@@ -20,7 +20,8 @@ Order inside a cell, and why:
 
 from __future__ import annotations
 
-import secrets
+import posixpath
+import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -48,7 +49,9 @@ from workflow_bench.sandbox import (
 from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
 
 from .context import CellResult, SweepSettings, TaskContext
-from .rows import identity_fields, infra_error_row, provider_fields
+from .evidence import apply_wire, wire_lines
+from .paths import new_cell_dir_path, relay_socket
+from .rows import SESSION_MEASUREMENTS, identity_fields, infra_error_row, provider_fields
 from .session_fold import progress_observer, sum_sessions
 from .sessions import SessionOutcome, SessionRequest, run_session
 from .workspace import (
@@ -79,8 +82,9 @@ class EvidenceError(ValueError):
 def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: CellKey) -> CellResult:
     credentials = settings.access.credentials_for(key)
     cell_secrets = (*credentials.secrets, *settings.access.static_secrets)
-    cell_dir = settings.work_root / f"{key.slug}-{secrets.token_hex(4)}"
     artifacts: dict[str, bytes] = {}
+    run: _CellRun | None = None
+    cell_dir = new_cell_dir_path(settings.work_root)  # fixed length: the relay socket must fit
     resources = CellResources(settings.limits, cell_dir)
     try:
         resources.open(clone_source=task.template)
@@ -89,6 +93,9 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         row = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
         row = infra_error_row(exc, cell_secrets)
+        if run is not None and run.measured is not None:
+            # The sessions finished before the failure: what they spent was spent.
+            row.update(run.measured)
         if settings.cancel.is_set():
             row["error_kind"] = "cancelled"
     finally:
@@ -177,6 +184,7 @@ class _CellRun:
         self.credentials = credentials
         self.secrets = cell_secrets
         self.artifacts = artifacts
+        self.measured: dict[str, Any] | None = None  # the sessions' measurements, once they ran
         self.sandbox: Sandbox = create_sandbox(
             settings.sandbox_kind,
             workspace=cell_dir / "workspace",
@@ -203,9 +211,12 @@ class _CellRun:
             if outcome.transcript:
                 name = f"transcripts/{self.key.slug}-s{index}-{outcome.session_id or 'unknown'}.jsonl"
                 self.artifacts[name] = outcome.transcript
+            if outcome.wire_summary:
+                self.artifacts[f"wire/{self.key.slug}-s{index}.jsonl"] = wire_lines(outcome.wire_summary)
         row = sum_sessions(outcomes)
         row.update(plan_produced=(not self.arm.plans_first) or plan_doc is not None, plan_doc=plan_doc)
         row.update(skill_digest=skill_digest, variant_head_sha=base_sha)
+        self.measured = {k: v for k, v in row.items() if k in SESSION_MEASUREMENTS}
         if settings.cancel.is_set():
             # Keep what the sessions measured; judging a half-finished clone would be noise.
             row.update(ok=False, resolved=False, error_kind="cancelled", error_detail="sweep cancelled")
@@ -346,44 +357,53 @@ class _CellRun:
             api_timeout_ms=int(settings.session_timeout_s * 1000),
             surrogate_key=SURROGATE_API_KEY,
         )
-        relay_dir = self.cell_dir / "relay"
+        relay_dir, socket_path = relay_socket(self.cell_dir)
         relay_dir.mkdir(mode=0o755)
         if self.arm.review:
             self.review_dir.mkdir()
             self.review_dir.chmod(0o777)  # the sandbox uid writes here (mkdir's mode is masked by umask)
         outcomes: list[SessionOutcome] = []
         plan_doc: str | None = None
-        with ModelRelay(
-            relay_dir / "api.sock", upstream=settings.access.base_url, credentials=self.credentials
-        ):
-            for spec in self.arm.sessions:
-                before = workspace_snapshot(self.sandbox.workspace)
-                label = f"{self.key.label} {spec.phase}"
-                settings.progress(f"{label} session starting")
+        for spec in self.arm.sessions:
+            before = workspace_snapshot(self.sandbox.workspace)
+            label = f"{self.key.label} {spec.phase}"
+            settings.progress(f"{label} session starting")
+            request = self._request(spec, env, plan_doc)
+            session_id = str(uuid.uuid4())
+            # One relay per session: every request it sees belongs to this session's CLI (or to a
+            # tool process of it, which the wire evidence then exposes).
+            relay = ModelRelay(
+                socket_path,
+                upstream=settings.access.base_url,
+                credentials=self.credentials,
+                session_id=session_id,
+                model=settings.model,
+            )
+            with relay:
                 outcome = run_session(
                     self.sandbox,
-                    self._request(spec, env, plan_doc),
+                    request,
                     policy=self._session_policy(relay_dir),
                     secrets=self.secrets,
                     cancel=settings.cancel,
                     on_event=progress_observer(settings.progress, label),
+                    session_id=session_id,
                 )
-                after = workspace_snapshot(self.sandbox.workspace)
-                try:
-                    if skill_fingerprint(after) != skill_digest:
-                        kind = (
-                            "plan-evidence-invalid"
-                            if spec.phase == "plan"
-                            else "implementation-evidence-invalid"
-                        )
-                        raise EvidenceError(kind, f"{spec.phase} session changed the evaluated skill files")
-                    if spec.phase == "plan" and outcome.ok:
-                        plan_doc = _accepted_plan_doc(changed_paths(before, after), after)
-                except EvidenceError as exc:
-                    outcome = replace(outcome, ok=False, error_kind=exc.kind, error_detail=str(exc))
-                outcomes.append(outcome)
-                if not outcome.ok:
-                    break
+            outcome = apply_wire(outcome, relay.record(), expected_skill=request.expected_skill)
+            after = workspace_snapshot(self.sandbox.workspace)
+            try:
+                if skill_fingerprint(after) != skill_digest:
+                    kind = (
+                        "plan-evidence-invalid" if spec.phase == "plan" else "implementation-evidence-invalid"
+                    )
+                    raise EvidenceError(kind, f"{spec.phase} session changed the evaluated skill files")
+                if spec.phase == "plan" and outcome.ok:
+                    plan_doc = _accepted_plan_doc(changed_paths(before, after), after)
+            except EvidenceError as exc:
+                outcome = replace(outcome, ok=False, error_kind=exc.kind, error_detail=str(exc))
+            outcomes.append(outcome)
+            if not outcome.ok:
+                break
         return outcomes, plan_doc
 
     def _request(self, spec: SessionSpec, env: Mapping[str, str], plan_doc: str | None) -> SessionRequest:
@@ -426,6 +446,8 @@ def _judged(
         p
         for p in changed_paths(base, after)
         if not any(p == n or p.startswith(n + "/") for n in NON_WORK_PATHS)
+        # a directory alone (e.g. the `docs` a plan was written into) is not work; its files are
+        and not all(side.get(p, "dir:").startswith("dir:") for side in (base, after))
     ]
     if arm.implementation and row["resolved"] and not work:
         row["resolved"] = False
@@ -434,21 +456,32 @@ def _judged(
 
 
 def _accepted_plan_doc(changed: tuple[str, ...], after: Mapping[str, str]) -> str:
-    """Planning may add or modify exactly one ``docs/plans/*.md`` file (plus its new dirs)."""
-    files = [p for p in changed if after.get(p, "").startswith("file:") or p not in after]
-    dirs = [p for p in changed if p not in files]
-    plans = [
-        p
-        for p in files
-        if p.startswith(PLAN_DIR + "/") and p.endswith(".md") and "/" not in p[len(PLAN_DIR) + 1 :]
+    """Planning may add or modify exactly one regular file ``docs/plans/<name>.md``, and create
+    the directories on its way (``docs``, ``docs/plans``); nothing else.
+
+    Exact components, not a prefix: ``d``, ``doc`` or ``docs/p`` are other paths; a symlink or
+    any other non-directory is never "a directory on the way", and the plan must be a real file.
+    """
+    plans = [p for p in changed if posixpath.dirname(p) == PLAN_DIR and _is_plan_name(posixpath.basename(p))]
+    ancestors = {PLAN_DIR.rsplit("/", i)[0] for i in range(PLAN_DIR.count("/") + 1)}
+    others = [
+        p for p in changed if p not in plans and not (p in ancestors and after.get(p, "").startswith("dir:"))
     ]
-    others = [p for p in files if p not in plans] + [d for d in dirs if not PLAN_DIR.startswith(d)]
     if len(plans) != 1 or others:
         raise EvidenceError(
             "plan-evidence-invalid",
             f"planning must produce exactly one {PLAN_DIR}/*.md and change nothing else; "
             f"plan docs: {plans[:5]}, other changes: {others[:5]}",
         )
-    if plans[0] not in after:
+    kind = after.get(plans[0])
+    if kind is None:
         raise EvidenceError("plan-evidence-invalid", f"planning deleted {plans[0]}")
+    if not kind.startswith("file:"):
+        raise EvidenceError(
+            "plan-evidence-invalid", f"{plans[0]} is not a regular file ({kind.split(':')[0]})"
+        )
     return plans[0]
+
+
+def _is_plan_name(name: str) -> bool:
+    return name.endswith(".md") and len(name) > len(".md")

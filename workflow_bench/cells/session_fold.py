@@ -78,4 +78,6 @@ def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
     row["sessions"] = len(outcomes)
     row["usage_main_loop"] = {name: row[name] for name in USAGE_FIELDS}
     row["usage_transcripts"] = sum_usage(o.transcript_usage for o in outcomes)
+    row["usage_wire"] = sum_usage(o.usage_wire for o in outcomes)
+    row["relay_refused_requests"] = sum(o.relay_refused for o in outcomes)
     return row

@@ -74,6 +74,14 @@ class SessionOutcome:
     diagnostics: tuple[str, ...] = field(default_factory=tuple)
     transcript_usage: Mapping[str, int | None] = field(default_factory=unknown_usage)
     """Usage summed over the stream's assistant messages, subagents included (``transcript_usage``)."""
+    events: tuple[Mapping[str, Any], ...] = ()
+    """The parsed stream (second view), kept in memory for the wire cross-check; never written."""
+    stream_usage: Mapping[str, int] | None = None
+    """The result event's usage as the stream printed it (None when it had no valid result)."""
+    usage_wire: Mapping[str, int | None] = field(default_factory=unknown_usage)
+    """Every message the relay saw served in this session, subagents included (evidence of record)."""
+    relay_refused: int = 0
+    wire_summary: tuple[Mapping[str, Any], ...] = ()
 
 
 def claude_argv(request: SessionRequest, *, session_id: str) -> list[str]:
@@ -114,9 +122,10 @@ def run_session(
     secrets: Sequence[str],
     cancel: threading.Event | None = None,
     on_event: Callable[[Mapping[str, Any]], None] | None = None,
+    session_id: str | None = None,
 ) -> SessionOutcome:
-    """Run one CLI session in the sandbox and parse what it printed."""
-    session_id = str(uuid.uuid4())
+    """Run one CLI session in the sandbox and parse what it printed (the stream: second view)."""
+    session_id = session_id or str(uuid.uuid4())
 
     def _observe(line: bytes) -> None:
         if on_event is None or not line.strip():
@@ -223,6 +232,7 @@ def _session_error(
         tool_use_counts={},
         transcript=transcript,
         transcript_usage=transcript_usage(events) if events else unknown_usage(),
+        events=tuple(events),
     )
 
 
@@ -293,6 +303,8 @@ def parse_session(
         transcript=transcript,
         diagnostics=tuple(diagnostics),
         transcript_usage=transcript_usage(events),
+        events=tuple(events),
+        stream_usage=usage,
     )
 
 

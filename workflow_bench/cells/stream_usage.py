@@ -95,7 +95,7 @@ def transcript_usage(events: Sequence[Mapping[str, Any]]) -> dict[str, int | Non
         if isinstance(event.get("parent_tool_use_id"), str):
             parents[message_id] = event["parent_tool_use_id"]
     for message_id, parent in parents.items():
-        if kinds.get(message_id, set()) <= {"text", "thinking"}:
+        if kinds[message_id] <= {"text", "thinking"}:  # every id in parents has its kinds
             final_text.setdefault(parent, []).append(per_message[message_id])
     for call_id, usage in _agent_results(events).items():
         if usage not in final_text.get(call_id, []):

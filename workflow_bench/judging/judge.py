@@ -98,9 +98,12 @@ def read_review_artifact(artifact_dir: Path) -> bytes | None:
         raise ReviewArtifactError(
             "unreadable", f"{REVIEW_OUTPUT_FILE} cannot be opened: {exc.strerror}"
         ) from exc
+    # fstat before fdopen: fdopen itself raises IsADirectoryError on a directory, which would
+    # turn an agent-made directory into a harness crash instead of an invalid artifact.
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ReviewArtifactError("unreadable", f"{REVIEW_OUTPUT_FILE} is not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise ReviewArtifactError("unreadable", f"{REVIEW_OUTPUT_FILE} is not a regular file")
         return handle.read(MAX_ARTIFACT_BYTES + 1)
 
 

@@ -106,6 +106,13 @@ _KINDS: tuple[ErrorKind, ...] = (
         evidence=True,
     ),
     _kind(
+        "evidence-tampered",
+        "the CLI's stream disagrees with the relay's wire record (an event the model never "
+        "produced, a forged result or usage, a request that continues no conversation of the "
+        "session): charged to the arm, never excluded",
+        evidence=True,
+    ),
+    _kind(
         "review-evidence-invalid",
         "the review artifact was missing or invalid, or the review changed the workspace or skills",
         excluded=True,

@@ -1,18 +1,25 @@
-"""The model relay: the sandbox's only way to the model, and the only holder of the credential.
+"""The model relay: the sandbox's only way to the model, the only holder of the credential, and the
+host-side witness of every exchange (the wire record: evidence of record, DESIGN §4).
 
-Sessions run with no network at all (``--unshare-net``). The CLI reaches the
-model through ``ANTHROPIC_UNIX_SOCKET``: a Unix socket bound into the sandbox,
-served here, on the host, by a small HTTP relay that
+Sessions run with no network at all (``--unshare-net``). The CLI reaches the model through
+``ANTHROPIC_UNIX_SOCKET``: a Unix socket bound into the sandbox, served here, on the host, by one
+relay per session that
 
-- forwards each request to the one configured upstream (the scripted
-  provider, a gateway, or the Anthropic API over TLS) and nowhere else;
-- strips whatever credential the client sent and injects the cell's real one,
-  so the CLI process holds only a worthless surrogate: an agent that reads
-  ``/proc/<cli pid>/environ`` finds nothing to steal;
-- streams the response back byte for byte (SSE included).
+- accepts only what the CLI needs: ``POST /v1/messages`` (any query), for this session's id
+  (``X-Claude-Code-Session-Id``), for the configured model, with a bounded ``Content-Length``
+  body read into one preallocated buffer; anything else gets a 4xx/5xx and is counted in
+  ``refused`` (the row's ``relay_refused_requests``), never forwarded;
+- serves at most ``MAX_CONNECTIONS`` connections at once, each with read timeouts;
+- forwards to the one configured upstream (the scripted provider, a gateway, or the Anthropic
+  API over TLS) with ``Connection: close`` and ``Accept-Encoding: identity`` (so the record can
+  be read), strips the client's credential and injects the cell's real one — the CLI holds only
+  a worthless surrogate;
+- streams the response back byte for byte, keeping a bounded copy, and records each exchange
+  as ``wire.Exchange`` facts (never the bodies themselves).
 
-Each request is forwarded with ``Connection: close`` and the upstream's raw
-response is piped until it closes, so no HTTP framing is re-implemented.
+Measured on CLI 2.1.332 with ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``: the only requests a
+session makes are ``POST /v1/messages?beta=true`` (main loop and subagents alike), each carrying
+``X-Claude-Code-Session-Id``; subagent requests add ``x-claude-code-agent-id``.
 """
 
 from __future__ import annotations
@@ -23,19 +30,45 @@ import os
 import socket
 import ssl
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from workflow_bench.providers.access import CellCredentials
+from workflow_bench.relay.wire import RequestFacts, ResponseFacts, parse_request, parse_response
 
 # A value the CLI accepts as "logged in" that is useless anywhere else. It must
 # not look like a token (redaction would then hide leaks of the real one).
 SURROGATE_API_KEY = "wfbench-surrogate-not-a-credential"
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 32 * 1024 * 1024  # the CLI's largest requests are ~100 KB; this bounds abuse
+MAX_CONNECTIONS = 32  # parallel subagents share a session; more than this is abuse
+MAX_RECORDED_RESPONSE_BYTES = 16 * 1024 * 1024  # a 128k-token reply is ~2 MB of SSE
+MAX_EXCHANGES = 5000  # per session; beyond it the record is incomplete (unverifiable), not cut
+CLIENT_READ_TIMEOUT_S = 60  # the CLI sends a whole request at once; a trickling client is abuse
 UPSTREAM_TIMEOUT_S = 1800  # matches API_TIMEOUT_MS given to the CLI: a long turn must not be cut here
+MESSAGES_PATH = "/v1/messages"
+SESSION_HEADER = "x-claude-code-session-id"
+AGENT_HEADER = "x-claude-code-agent-id"
+# The aliases CLI 2.1.332 resolves offline (reference/environment.md §4): with --model sonnet the
+# request names claude-sonnet-5-5.
+MODEL_ALIASES = {
+    "sonnet": "claude-sonnet-5-5",
+    "opus": "claude-opus-5-5",
+    "haiku": "claude-haiku-5-5",
+    "fable": "claude-fable-5-2",
+}
 _DROPPED_HEADERS = frozenset(
-    {"x-api-key", "authorization", "host", "connection", "proxy-connection", "keep-alive"}
+    {
+        "x-api-key",
+        "authorization",
+        "host",
+        "connection",
+        "proxy-connection",
+        "keep-alive",
+        "accept-encoding",
+        "content-length",
+    }
 )
 
 
@@ -43,10 +76,45 @@ class RelayError(RuntimeError):
     pass
 
 
-class ModelRelay:
-    """Serve one cell's sessions on ``socket_path``; use as a context manager."""
+class _Refused(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
 
-    def __init__(self, socket_path: Path, *, upstream: str, credentials: CellCredentials) -> None:
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One forwarded request and what came back, as facts (bodies are never kept)."""
+
+    index: int
+    agent_id: str | None
+    request: RequestFacts
+    response: ResponseFacts
+    response_overflow: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WireRecord:
+    """Everything one session's relay saw."""
+
+    exchanges: tuple[Exchange, ...]
+    refused: int
+    refusal_reasons: tuple[str, ...]
+    overflow: bool
+
+
+class ModelRelay:
+    """Serve one session on ``socket_path``; use as a context manager, then read ``record()``."""
+
+    def __init__(
+        self,
+        socket_path: Path,
+        *,
+        upstream: str,
+        credentials: CellCredentials,
+        session_id: str | None = None,
+        model: str | None = None,
+    ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.query:
             raise RelayError(
@@ -57,12 +125,21 @@ class ModelRelay:
         self._port = parts.port or (443 if parts.scheme == "https" else 80)
         self._prefix = parts.path.rstrip("/")
         self._credentials = credentials
+        self._session_id = session_id
+        self._models = None if model is None else {model, MODEL_ALIASES.get(model, model)}
+        self._lock = threading.Lock()
+        self._exchanges: list[Exchange] = []
+        self._refusals: list[str] = []
+        self._overflow = False
+        self._next_index = 0
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.socket_path = socket_path
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(str(socket_path))
         os.chmod(socket_path, 0o666)  # the sandbox uid must be able to connect
-        self._server.listen(16)
+        self._server.listen(64)
         self._closed = threading.Event()
+        self._workers: set[threading.Thread] = set()
         self._thread = threading.Thread(target=self._accept_loop, name="model-relay", daemon=True)
 
     def __enter__(self) -> ModelRelay:
@@ -78,8 +155,20 @@ class ModelRelay:
             self._server.shutdown(socket.SHUT_RDWR)
         self._server.close()
         self._thread.join(timeout=5)
+        for worker in list(self._workers):
+            worker.join(timeout=5)
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
+
+    def record(self) -> WireRecord:
+        with self._lock:
+            exchanges = tuple(sorted(self._exchanges, key=lambda e: e.index))
+            return WireRecord(exchanges, len(self._refusals), tuple(self._refusals[:20]), self._overflow)
+
+    def _refuse(self, client: socket.socket, status: int, reason: str) -> None:
+        with self._lock:
+            self._refusals.append(f"{status} {reason}"[:200])
+        _reply_error(client, status, reason)
 
     def _accept_loop(self) -> None:
         while not self._closed.is_set():
@@ -87,19 +176,92 @@ class ModelRelay:
                 client, _ = self._server.accept()
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+            if not self._slots.acquire(blocking=False):
+                with client:
+                    self._refuse(client, 503, f"more than {MAX_CONNECTIONS} concurrent connections")
+                continue
+            worker = threading.Thread(target=self._serve, args=(client,), daemon=True)
+            with self._lock:
+                self._workers = {w for w in self._workers if w.is_alive()} | {worker}
+            worker.start()
 
     def _serve(self, client: socket.socket) -> None:
-        with client:
-            try:
-                head, body = _read_request(client)
-                upstream = self._open_upstream()
-            except (RelayError, OSError) as exc:
-                _reply_error(client, 502, str(exc))
-                return
-            with upstream:
-                upstream.sendall(self._rewrite(head) + body)
-                _pipe(upstream, client)
+        try:
+            with client:
+                client.settimeout(CLIENT_READ_TIMEOUT_S)
+                try:
+                    head, body, agent_id, facts = self._admit(client)
+                except _Refused as refused:
+                    self._refuse(client, refused.status, str(refused))
+                    return
+                except OSError as exc:
+                    self._refuse(client, 400, f"client read failed: {type(exc).__name__}")
+                    return
+                with self._lock:
+                    index = self._next_index
+                    self._next_index += 1
+                try:
+                    upstream = self._open_upstream()
+                except OSError as exc:
+                    _reply_error(client, 502, f"upstream unreachable: {exc}")
+                    self._store(index, agent_id, facts, b"HTTP/1.1 502 relay\r\n\r\n", False)
+                    return
+                with upstream:
+                    try:
+                        upstream.sendall(self._rewrite(head, len(body)))
+                        upstream.sendall(body)
+                    except OSError as exc:  # the upstream hung up mid-request: the client sees 502
+                        _reply_error(client, 502, f"upstream closed: {type(exc).__name__}")
+                        self._store(index, agent_id, facts, b"HTTP/1.1 502 relay\r\n\r\n", False)
+                        return
+                    kept, overflow = _pipe(upstream, client)
+                self._store(index, agent_id, facts, kept, overflow)
+        finally:
+            self._slots.release()
+
+    def _store(self, index, agent_id, facts, raw: bytes, overflow: bool) -> None:
+        exchange = Exchange(index, agent_id, facts, parse_response(raw), overflow)
+        with self._lock:
+            if len(self._exchanges) >= MAX_EXCHANGES:
+                self._overflow = True
+            else:
+                self._exchanges.append(exchange)
+
+    def _admit(self, client: socket.socket) -> tuple[bytes, bytearray, str | None, RequestFacts]:
+        head, rest = _read_head(client)
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            raise _Refused(400, "malformed request line")
+        method, target, _ = parts
+        if method != "POST" or target.split("?", 1)[0] != MESSAGES_PATH:
+            raise _Refused(404, f"only POST {MESSAGES_PATH} is relayed, not {method} {target[:80]}")
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if not sep:
+                raise _Refused(400, "malformed header line")
+            key = name.strip().lower()
+            if key in headers and key in ("content-length", SESSION_HEADER):
+                raise _Refused(400, f"duplicate {key} header")
+            headers[key] = value.strip()
+        if "transfer-encoding" in headers:
+            raise _Refused(411, "chunked request bodies are not relayed")
+        length_text = headers.get("content-length", "")
+        if not length_text.isdigit() or len(length_text) > 12:
+            raise _Refused(400, "missing or malformed Content-Length")
+        length = int(length_text)
+        if length > MAX_BODY_BYTES:
+            raise _Refused(413, f"request body of {length} bytes exceeds {MAX_BODY_BYTES}")
+        if self._session_id is not None and headers.get(SESSION_HEADER) != self._session_id:
+            raise _Refused(403, "request is not from this session")
+        body = _read_body(client, rest, length)
+        facts = parse_request(bytes(body))
+        if facts.parse_error:
+            raise _Refused(400, facts.parse_error)
+        if self._models is not None and facts.model not in self._models:
+            raise _Refused(400, f"model {str(facts.model)[:80]!r} is not the configured model")
+        return head, body, headers.get(AGENT_HEADER) or None, facts
 
     def _open_upstream(self) -> socket.socket:
         raw = socket.create_connection((self._host, self._port), timeout=UPSTREAM_TIMEOUT_S)
@@ -107,18 +269,18 @@ class ModelRelay:
             return ssl.create_default_context().wrap_socket(raw, server_hostname=self._host)
         return raw
 
-    def _rewrite(self, head: bytes) -> bytes:
+    def _rewrite(self, head: bytes, length: int) -> bytes:
         lines = head.decode("latin-1").split("\r\n")
         method, target, version = lines[0].split(" ", 2)
-        if not target.startswith("/"):
-            raise RelayError("only origin-form request targets are relayed")
         kept = [
             line
             for line in lines[1:]
             if line and line.split(":", 1)[0].strip().lower() not in _DROPPED_HEADERS
         ]
         host = self._host if self._port in (80, 443) else f"{self._host}:{self._port}"
-        kept += [f"Host: {host}", "Connection: close"]
+        # identity: the record parses the response; a compressed one would be unreadable.
+        kept += [f"Host: {host}", "Connection: close", "Accept-Encoding: identity"]
+        kept.append(f"Content-Length: {length}")
         if self._credentials.api_key:
             kept.append(f"x-api-key: {self._credentials.api_key}")
         if self._credentials.auth_token:
@@ -128,45 +290,62 @@ class ModelRelay:
         )
 
 
-def _read_request(client: socket.socket) -> tuple[bytes, bytes]:
-    data = b""
-    while b"\r\n\r\n" not in data:
+def _read_head(client: socket.socket) -> tuple[bytes, bytes]:
+    buffer = bytearray()
+    while True:
         chunk = client.recv(65536)
         if not chunk:
-            raise RelayError("client closed before sending a request")
-        data += chunk
-        if len(data) > MAX_HEADER_BYTES:
-            raise RelayError("request headers too large")
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = 0
-    for line in head.decode("latin-1").split("\r\n")[1:]:
-        name, _, value = line.partition(":")
-        if name.strip().lower() == "content-length":
-            length = int(value.strip())
-        elif name.strip().lower() == "transfer-encoding":
-            raise RelayError("chunked request bodies are not relayed")
-    if length > MAX_BODY_BYTES:
-        raise RelayError("request body too large")
-    while len(body) < length:
-        chunk = client.recv(min(65536, length - len(body)))
-        if not chunk:
-            raise RelayError("client closed mid-body")
-        body += chunk
-    return head, body
+            raise _Refused(400, "client closed before sending a request")
+        # Search only the new bytes plus 3 of the old: the whole-buffer search would be quadratic.
+        start = max(0, len(buffer) - 3)
+        buffer += chunk
+        end = buffer.find(b"\r\n\r\n", start)
+        if end >= 0:
+            return bytes(buffer[:end]), bytes(buffer[end + 4 :])
+        if len(buffer) > MAX_HEADER_BYTES:
+            raise _Refused(431, "request headers too large")
 
 
-def _pipe(upstream: socket.socket, client: socket.socket) -> None:
+def _read_body(client: socket.socket, already: bytes, length: int) -> bytearray:
+    """Exactly ``length`` bytes into one preallocated buffer (no repeated copies)."""
+    body = bytearray(length)
+    view = memoryview(body)
+    filled = min(len(already), length)
+    view[:filled] = already[:filled]
+    while filled < length:
+        got = client.recv_into(view[filled:], min(65536, length - filled))
+        if got == 0:
+            raise _Refused(400, "client closed mid-body")
+        filled += got
+    return body
+
+
+def _pipe(upstream: socket.socket, client: socket.socket) -> tuple[bytes, bool]:
+    kept: list[bytes] = []
+    size, overflow = 0, False
     with contextlib.suppress(OSError):
         while chunk := upstream.recv(65536):
+            if size + len(chunk) <= MAX_RECORDED_RESPONSE_BYTES:
+                kept.append(chunk)
+                size += len(chunk)
+            else:
+                overflow = True
             client.sendall(chunk)
+    return b"".join(kept), overflow
+
+
+_REASONS = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 411: "Length Required"}
+_REASONS.update({413: "Payload Too Large", 431: "Header Fields Too Large", 502: "Bad Gateway"})
+_REASONS.update({503: "Service Unavailable"})
 
 
 def _reply_error(client: socket.socket, status: int, message: str) -> None:
     body = json.dumps(
-        {"type": "error", "error": {"type": "api_error", "message": f"relay: {message}"}}
+        {"type": "error", "error": {"type": "invalid_request_error", "message": f"relay: {message}"}}
     ).encode()
     head = (
-        f"HTTP/1.1 {status} Bad Gateway\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     )
     with contextlib.suppress(OSError):
-        client.sendall(head.encode() + b"Connection: close\r\n\r\n" + body)
+        client.sendall(head.encode() + body)

@@ -66,7 +66,6 @@ class ReviewAggregate:
     blocker_recall: float | None
     severity_accuracy: float | None
     category_accuracy: float | None
-    grounded_evidence: float | None
     verdict_correct: bool | None
     clean_control: bool | None
     clean_pass: bool | None

@@ -40,16 +40,17 @@ SCRIPTED_NOTICE = (
 # Kept from the reference: the CLI's result usage covers only the main loop, so subagent-heavy
 # arms look cheap in every token column. Dropping this warning makes those columns lie.
 MAIN_LOOP_WARNING = (
-    "**WARNING:** token columns count only each arm's main-loop session; subagent spend is",
-    "invisible to them and flatters subagent-heavy arms. `cost $` is the only column that includes",
-    "subagent spend. To rank token efficiency, sum usage from the session transcripts instead",
-    "(deduplicating events that share one `message.id`).",
+    "**WARNING:** the input/cache/output columns count only each arm's main-loop session;",
+    "subagent spend is invisible to them and flatters subagent-heavy arms. `cost $` includes",
+    "subagent spend. For every token, subagents included, read the `transcripts` (session streams,",
+    "deduplicated by `message.id`) and `provider` (what the model side served) columns under",
+    "## Token accounting.",
 )
 
 # Wording kept from the reference so operators and log scrapers find the same sentence.
 _STATUS_LINES = {
-    "aborted": "Sweep aborted: partial evidence; promotion is disabled.",
-    "cancelled": "Sweep cancelled: partial evidence; promotion is disabled.",
+    "aborted": "Sweep aborted: partial evidence; no candidate can be promoted from it.",
+    "cancelled": "Sweep cancelled: partial evidence; no candidate can be promoted from it.",
 }
 _STATUS_CAUSES = {
     "complete": "every planned cell ran",
@@ -61,9 +62,7 @@ _MAIN_HEADER = (
     "| task | class | arm | resolved | input | cache_create | cache_read | output "
     "| cost $ | wall s | turns | churn | errors |"
 )
-_REVIEW_HEADER = (
-    "| case | arm | TP | FP | FN | precision | recall | blocker recall | weighted F1 | grounding |"
-)
+_REVIEW_HEADER = "| case | arm | TP | FP | FN | precision | recall | blocker recall | weighted F1 |"
 
 
 def _escape(text: str) -> str:
@@ -229,12 +228,11 @@ def _review_section(results: Results) -> list[str]:
                 f"| {_escape(task)} | {_escape(agg.arm)} | {_fmt(review.true_positives, '.1f')} "
                 f"| {_fmt(review.false_positives, '.1f')} | {_fmt(review.false_negatives, '.1f')} "
                 f"| {_fmt(review.precision, '.3f')} | {_fmt(review.recall, '.3f')} "
-                f"| {_fmt(review.blocker_recall, '.3f')} | {_fmt(review.weighted_f1, '.3f')} "
-                f"| {_fmt(review.grounded_evidence, '.3f')} |"
+                f"| {_fmt(review.blocker_recall, '.3f')} | {_fmt(review.weighted_f1, '.3f')} |"
             )
     if not rows:
         return []
-    separator = "| --- | --- |" + " ---: |" * 8
+    separator = "| --- | --- |" + " ---: |" * 7
     return ["## Review quality", "", _REVIEW_HEADER, separator, *rows, ""]
 
 
@@ -289,13 +287,18 @@ def _provenance_section(p: ReportProvenance) -> list[str]:
 
 
 def render_markdown(
-    results: Results, *, provenance: ReportProvenance, accounting: Sequence[AccountingLine] = ()
+    results: Results,
+    *,
+    provenance: ReportProvenance,
+    accounting: Sequence[AccountingLine] = (),
+    extra_sections: Sequence[str] = (),
 ) -> str:
     """The full `report.md` text for `{task: {arm: aggregate}}`, ending in a newline.
 
     Arms are summarised in the order `provenance.arms` lists them, then any other arm found in
     `results`; a declared arm with no rows shows 0/0 and health UNKNOWN rather than vanishing.
-    `accounting` (from `accounting.usage_accounting`) adds the token-accounting section.
+    `accounting` (from `accounting.usage_accounting`) adds the token-accounting section;
+    `extra_sections` (lines: promotion, paired statistics) go before the footers.
     """
     arms = _arm_order(results, provenance.arms)
     all_aggs = [agg for task_arms in results.values() for agg in task_arms.values()]
@@ -306,6 +309,7 @@ def render_markdown(
         *_main_table(results),
         *accounting_section(accounting),
         *_review_section(results),
+        *extra_sections,
         *_footers(all_aggs),
         *_provenance_section(provenance),
     ]

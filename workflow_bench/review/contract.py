@@ -189,19 +189,12 @@ def check_category(value: object) -> str:
     return check_text(value, max_chars=MAX_CATEGORY_CHARS).strip().casefold()
 
 
-def normalize_path(value: object) -> str:
+def check_path(value: object) -> str:
     """A repository-relative POSIX path with ``./``, ``a/../`` and backslashes resolved.
 
-    Findings and labels are compared on this form only. Raises ``ValueError`` for an absolute
-    path or one that leaves the repository.
+    Findings and labels are compared on this form only; an absolute path, ``.`` or one that
+    leaves the repository is a violation.
     """
-    try:
-        return check_path(value)
-    except FieldError as err:
-        raise ValueError(err.message) from None
-
-
-def check_path(value: object) -> str:
     text = check_text(value, max_bytes=MAX_PATH_BYTES).strip().replace("\\", "/")
     normalized = posixpath.normpath(text)
     if normalized.startswith("/") or normalized == "." or normalized.split("/")[0] == "..":

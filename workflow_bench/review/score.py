@@ -15,6 +15,11 @@ broken by the finding's (path, category, line, ...) and then the label's content
 labels are first put into a canonical order by their full content (ids are unique, so the order
 is total), which is why the score is identical under any permutation of either input.
 
+No "grounded evidence" metric: the artifact contract already rejects a finding without a path,
+a positive line and nonblank evidence, so counting those was 1.0 for every scorable review.
+Grounding worth the name (the cited lines exist in the reviewed change and the evidence quotes
+them) needs the harness-owned view of that change, which the scorer does not receive.
+
 Must never: read files, import workflow_bench modules other than the two above, or turn
 "no evidence" into a number: a ratio with an empty denominator is ``None``, except F1, which is
 0.0 when labels exist and nothing matched (a reviewer that found nothing scored zero, not n/a).
@@ -44,7 +49,6 @@ from .contract import (
     ReviewArtifact,
     ReviewArtifactError,
     ReviewFinding,
-    normalize_path,
     parse_review_artifact,
 )
 from .labels import Label, ReviewLabelsError, labels_from_oracle, parse_labels
@@ -73,7 +77,6 @@ __all__ = [
     "expected_verdict",
     "labels_from_oracle",
     "match_findings",
-    "normalize_path",
     "parse_labels",
     "parse_review_artifact",
     "review_oracle_passed",
@@ -110,8 +113,6 @@ class ReviewScore:
     """Of the matched pairs, the fraction whose severities agree; ``None`` with no match."""
     category_accuracy: float | None
     """Of the matched pairs, the fraction whose (case-folded) categories agree."""
-    grounded_evidence: float | None
-    """Of the findings, the fraction with a path, a line > 0 and nonblank evidence."""
     verdict_correct: bool
     """No labels → approve; any critical/high label → request_changes; otherwise comment."""
     clean_control: bool
@@ -299,9 +300,6 @@ def score_review(artifact: ReviewArtifact, labels: Sequence[Label]) -> ReviewSco
         ),
         "category_accuracy": _ratio(
             sum(findings[f].category == expected[lb].category for f, lb in pairs), tp
-        ),
-        "grounded_evidence": _ratio(
-            sum(bool(f.path) and f.line > 0 and bool(f.evidence.strip()) for f in findings), len(findings)
         ),
     }
     return ReviewScore(

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
+from ._confine import CONFINE_NAME, CONFINE_SCRIPT, SANDBOX_PYTHON
+
 SANDBOX_WORKSPACE = "/workspace"
 SANDBOX_HOME = "/home/agent"
 SANDBOX_TMP = "/tmp"
@@ -78,14 +80,19 @@ CLAUDE_ENVIRONMENT: Mapping[str, str] = MappingProxyType(
 )
 
 
-def shell_prefix_script(environment: Mapping[str, str] = BASE_ENVIRONMENT) -> str:
+def shell_prefix_script(
+    environment: Mapping[str, str] = BASE_ENVIRONMENT, *, confine: str | None = None
+) -> str:
     """The Bash-tool wrapper: the CLI passes the whole command as one argument.
 
     ``environment`` is the whole environment of the tool (the host backend
-    passes the allowlist with its own paths).
+    passes the allowlist with its own paths). ``confine``: the path of the
+    Landlock helper (``_confine``) the command starts through, so tools
+    cannot reach the CLI process; None only for the host-unsafe backend.
     """
     assignments = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(environment.items()))
-    return f'#!/bin/sh\nexec /usr/bin/env -i {assignments} /bin/bash -c "$1"\n'
+    launcher = f"{SANDBOX_PYTHON} -I -S {shlex.quote(confine)} " if confine else ""
+    return f'#!/bin/sh\nexec {launcher}/usr/bin/env -i {assignments} /bin/bash -c "$1"\n'
 
 
 EMPTY_DIR_NAME = "empty"
@@ -95,8 +102,11 @@ def write_runtime_dir(path: Path) -> Path:
     """Create the read-only runtime files mounted at SANDBOX_RUNTIME_DIR (once per sweep)."""
     path.mkdir(parents=True, exist_ok=True)
     (path / EMPTY_DIR_NAME).mkdir(mode=0o555, exist_ok=True)
+    confine = path / CONFINE_NAME
+    confine.write_text(CONFINE_SCRIPT)
+    confine.chmod(0o444)
     prefix = path / "shell-prefix"
-    prefix.write_text(shell_prefix_script())
+    prefix.write_text(shell_prefix_script(confine=f"{SANDBOX_RUNTIME_DIR}/{CONFINE_NAME}"))
     prefix.chmod(0o555)
     return path
 

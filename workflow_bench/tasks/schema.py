@@ -3,8 +3,9 @@ Over 400 lines on purpose: each task-file key's check sits beside the loader tha
 
 Owns what a task file may say (reference harness §4.1): the keys, the value checks shared by the
 spec constructors and the loader (``*_problems``), the declaration part ``DependencySpec`` (the
-oracle's own parts live in ``oracles``), and ``parse_task_file``, which reads YAML that rejects
-duplicate keys and reports **every** defect at once, each naming the file, the task and the key.
+oracle's own parts live in ``oracles``), and ``parse_task_file``, which reads YAML (bounded, through
+``input_files``) that rejects duplicate keys and reports **every** defect at once, each naming
+the file, the task and the key.
 
 Parsing may read oracle sources and run read-only ``git`` queries (through ``repos``); it never
 clones, writes or runs anything else. It returns keyword arguments, not specs: ``tasks`` builds
@@ -20,14 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import yaml
+from workflow_bench.input_files import InputFileError, load_yaml, read_bounded
 
 from .oracles import (
+    MAX_ORACLE_COMMAND_BYTES,
     MAX_ORACLE_FILES,
     OracleCaptureError,
     OracleFileSpec,
     OracleSpec,
     command_problem,
+    read_beneath,
     read_oracle_sources,
     relative_path_problem,
     target_problem,
@@ -52,7 +55,28 @@ TASK_KEYS = (
     "sandbox_copy",
     "sandbox_dependencies",
     "oracle",
+    "reference_patch",
+    "base_expected",
 )
+# Size limits, checked when the file is read so a task that cannot run is refused before any
+# clone. A task file is text; 1 MiB is ~60x the review corpus's file. verify and setup run as
+# `/bin/sh -c <command>`: Linux caps ONE argv string at 32 pages (131072 bytes with its NUL;
+# measured here through bwrap: 131071 runs, 131072 is E2BIG) and all of argv+env at ARG_MAX
+# (`getconf ARG_MAX` = 2 MiB here); 64 KiB leaves room for the harness's own wrapping. The
+# prompt reaches the CLI on stdin, which the CLI refuses above 10 MB; arms add a few KiB of
+# framing and a real task prompt is a few KiB, so 256 KiB is generous and far inside (and below
+# the file cap, so an oversized prompt is named as such). Every other string gets 4 KiB.
+MAX_TASK_FILE_BYTES = 1024 * 1024
+# A reference patch is a known-good diff for one task; the demo's largest is about 6 KiB.
+MAX_REFERENCE_PATCH_BYTES = 1024 * 1024
+MAX_TEXT_BYTES = 4 * 1024
+TEXT_LIMITS_BYTES = {
+    "prompt": 256 * 1024,
+    "verify": 64 * 1024,
+    "setup": 64 * 1024,
+    "oracle.command": MAX_ORACLE_COMMAND_BYTES,
+}
+
 _REQUIRED_KEYS = ("id", "class", "repo", "prompt", "verify", "oracle")
 _TOP_LEVEL = "<top level>"
 
@@ -120,6 +144,10 @@ def text_problems(key: str, value: object, *, optional: bool = False) -> list[Pr
         return [Problem(key, "must not be blank")]
     if "\0" in value:
         return [Problem(key, "must not contain NUL")]
+    limit = TEXT_LIMITS_BYTES.get(key, MAX_TEXT_BYTES)
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > limit:
+        return [Problem(key, f"is {size} bytes; the limit is {limit}")]
     return []
 
 
@@ -198,29 +226,6 @@ def resolve_repo_location(task_dir: Path, repo: str) -> Path:
 # ── loading ────────────────────────────────────────────────────────────────
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate mapping keys instead of keeping the last one silently."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            continue  # merge keys may legitimately be overridden by explicit ones
-        key = loader.construct_object(key_node, deep=True)
-        if not isinstance(key, str | int | float | bool):
-            continue  # unhashable keys are rejected by construct_mapping itself
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark, f"duplicate key {key!r}", key_node.start_mark
-            )
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 class _Collector:
     """Accumulates defects for one file; knows which task it is looking at."""
 
@@ -262,20 +267,20 @@ def parse_task_file(path: Path) -> tuple[Path, tuple[dict[str, Any], ...], tuple
 
 def _read_yaml(path: Path, out: _Collector) -> list[Any] | None:
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_bounded(path, max_bytes=MAX_TASK_FILE_BYTES).decode("utf-8")
     except FileNotFoundError:
         out.add("(file)", "no such file")
         return None
-    except (OSError, UnicodeDecodeError) as err:
+    except InputFileError as err:
+        out.add("(file)", str(err))
+        return None
+    except UnicodeDecodeError as err:
         out.add("(file)", f"cannot read as UTF-8: {err}")
         return None
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err)
-        out.add("(yaml)", f"{where}{problem}")
+        data = load_yaml(text)
+    except InputFileError as err:
+        out.add("(yaml)", str(err))
         return None
     if not isinstance(data, Mapping):
         out.add("(document)", f"want a mapping with a 'tasks' list, got {type(data).__name__}")
@@ -328,6 +333,12 @@ def _task_fields(item: object, index: int, out: _Collector) -> dict[str, Any] | 
         problems += repo_path_problems(f"sandbox_dependencies[{i}].source", source)
         problems += repo_path_problems(f"sandbox_dependencies[{i}].target", target)
     oracle, oracle_files = _oracle_declaration(item["oracle"], problems) if "oracle" in item else (None, ())
+    reference = item.get("reference_patch")
+    if reference is not None:
+        problems += text_problems("reference_patch", reference) or _reference_problems(
+            out.path.parent, reference
+        )
+    base_verify_passes = _base_expected(item.get("base_expected", {}), problems)
     # The outside-world checks run for every part whose declaration is valid, so one pass
     # reports a bad ref next to, say, a bad `expensive`.
     bad_keys = {p.key for p in problems}
@@ -350,7 +361,30 @@ def _task_fields(item: object, index: int, out: _Collector) -> dict[str, Any] | 
         expensive=item.get("expensive", False),
         sandbox_copy=tuple(copies),
         sandbox_dependencies=tuple(DependencySpec(s, t) for s, t in dependencies),
+        reference_patch=reference,
+        base_verify_passes=base_verify_passes,
     )
+
+
+def _reference_problems(task_dir: Path, source: str) -> list[Problem]:
+    """The reference patch must be readable like an oracle source: beneath the file's dir, no links."""
+    try:
+        read_beneath(task_dir, source, max_bytes=MAX_REFERENCE_PATCH_BYTES)
+    except ValueError as err:
+        return [Problem("reference_patch", str(err))]
+    return []
+
+
+def _base_expected(value: object, problems: list[Problem]) -> bool:
+    """``base_expected: {verify: pass|fail}`` → whether verify is expected to pass on the base."""
+    if not isinstance(value, Mapping) or any(k != "verify" for k in value):
+        problems.append(Problem("base_expected", "want a mapping with only 'verify: pass' or 'verify: fail'"))
+        return False
+    verdict = value.get("verify", "fail")
+    if verdict not in ("pass", "fail"):
+        problems.append(Problem("base_expected.verify", f"want 'pass' or 'fail', got {verdict!r}"))
+        return False
+    return verdict == "pass"
 
 
 def _string_list(value: object, key: str, problems: list[Problem]) -> list[str]:

@@ -125,6 +125,11 @@ class TaskSpec:
     expensive: bool = False
     sandbox_copy: tuple[str, ...] = ()
     sandbox_dependencies: tuple[DependencySpec, ...] = ()
+    reference_patch: str | None = None
+    """The known-good fix (a file relative to ``source_file``'s directory); hidden like the
+    oracle: only ``tasks check`` and the oracle agent read it, never a normal cell."""
+    base_verify_passes: bool = False
+    """``base_expected: {verify: pass}``: the authored tests already pass on the untouched base."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.source_file, Path) or not self.source_file.is_absolute():
@@ -170,6 +175,9 @@ def _spec_problems(spec: TaskSpec) -> list[Problem]:
     problems += text_problems("setup", spec.setup, optional=True)
     if type(spec.expensive) is not bool:
         problems.append(Problem("expensive", f"want true or false, got {spec.expensive!r}"))
+    problems += text_problems("reference_patch", spec.reference_patch, optional=True)
+    if type(spec.base_verify_passes) is not bool:
+        problems.append(Problem("base_expected", f"want true or false, got {spec.base_verify_passes!r}"))
     if not isinstance(spec.sandbox_copy, tuple):
         problems.append(Problem("sandbox_copy", "want a tuple of paths"))
     else:

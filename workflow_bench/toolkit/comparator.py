@@ -18,6 +18,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from workflow_bench.input_files import InputFileError, read_bounded
 from workflow_bench.tasks.spec import canonical_digest
 
 MANIFEST = Path(".claude-plugin") / "plugin.json"
@@ -28,8 +29,21 @@ MAX_FILES = 2000
 MAX_TOTAL_BYTES = 32 * 1024 * 1024  # a skills plugin is prose; anything bigger is not what we think it is
 
 
+MAX_MANIFEST_BYTES = 64 * 1024  # plugin.json is a few hundred bytes of metadata
+
+
 class ComparatorError(ValueError):
     """The comparator plugin was rejected; nothing ran."""
+
+
+def _read_capped(path: Path, relative: str, room: int) -> bytes:
+    """A plugin file's bytes, never reading more than the snapshot's remaining budget."""
+    try:
+        return read_bounded(path, max_bytes=max(room, 0))
+    except InputFileError as exc:
+        raise ComparatorError(
+            f"--ce-plugin-dir: {relative}: {exc} (snapshot limit {MAX_TOTAL_BYTES} bytes)"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +59,7 @@ def _manifest(plugin_dir: Path) -> dict:
     if not path.is_file() or path.is_symlink():
         raise ComparatorError(f"--ce-plugin-dir {plugin_dir}: no regular {MANIFEST}")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(read_bounded(path, max_bytes=MAX_MANIFEST_BYTES).decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise ComparatorError(
             f"--ce-plugin-dir {plugin_dir}: {MANIFEST} is not readable JSON: {exc}"
@@ -83,7 +97,7 @@ def snapshot_comparator(plugin_dir: Path, *, version: str, dest: Path, roles: se
                     f"--ce-plugin-dir: {relative} is a symlink; the snapshot takes no links"
                 )
             if stat.S_ISREG(mode):
-                data = path.read_bytes()
+                data = _read_capped(path, relative, MAX_TOTAL_BYTES - total)
                 total += len(data)
                 entries.append(
                     {"path": relative, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from workflow_bench.arms import ARMS, required_candidate_arms
+from workflow_bench.input_files import InputFileError, read_bounded
 from workflow_bench.tasks.spec import canonical_digest
 
 from .spec import SkillRole, Toolkit
@@ -68,7 +69,12 @@ def load_overlay(root: Path, *, toolkit: Toolkit) -> Overlay:
             if not stat.S_ISREG(mode):
                 raise OverlayError(f"--candidate-overlay: {relative} is not a regular file")
             role = _role(relative, toolkit)
-            data = path.read_bytes()
+            try:
+                data = read_bounded(path, max_bytes=max(MAX_TOTAL_BYTES - total, 0))
+            except InputFileError as exc:
+                raise OverlayError(
+                    f"--candidate-overlay: {relative}: {exc} (limit {MAX_TOTAL_BYTES} bytes in all)"
+                ) from None
             total += len(data)
             files.append((relative.as_posix(), data))
             roles.add(role)

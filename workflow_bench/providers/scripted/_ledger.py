@@ -155,7 +155,11 @@ class Book:
         agent_id: str | None = None,
         dialect: str = "anthropic",
     ) -> Decision:
-        """Pick the turn for a request and record it in the ledger (before it is sent).
+        """Pick the turn for a request; ``record`` it once it is about to be sent.
+
+        Recording is a separate step so that a request still sleeping on a scripted ``delay_s``
+        when its cell is cancelled (the client hung up) is never logged as served, nor counted
+        in the cell's provider usage.
 
         ``agent_id`` (the ``x-claude-code-agent-id`` header) marks a subagent's request: it is
         served from the session's ``subagents`` list, in first-seen order of agent ids.
@@ -205,8 +209,6 @@ class Book:
                 at=datetime.now(UTC).isoformat(timespec="milliseconds"),
                 dialect=dialect,
             )
-            self._ledger[key].append(entry)
-            self._all.append(entry)
         return Decision(
             binding=binding,
             session_index=session_index,
@@ -216,6 +218,12 @@ class Book:
             fault=fault,
             entry=entry,
         )
+
+    def record(self, key: str, entry: LedgerEntry) -> None:
+        """Log a decided request as served (called just before its reply is sent)."""
+        with self._lock:
+            self._ledger[key].append(entry)
+            self._all.append(entry)
 
     def ledger(self, key: str) -> tuple[LedgerEntry, ...]:
         with self._lock:

@@ -3,7 +3,8 @@
 Owns the *shape* checks (is it a mapping? a list? only known keys?) and the error location:
 the file, the cell (``cells[i] match={...}``) and the dotted key path. Value checks (counts,
 statuses, globs) belong to the dataclasses in ``_script``, which this module only assembles.
-Pure apart from reading the one file it is given.
+Pure apart from reading the one file it is given, through the bounded loader of
+``input_files`` (size cap, no FIFOs or devices, duplicate keys and alias bombs refused).
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
+from workflow_bench.input_files import InputFileError, load_yaml, read_bounded
 from workflow_bench.providers.scripted._script import (
     Cell,
     Fault,
@@ -30,6 +30,8 @@ from workflow_bench.providers.scripted._script import (
 from workflow_bench.usage import USAGE_FIELDS
 
 _T = TypeVar("_T")
+# Scripts carry whole file contents for the scripted tool calls; the demo script is 74 KB.
+MAX_SCRIPT_BYTES = 8 * 1024 * 1024
 
 
 def _mapping(raw: object, key: str, allowed: tuple[str, ...]) -> Mapping[str, Any]:
@@ -135,8 +137,8 @@ def load_script(path: str | Path) -> Script:
     """Read and validate a script file. Raises ``ScriptError`` (also for unreadable or non-YAML files)."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise ScriptError(f"cannot load: {err}", source=source) from err
+        text = read_bounded(path, max_bytes=MAX_SCRIPT_BYTES).decode("utf-8")
+        data = load_yaml(text)
+    except (OSError, UnicodeDecodeError, InputFileError) as err:
+        raise ScriptError(f"cannot load: {err}", source=source) from None
     return parse_script(data, source=source)

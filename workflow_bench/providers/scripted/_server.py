@@ -13,6 +13,7 @@ stores request bodies outside memory.
 from __future__ import annotations
 
 import json
+import select
 import socket
 import struct
 import threading
@@ -28,6 +29,8 @@ from workflow_bench.providers.scripted._script import Script, substitute_cwd
 
 # The CLI's bodies are ~90 KB; a transcript near the context limit stays well under this.
 _MAX_BODY_BYTES = 64 * 1024 * 1024
+# How often a request sleeping on a scripted delay checks whether its client hung up.
+_HANGUP_POLL_S = 0.05
 
 
 class ScriptedProvider:
@@ -163,6 +166,10 @@ class _Handler(BaseHTTPRequestHandler):
             agent_id=_wire.agent_id(self.headers),
             dialect=_ROUTES[path],
         )
+        fault = decision.fault
+        if fault is not None and fault.delay_s and not self._still_connected_after(fault.delay_s):
+            return  # the client hung up while we slept (its cell was cancelled): nothing was served
+        self.server.book.record(key, decision.entry)
         if openai:
             self._answer_responses(decision, body)
         else:
@@ -194,10 +201,25 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ---- answering
 
+    def _still_connected_after(self, delay_s: float) -> bool:
+        """Sleep ``delay_s``; false as soon as the client closes its end of the connection."""
+        deadline = time.monotonic() + delay_s
+        while (remaining := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.connection], [], [], min(remaining, _HANGUP_POLL_S))
+            if not readable:
+                continue
+            try:
+                if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                    self.close_connection = True
+                    return False
+            except OSError:
+                self.close_connection = True
+                return False
+            time.sleep(min(remaining, _HANGUP_POLL_S))  # pipelined bytes, not a hang-up: keep waiting
+        return True
+
     def _answer(self, decision: Decision, body: dict[str, Any]) -> None:
         fault = decision.fault
-        if fault is not None and fault.delay_s:
-            time.sleep(fault.delay_s)
         if fault is not None and fault.http_status is not None:
             self._send_json(fault.http_status, _wire.fault_error_body(fault.http_status))
             return
@@ -217,8 +239,6 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer_responses(self, decision: Decision, body: dict[str, Any]) -> None:
         """The OpenAI Responses twin of ``_answer``: same turn, same faults, other wire."""
         fault = decision.fault
-        if fault is not None and fault.delay_s:
-            time.sleep(fault.delay_s)
         if fault is not None and fault.http_status is not None:
             self._send_json(
                 fault.http_status, _responses.error_body(fault.http_status, message="scripted fault")

@@ -1,0 +1,133 @@
+"""`promotion verify`: exit 0 only on an exact recomputation; each tampering is caught and named."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from workflow_bench.reports.promotion.cli import main as promotion_main
+from workflow_bench.reports.promotion.policy import PromotionPolicy
+from workflow_bench.reports.promotion.verify import VerifyError, verify_promotion
+
+from .sweep_fixtures import FINISHED, record, runs, write_sweep
+
+pytestmark = pytest.mark.unit
+NOW = datetime.fromisoformat(FINISHED) + timedelta(days=1)
+
+
+@pytest.fixture
+def sweep(tmp_path: Path) -> Path:
+    rows = runs(3, "t1", "workflow") + runs(3, "t1", "candidate_workflow", cost_usd=0.9)
+    return write_sweep(tmp_path / "out", record(), rows)
+
+
+def fails(out: Path, match: str) -> None:
+    with pytest.raises(VerifyError, match=match):
+        verify_promotion(out, now=NOW)
+
+
+def edit_json(path: Path, change) -> None:
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+def test_verifies_and_cli_exit_codes(sweep: Path, capsys) -> None:
+    assert verify_promotion(sweep, now=NOW)["decisions"][0]["decision"] == "promote"
+    # real clock: the fixture's evidence is from 2026-11-30 (within 90 days of the test run's now)
+    assert promotion_main(["verify", str(sweep)]) == (
+        0 if datetime.now(UTC) < NOW + timedelta(days=88) else 1
+    )
+    (sweep / "results.jsonl").write_text("")
+    assert promotion_main(["verify", str(sweep)]) == 1
+    assert "FAILED" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("line", [0, 3, 5])
+def test_any_edited_row_fails(sweep: Path, line: int) -> None:
+    lines = (sweep / "results.jsonl").read_text().splitlines()
+    row = json.loads(lines[line])
+    row["recorded_at"] = "edited"
+    lines[line] = json.dumps(row, sort_keys=True)
+    (sweep / "results.jsonl").write_text("\n".join(lines) + "\n")
+    fails(sweep, f"line {line + 1}: sha256 differs")
+
+
+def test_deleted_and_duplicated_rows_fail(sweep: Path) -> None:
+    lines = (sweep / "results.jsonl").read_text().splitlines()
+    (sweep / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    fails(sweep, "row deleted")
+    (sweep / "results.jsonl").write_text("\n".join([*lines, lines[2]]) + "\n")
+    fails(sweep, "line 7: not in promotion.json")
+    (sweep / "results.jsonl").write_text("\n".join([lines[0], *lines]) + "\n")
+    fails(sweep, "line 2: sha256 differs")
+
+
+def test_edited_decision_fails(sweep: Path) -> None:
+    edit_json(sweep / "promotion.json", lambda d: d["decisions"][0].update(decision="keep_incumbent"))
+    fails(sweep, r"decisions\[0\]\.decision: stored 'keep_incumbent', recomputed 'promote'")
+
+
+def test_edited_evidence_and_consistent_forgery_fail(sweep: Path) -> None:
+    def forge(doc):
+        doc["decisions"][0]["tasks"][0]["candidate"]["resolved"] = 2
+
+    edit_json(sweep / "promotion.json", forge)
+    fails(sweep, r"candidate\.resolved")
+
+
+def test_run_count_inconsistency_is_named(sweep: Path) -> None:
+    edit_json(sweep / "promotion.json", lambda d: d["decisions"][0]["tasks"][0]["incumbent"].update(runs=4))
+    fails(sweep, "runs 4 != valid 3 \\+ excluded 0")
+
+
+def test_non_finite_metric_fails(sweep: Path) -> None:
+    text = (
+        (sweep / "promotion.json")
+        .read_text()
+        .replace('"median_improvement": 10.0', '"median_improvement": NaN')
+    )
+    (sweep / "promotion.json").write_text(text)
+    fails(sweep, "non-finite")
+
+
+def test_policy_must_round_trip_and_match_sweep_json(sweep: Path) -> None:
+    loose = PromotionPolicy.from_flags(min_improvement_pct=0.0).to_json()
+    edit_json(sweep / "promotion.json", lambda d: d.update(policy=loose))
+    fails(sweep, "policy differs from the policy sweep.json recorded")
+    (sweep / "sweep.json").unlink()
+    fails(sweep, "recomputed .median cost_usd improvement 10.0 % >= 0.0 %")  # reasons name the policy
+    edit_json(sweep / "promotion.json", lambda d: d["policy"]["implementation"].update(min_runs="3"))
+    fails(sweep, "min_runs")
+
+
+def test_timestamps(sweep: Path) -> None:
+    fails_at = lambda now, match: pytest.raises(VerifyError, match=match)  # noqa: E731
+    with fails_at(None, "expired"):
+        verify_promotion(sweep, now=NOW + timedelta(days=90))
+    with fails_at(None, "in the future"):
+        verify_promotion(sweep, now=datetime.fromisoformat(FINISHED) - timedelta(minutes=6))
+    verify_promotion(sweep, now=datetime.fromisoformat(FINISHED) - timedelta(minutes=4))  # clock skew
+    edit_json(sweep / "promotion.json", lambda d: d.update(evidence_expires_at="2027-06-01T00:00:00+00:00"))
+    fails(sweep, "not generated_at \\+ 90 days")
+    edit_json(sweep / "promotion.json", lambda d: d.update(generated_at="2026-11-30T12:00:00"))
+    fails(sweep, "timezone-aware")
+
+
+def test_schema_and_keys(sweep: Path) -> None:
+    edit_json(sweep / "promotion.json", lambda d: d.update(extra=1))
+    fails(sweep, "unknown \\['extra'\\]")
+    edit_json(sweep / "promotion.json", lambda d: d.update(schema_version=2))
+    fails(sweep, "schema_version")
+
+
+def test_run_status_cannot_be_upgraded(tmp_path: Path) -> None:
+    rows = runs(3, "t1", "workflow") + runs(3, "t1", "candidate_workflow", cost_usd=0.9)
+    out = write_sweep(tmp_path / "aborted", record(status="aborted"), rows)
+    doc = verify_promotion(out, now=NOW)
+    assert doc["decisions"][0]["decision"] == "insufficient_evidence"
+    edit_json(out / "promotion.json", lambda d: d.update(run_status="complete"))
+    fails(out, "decision")

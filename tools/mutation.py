@@ -1,0 +1,436 @@
+"""`./dev mutation [MODULE...]`: mutation score of the modules that compute what we report.
+
+Contract: for every module in MODULES (or the ones named), mutate it and run the fast tests
+mapped to it; print a per-module table, the diff of every surviving mutant, and as the LAST
+line one JSON object `{"modules": {"<module path>": <score %>, ...}, "total": <score %>}`.
+Score = killed / (mutants - listed equivalents). Exit 0 when every module is >= 95 %, else 1;
+exit 2 on a bad module name or a red baseline.
+
+Two mutators, because one alone has blind spots that would report false survivors:
+- mutmut (pinned in the dev extra) mutates function and method bodies, runs each mutant in a
+  worker forked after import, and runs only the mapped tests that reach the function;
+- `mutation_ast` mutates what mutmut never touches (module-level tables, decorated functions).
+  Every such mutant, and every mutmut survivor, is re-run in a FRESH interpreter, so a mutant
+  that only acts at import time (a table built by a function at import) is not a false survivor.
+Equivalent mutants are listed in tools/mutation-equivalents.toml with a one-line reason each
+(matched by module, the changed lines before/after and optionally a nearby line);
+they are excluded from the score and printed with their reasons.
+All work happens in a private temporary copy of the tree; the checkout is never modified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mutation_ast
+
+ROOT = Path(__file__).resolve().parent.parent
+EQUIVALENTS_FILE = ROOT / "tools" / "mutation-equivalents.toml"
+THRESHOLD = 95.0
+
+# module path -> the fast tests that pin it. Adding a module is one line. A module whose file
+# does not exist (yet) is skipped with a note.
+MODULES: dict[str, tuple[str, ...]] = {
+    "workflow_bench/review/score.py": ("tests/unit/test_review.py", "tests/unit/test_aggregate.py"),
+    "workflow_bench/review/contract.py": ("tests/unit/test_review.py", "tests/unit/test_review_contract.py"),
+    "workflow_bench/review/labels.py": ("tests/unit/test_review.py", "tests/unit/test_review_labels.py"),
+    "workflow_bench/reports/aggregate.py": ("tests/unit/test_aggregate.py", "tests/unit/test_report.py"),
+    "workflow_bench/usage.py": ("tests/unit/test_usage.py", "tests/unit/test_stream_usage.py"),
+    "workflow_bench/reports/accounting.py": ("tests/unit/test_accounting.py",),
+    "workflow_bench/cells/stream_usage.py": (
+        "tests/unit/test_accounting.py",
+        "tests/unit/test_stream_usage.py",
+    ),
+    "workflow_bench/providers/gateway/_usage.py": ("tests/unit/test_gateway_usage.py",),
+    "workflow_bench/judging/judge.py": ("tests/component/test_judge.py",),
+    "workflow_bench/judging/outcomes.py": (
+        "tests/unit/test_outcomes.py",
+        "tests/unit/test_outcome_predicates.py",
+    ),
+    "workflow_bench/reports/promotion.py": ("tests/unit/test_promotion.py",),
+    "workflow_bench/reports/stats.py": ("tests/unit/test_stats.py",),
+}
+PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly")
+
+
+@dataclass
+class Tally:
+    killed: int = 0
+    survivors: list[tuple[str, str]] = field(default_factory=list)  # (key, diff)
+    equivalent: list[tuple[str, str]] = field(default_factory=list)  # (diff, reason)
+
+    @property
+    def total(self) -> int:
+        return self.killed + len(self.survivors)
+
+    @property
+    def score(self) -> float:
+        return 100.0 if self.total == 0 else round(100.0 * self.killed / self.total, 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="./dev mutation", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "modules", nargs="*", metavar="MODULE", help="module paths (default: all in the table)"
+    )
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="parallel mutant runs")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary work tree")
+    args = parser.parse_args(argv)
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        print(f"unknown module(s): {', '.join(unknown)}; known: {', '.join(MODULES)}", file=sys.stderr)
+        return 2
+    wanted = args.modules or list(MODULES)
+    modules = {
+        m: tuple(t for t in MODULES[m] if (ROOT / t).is_file()) for m in wanted if (ROOT / m).is_file()
+    }
+    for m in wanted:
+        if m not in modules:
+            print(f"note: {m} does not exist yet; skipped", file=sys.stderr)
+    if not modules:
+        return 2
+    no_tests = [m for m, tests in modules.items() if not tests]
+    equivalents = _load_equivalents()
+    work = Path(tempfile.mkdtemp(prefix="wb-mutation-"))
+    started = time.monotonic()
+    try:
+        tallies = {m: Tally() for m in modules}
+        for m in no_tests:
+            print(f"note: {m} has no mapped test file: every mutant survives", file=sys.stderr)
+        _copy_tree(work / "tree")
+        _check_baseline(work / "tree", modules)
+        _run_mutmut(work / "tree", modules, tallies, equivalents, jobs=args.jobs)
+        _run_ast(work, modules, tallies, equivalents, jobs=args.jobs)
+    finally:
+        if args.keep:
+            print(f"work tree kept: {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return _report(tallies, elapsed=time.monotonic() - started)
+
+
+# ---- the work tree -------------------------------------------------------------------------
+
+
+def _copy_tree(dest: Path) -> None:
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode()
+    for rel in filter(None, listed.split("\0")):
+        src = ROOT / rel
+        if src.is_file() and not src.is_symlink():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+
+
+def _pytest(cwd: Path, tests: tuple[str, ...], *, env: dict[str, str] | None = None, timeout: float) -> str:
+    """'killed', 'survived' or 'timeout' for one fresh-interpreter test run."""
+    if not tests:
+        return "survived"  # no mapped test: nothing can kill it
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", *PYTEST_ARGS, *tests],
+            cwd=cwd,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
+            capture_output=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    return "survived" if proc.returncode == 0 else "killed"
+
+
+def _check_baseline(tree: Path, modules: dict[str, tuple[str, ...]]) -> None:
+    tests = tuple(sorted({t for ts in modules.values() for t in ts}))
+    if tests and _pytest(tree, tests, timeout=600) != "survived":
+        print(f"the mapped tests fail on the unmutated tree: {' '.join(tests)}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+# ---- mutmut: function bodies ---------------------------------------------------------------
+
+
+def _run_mutmut(
+    tree: Path, modules: dict[str, tuple[str, ...]], tallies: dict[str, Tally], equivalents, *, jobs: int
+):
+    tests = sorted({t for ts in modules.values() for t in ts})
+    if not tests:
+        return
+    config = {
+        "source_paths": ["workflow_bench"],
+        "only_mutate": list(modules),
+        "pytest_add_cli_args": ["-p", "no:cacheprovider"],
+        "pytest_add_cli_args_test_selection": tests,
+        "also_copy": [p.name for p in tree.iterdir() if p.name not in ("workflow_bench", "tests", "mutants")],
+        "use_git_change_detection": False,
+    }
+    pyproject = tree / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + "\n[tool.mutmut]\n" + _toml(config))
+    mutmut = [sys.executable, "-m", "mutmut"]
+    run = subprocess.run(
+        [*mutmut, "run", "--max-children", str(jobs)], cwd=tree, capture_output=True, text=True
+    )
+    if run.returncode != 0:
+        print(run.stdout[-4000:], run.stderr[-4000:], sep="\n", file=sys.stderr)
+        raise SystemExit(f"mutmut run failed (exit {run.returncode})")
+    # Collect every non-killed mutant and its diff in one process (mutmut's own API, in the tree).
+    collect = subprocess.run(
+        [sys.executable, "-c", _COLLECT, json.dumps(list(modules))], cwd=tree, capture_output=True, text=True
+    )
+    if collect.returncode != 0:
+        raise SystemExit(f"reading mutmut results failed:\n{collect.stderr[-4000:]}")
+    results = json.loads(collect.stdout)
+    recheck: list[tuple[str, str, str]] = []
+    for module, (killed, open_mutants) in results.items():
+        tallies[module].killed += killed
+        for key, diff in open_mutants:
+            recheck.append((module, key, diff))
+
+    # A survivor under fork may be a mutant that only acts at import time (the fork happened
+    # after import): re-run, in a fresh import, every open mutant of a function that runs then.
+    at_import = _import_time_functions(tree, modules)
+    fresh = [item for item in recheck if (item[0], _function_of(item[1])) in at_import]
+    requests = [{"env": {"MUTANT_UNDER_TEST": key}, "tests": list(modules[m])} for m, key, _ in fresh]
+    verdicts = dict(
+        zip((key for _, key, _ in fresh), _pool(tree / "mutants", requests, jobs=jobs), strict=True)
+    )
+    for module, key, diff in recheck:
+        _record(tallies[module], module, key, diff, verdicts.get(key, "survived"), equivalents)
+
+
+def _function_of(key: str) -> str:
+    """`pkg.mod.x_name__mutmut_3` -> `name`; `pkg.mod.xǁClassǁname__mutmut_3` -> `name`."""
+    mangled = key.rsplit(".", 1)[-1].rsplit("__mutmut_", 1)[0]
+    return mangled.split("ǁ")[2] if mangled.startswith("xǁ") else mangled[2:]
+
+
+_TRACE = r"""
+import json, sys
+from pathlib import Path
+import pytest
+targets = {str(Path(m).resolve()): m for m in json.loads(sys.argv[1])}
+called = set()
+def profile(frame, event, arg):
+    path = targets.get(frame.f_code.co_filename)
+    if event == "call" and path is not None:
+        called.add((path, frame.f_code.co_name))
+sys.setprofile(profile)
+pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *json.loads(sys.argv[2])])
+sys.setprofile(None)
+print(json.dumps(sorted(called)))
+"""
+
+
+def _import_time_functions(tree: Path, modules: dict[str, tuple[str, ...]]) -> set[tuple[str, str]]:
+    """(module, function) pairs that run while the modules and their mapped tests are imported."""
+    tests = sorted({t for ts in modules.values() for t in ts})
+    traced = subprocess.run(
+        [sys.executable, "-c", _TRACE, json.dumps(list(modules)), json.dumps(tests)],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    last = traced.stdout.strip().splitlines()[-1:] if traced.returncode == 0 else []
+    if not last:
+        raise SystemExit(f"tracing import-time calls failed:\n{traced.stdout[-2000:]}{traced.stderr[-2000:]}")
+    return {(m, f) for m, f in json.loads(last[0])}
+
+
+def _pool(tree: Path, requests: list[dict], *, jobs: int, copies: list[Path] | None = None) -> list[str]:
+    """Verdicts for `requests`, run by `jobs` fork servers (tools/mutation_worker.py).
+
+    With `copies`, worker i works in copies[i] (requests that rewrite a file need a tree each);
+    otherwise every worker shares `tree` (requests that only set the environment)."""
+    if not requests:
+        return []
+    trees = copies or [tree] * jobs
+    pending: queue.Queue[tuple[int, dict]] = queue.Queue()
+    for item in enumerate(requests):
+        pending.put(item)
+    verdicts: list[str] = [""] * len(requests)
+    control = sorted({t for r in requests for t in r["tests"]})
+    if not control:
+        return ["survived"] * len(requests)  # no mapped test: nothing can kill them
+    broken: list[str] = []
+
+    def serve(where: Path) -> None:
+        worker = subprocess.Popen(
+            [sys.executable, str(ROOT / "tools" / "mutation_worker.py"), str(where)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        try:
+            # Negative control: the unmutated tree must pass in this worker, or every "kill" it
+            # reports would be a broken harness, not a test doing its job.
+            worker.stdin.write(json.dumps({"timeout": 600, "tests": control}) + "\n")
+            worker.stdin.flush()
+            if json.loads(worker.stdout.readline())["verdict"] != "survived":
+                broken.append(str(where))
+                return
+            while True:
+                try:
+                    index, request = pending.get_nowait()
+                except queue.Empty:
+                    return
+                if not request["tests"]:
+                    verdicts[index] = "survived"  # no mapped test: nothing can kill it
+                    continue
+                worker.stdin.write(json.dumps({"timeout": 300, **request}) + "\n")
+                worker.stdin.flush()
+                verdicts[index] = json.loads(worker.stdout.readline())["verdict"]
+        finally:
+            worker.stdin.close()
+            worker.wait(timeout=60)
+
+    threads = [threading.Thread(target=serve, args=(where,)) for where in trees[:jobs]]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if broken:
+        raise SystemExit(f"the unmutated tests fail inside the mutation worker for {broken}")
+    if "" in verdicts:
+        raise SystemExit("a mutation worker died before finishing its mutants")
+    return verdicts
+
+
+_COLLECT = r"""
+import json, sys
+from pathlib import Path
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+from mutmut.mutation.data import SourceFileMutationData
+from mutmut.stats import status_by_exit_code
+out = {}
+for module in json.loads(sys.argv[1]):
+    data = SourceFileMutationData(path=Path(module))
+    data.load()
+    killed, rest = 0, []
+    for key, code in data.exit_code_by_key.items():
+        if status_by_exit_code[code] in ("killed", "timeout", "segfault"):
+            killed += 1
+        else:
+            rest.append((key, get_diff_for_mutant(key, path=Path(module))))
+    out[module] = (killed, rest)
+print(json.dumps(out))
+"""
+
+
+def _toml(config: dict) -> str:
+    return "".join(f"{k} = {json.dumps(v)}\n" for k, v in config.items())
+
+
+# ---- own AST mutator: module-level tables, decorated functions -------------------------------
+
+
+def _run_ast(
+    work: Path, modules: dict[str, tuple[str, ...]], tallies: dict[str, Tally], equivalents, *, jobs: int
+):
+    jobs_list: list[tuple[str, mutation_ast.Mutant]] = []
+    for module in modules:
+        source = (ROOT / module).read_text()
+        jobs_list.extend((module, m) for m in mutation_ast.mutants(source))
+    if not jobs_list:
+        return
+    # one private copy per worker: a mutant rewrites a file in place
+    copies = []
+    for i in range(jobs):
+        copy = work / f"ast-{i}"
+        shutil.copytree(work / "tree", copy, ignore=shutil.ignore_patterns("mutants"))
+        copies.append(copy)
+    requests = [
+        {"path": module, "source": m.source, "tests": list(modules[module])} for module, m in jobs_list
+    ]
+    verdicts = _pool(work / "tree", requests, jobs=jobs, copies=copies)
+    for (module, mutant), verdict in zip(jobs_list, verdicts, strict=True):
+        original = (ROOT / module).read_text()
+        diff = "".join(
+            difflib.unified_diff(
+                original.splitlines(keepends=True),
+                mutant.source.splitlines(keepends=True),
+                fromfile=module,
+                tofile=module,
+                n=1,
+            )
+        )
+        _record(tallies[module], module, f"ast:{module}:{mutant.line}", diff, verdict, equivalents)
+
+
+# ---- equivalents, verdicts, report ---------------------------------------------------------
+
+
+def _load_equivalents() -> list[dict[str, str]]:
+    if not EQUIVALENTS_FILE.is_file():
+        return []
+    entries = tomllib.loads(EQUIVALENTS_FILE.read_text()).get("equivalent", [])
+    for entry in entries:
+        if not {"module", "original", "mutant", "reason"} <= entry.keys() or not entry["reason"].strip():
+            raise SystemExit(f"{EQUIVALENTS_FILE}: every entry needs module, original, mutant and a reason")
+    return entries
+
+
+def _changed_lines(diff: str) -> tuple[str, str]:
+    body = [ln for ln in diff.splitlines() if not ln.startswith(("---", "+++", "@@"))]
+    removed = " ".join(ln[1:].strip() for ln in body if ln.startswith("-"))
+    added = " ".join(ln[1:].strip() for ln in body if ln.startswith("+"))
+    return removed, added
+
+
+def _record(tally: Tally, module: str, key: str, diff: str, verdict: str, equivalents) -> None:
+    if verdict in ("killed", "timeout"):
+        tally.killed += 1
+        return
+    removed, added = _changed_lines(diff)
+    for entry in equivalents:
+        if (
+            entry["module"] == module
+            and entry["original"].strip() == removed
+            and entry["mutant"].strip() == added
+            and entry.get("near", "").strip() in diff  # a nearby line, when the edit alone is ambiguous
+        ):
+            tally.equivalent.append((diff, entry["reason"]))
+            return
+    tally.survivors.append((key, diff))
+
+
+def _report(tallies: dict[str, Tally], *, elapsed: float) -> int:
+    width = max(len(m) for m in tallies)
+    print(f"\n{'module':<{width}}  mutants  killed  survived  equivalent  score")
+    for module, t in tallies.items():
+        print(
+            f"{module:<{width}}  {t.total:>7}  {t.killed:>6}  {len(t.survivors):>8}"
+            f"  {len(t.equivalent):>10}  {t.score:>5.1f}%"
+        )
+    killed = sum(t.killed for t in tallies.values())
+    total = sum(t.total for t in tallies.values())
+    overall = 100.0 if total == 0 else round(100.0 * killed / total, 1)
+    print(f"{'total':<{width}}  {total:>7}  {killed:>6}  {total - killed:>8}  {'':>10}  {overall:>5.1f}%")
+    print(f"({elapsed / 60:.1f} min)")
+    for module, t in tallies.items():
+        for diff, reason in t.equivalent:
+            removed, added = _changed_lines(diff)
+            print(f"\nequivalent in {module}: {removed!r} -> {added!r}: {reason}")
+    for t in tallies.values():
+        for key, diff in t.survivors:
+            print(f"\nSURVIVED {key}\n{diff.rstrip()}")
+    print(json.dumps({"modules": {m: t.score for m, t in tallies.items()}, "total": overall}))
+    return 0 if all(t.score >= THRESHOLD for t in tallies.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,380 @@
+"""Evidence of record for one session: derived from the relay's wire record, then the CLI's stream
+checked against it (DESIGN §4 "Evidence has a trust level").
+
+The agent controls its tools' processes and could append events to the CLI's stdout; it cannot
+touch the relay, which runs on the host. So usage, tool counts and skill evidence come from the
+wire, and the stream is a second view: any disagreement makes the session ``evidence-tampered``.
+
+Conversation threads. Every request must continue one the session already had: its messages
+start with an earlier request's messages plus that request's reply (or repeat an earlier request
+exactly: a retry). A request that continues nothing may only open the session (the first request)
+or a subagent (a new ``x-claude-code-agent-id`` while an Agent or Skill call the model made is
+still unanswered; for Agent, the subagent's first message must carry that call's prompt).
+Anything else is a conversation the model never had — e.g. a tool process talking to the relay.
+
+Known limit: automatic compaction (not reached in any measured session) rewrites the
+conversation and would read as tampering.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from workflow_bench.redaction import printable
+from workflow_bench.relay.server import Exchange, WireRecord
+from workflow_bench.relay.wire import ToolResult, ToolUse
+from workflow_bench.usage import USAGE_FIELDS, sum_usage
+
+from .sessions import SessionOutcome
+from .skill_evidence import TOOL_NAME_CHARS, skill_evidence
+
+_SUBAGENT_TOOLS = frozenset({"agent", "task", "skill"})
+
+
+@dataclass(frozen=True, slots=True)
+class WireEvidence:
+    """What the wire proves about one session. Unknown values are None, never 0."""
+
+    exchanges: int
+    refused: int
+    usage: Mapping[str, int | None]
+    """Every completed message, subagents included, each message id once: the provider's spend."""
+    usage_main: Mapping[str, int | None]
+    """The main conversation's accepted messages: what the CLI's result event must report."""
+    tool_use_counts: Mapping[str, int]
+    tool_uses: Mapping[str, ToolUse]
+    tool_results: Mapping[str, ToolResult]
+    main_tool_use_ids: tuple[str, ...]
+    turns: int
+    tampering: tuple[str, ...] = ()
+    unverifiable: tuple[str, ...] = ()
+    summary: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+
+    def skill_invoked(self, expected: str) -> bool:
+        """The model requested Skill(expected) and a request carried a non-error result for it."""
+        for tool_id, use in self.tool_uses.items():
+            if use.name.lower() != "skill" or _skill_name(use.input) != expected.lower():
+                continue
+            result = self.tool_results.get(tool_id)
+            if result is not None and not result.is_error:
+                return True
+        return False
+
+
+def _skill_name(inputs: Mapping[str, Any]) -> str | None:
+    for key in ("skill", "command", "name"):
+        raw = inputs.get(key)
+        if isinstance(raw, str) and raw.strip():
+            return raw.strip().split()[0].lstrip("/").rsplit(":", 1)[-1].lower() or None
+    return None
+
+
+def analyse(record: WireRecord) -> WireEvidence:
+    """Threads, usage, tool calls and results of one session's wire record (pure)."""
+    tampering: list[str] = []
+    unverifiable: list[str] = []
+    if record.overflow:
+        unverifiable.append("the wire record exceeded its exchange cap")
+    exchanges = record.exchanges
+    thread_of: dict[int, int] = {}
+    by_messages: dict[tuple[str, ...], int] = {}
+    by_continuation: dict[tuple[str, ...], int] = {}
+    consumed: set[int] = set()
+    tool_uses: dict[str, ToolUse] = {}
+    tool_results: dict[str, ToolResult] = {}
+    anchors_used: set[str] = set()
+    agents_seen: set[str] = set()
+    thread_agent: dict[int, str | None] = {}
+    for exchange in exchanges:
+        i, request = exchange.index, exchange.request
+        parent = by_messages.get(request.messages)
+        if parent is None:
+            for k in range(len(request.messages) - 1, 0, -1):
+                parent = by_continuation.get(request.messages[: k + 1])
+                if parent is not None:
+                    consumed.add(parent)
+                    break
+        if parent is not None:
+            thread_of[i] = thread_of[parent]
+            if exchange.agent_id != thread_agent[thread_of[i]]:
+                tampering.append(f"request {i} continues a conversation under another agent id")
+        else:
+            thread_of[i] = i
+            thread_agent[i] = exchange.agent_id
+            problem = _new_thread_problem(
+                exchange, i == exchanges[0].index, tool_uses, tool_results, anchors_used, agents_seen
+            )
+            if problem:
+                tampering.append(problem)
+        if exchange.agent_id:
+            agents_seen.add(exchange.agent_id)
+        by_messages.setdefault(request.messages, i)
+        for result in request.tool_results:
+            if result.tool_use_id not in tool_uses:
+                tampering.append(
+                    f"request {i} answers tool call {printable(result.tool_use_id, 64)} the model never made"
+                )
+                continue
+            first = tool_results.setdefault(result.tool_use_id, result)
+            if first.is_error != result.is_error:
+                tampering.append(
+                    f"request {i} re-answers {printable(result.tool_use_id, 64)} with another error flag"
+                )
+        response = exchange.response
+        if exchange.response_overflow:
+            unverifiable.append(f"response {i} exceeded the record cap")
+        if response.status == 200 and response.parse_error:
+            unverifiable.append(f"response {i}: {response.parse_error}")
+        if response.reply_digest is not None and response.completed:
+            by_continuation.setdefault((*request.messages, response.reply_digest), i)
+            for use in response.tool_uses:
+                if use.id in tool_uses:
+                    tampering.append(f"response {i} repeats tool call id {printable(use.id, 64)}")
+                tool_uses.setdefault(use.id, use)
+    return _evidence(record, thread_of, consumed, tool_uses, tool_results, tampering, unverifiable)
+
+
+def _new_thread_problem(
+    exchange: Exchange,
+    first: bool,
+    tool_uses: Mapping[str, ToolUse],
+    tool_results: Mapping[str, ToolResult],
+    anchors_used: set[str],
+    agents_seen: set[str],
+) -> str | None:
+    if first and exchange.agent_id is None:
+        return None
+    if exchange.agent_id and exchange.agent_id not in agents_seen:
+        for tool_id, use in tool_uses.items():
+            if use.name.lower() not in _SUBAGENT_TOOLS or tool_id in anchors_used or tool_id in tool_results:
+                continue
+            prompt = use.input.get("prompt")
+            if use.name.lower() != "skill" and not (
+                isinstance(prompt, str) and prompt in exchange.request.first_user_texts
+            ):
+                continue
+            anchors_used.add(tool_id)
+            return None
+    return f"request {exchange.index} starts a conversation the session never had"
+
+
+def _evidence(record, thread_of, consumed, tool_uses, tool_results, tampering, unverifiable):
+    exchanges = record.exchanges
+    main = thread_of[exchanges[0].index] if exchanges else None
+    last_in_thread: dict[int, int] = {}
+    for exchange in exchanges:
+        if exchange.response.completed:
+            last_in_thread[thread_of[exchange.index]] = exchange.index
+    # Accepted: a reply the CLI continued from, or the last one of its conversation. A reply
+    # that was retried away is spend (usage_wire) but not part of what the CLI reports.
+    accepted = set(consumed) | set(last_in_thread.values())
+    seen_ids: set[str] = set()
+    spend, main_usage, summary = [], [], []
+    counts: dict[str, int] = {}
+    main_ids: list[str] = []
+    for exchange in exchanges:
+        response, i = exchange.response, exchange.index
+        if response.status == 200 and not response.completed:
+            spend.append(dict(response.usage))  # a cut stream may still be billed: its usage stays
+        if response.completed and response.message_id not in seen_ids:
+            seen_ids.add(response.message_id or f"#{i}")
+            spend.append(dict(response.usage))
+        if response.completed and i in accepted:
+            for use in response.tool_uses:
+                name = printable(use.name, TOOL_NAME_CHARS)  # model output: bounded and escaped
+                counts[name] = counts.get(name, 0) + 1
+            if thread_of[i] == main:
+                main_usage.append(dict(response.usage))
+                main_ids += [u.id for u in response.tool_uses]
+        summary.append(
+            {
+                "request": i,
+                "thread": thread_of[i],
+                "agent_id": _bounded(exchange.agent_id),
+                "model": _bounded(exchange.request.model),
+                "messages": len(exchange.request.messages),
+                "tool_results": [
+                    [_bounded(r.tool_use_id), r.is_error] for r in exchange.request.tool_results
+                ],
+                "status": response.status,
+                "message_id": _bounded(response.message_id),
+                "completed": response.completed,
+                "accepted": i in accepted,
+                "usage": dict(response.usage),
+                "tool_uses": [
+                    [_bounded(u.id), printable(u.name, TOOL_NAME_CHARS)] for u in response.tool_uses
+                ],
+            }
+        )
+    return WireEvidence(
+        exchanges=len(exchanges),
+        refused=record.refused,
+        usage=sum_usage(spend),
+        usage_main=sum_usage(main_usage),
+        tool_use_counts=dict(sorted(counts.items())),
+        tool_uses=tool_uses,
+        tool_results=tool_results,
+        main_tool_use_ids=tuple(main_ids),
+        turns=len(main_usage),
+        tampering=tuple(dict.fromkeys(tampering)),
+        unverifiable=tuple(dict.fromkeys(unverifiable)),
+        summary=tuple(summary),
+    )
+
+
+# ── the stream, checked against the wire ───────────────────────────────────
+
+
+def cross_check(wire: WireEvidence, events: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every disagreement between the CLI's stream (second view) and the wire (of record)."""
+    problems: list[str] = []
+    results = [e for e in events if e.get("type") == "result"]
+    if len(results) > 1:
+        problems.append(f"the stream carries {len(results)} result events; a session prints one")
+    # The CLI reports zeros when nothing was served (e.g. every request got a 529).
+    expected = dict(wire.usage_main) if wire.turns else dict.fromkeys(USAGE_FIELDS, 0)
+    for result in results:
+        usage = _stream_usage(result)
+        if usage != expected:
+            problems.append(f"the stream's result usage {usage} disagrees with the wire's {expected}")
+    stream_uses: set[str] = set()
+    for event in events:
+        kind = event.get("type")
+        message = event.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if kind == "assistant" and isinstance(message, dict):
+            blocks = content if isinstance(content, list) else []
+            for block in blocks:
+                if not isinstance(block, dict) or block.get("type") != "tool_use":
+                    continue
+                tool_id = block.get("id")
+                use = wire.tool_uses.get(tool_id) if isinstance(tool_id, str) else None
+                if use is None or use.name != block.get("name"):
+                    problems.append(
+                        f"the stream shows tool call {printable(tool_id, 64)} the model never made"
+                    )
+                else:
+                    stream_uses.add(use.id)
+        elif kind == "user" and isinstance(content, list):
+            for block in content:
+                if not isinstance(block, dict) or block.get("type") != "tool_result":
+                    continue
+                tool_id = block.get("tool_use_id")
+                if not isinstance(tool_id, str) or tool_id not in wire.tool_uses:
+                    problems.append(
+                        f"the stream answers tool call {printable(tool_id, 64)} the model never made"
+                    )
+                    continue
+                sent = wire.tool_results.get(tool_id)
+                if sent is not None and sent.is_error != (block.get("is_error") is True):
+                    problems.append(
+                        f"the stream's result for {printable(tool_id, 64)} disagrees with the one sent"
+                    )
+    for tool_id in wire.main_tool_use_ids:
+        if tool_id not in stream_uses:
+            problems.append(f"the stream omits tool call {printable(tool_id, 64)} the model made")
+    return list(dict.fromkeys(problems))
+
+
+def _stream_usage(result: Mapping[str, Any]) -> dict[str, Any]:
+    usage = result.get("usage")
+    return {key: usage.get(key) for key in USAGE_FIELDS} if isinstance(usage, dict) else {}
+
+
+# ── the session outcome, re-derived from the wire ──────────────────────────
+
+_STREAM_SUCCESS_KINDS = (None, "skill-not-invoked", "evidence-unverified")
+MAX_DETAIL_PROBLEMS = 5
+
+
+def apply_wire(outcome: SessionOutcome, record: WireRecord, *, expected_skill: str | None) -> SessionOutcome:
+    """The session's row facts from the wire; the stream only cross-checked (pure)."""
+    wire = analyse(record)
+    problems = list(wire.tampering)
+    stream_skill = None
+    if outcome.events:
+        problems += cross_check(wire, outcome.events)
+        if expected_skill is not None:
+            stream_skill, _ = skill_evidence(outcome.events, expected_skill)
+    elif _foreign_bytes(outcome):
+        problems.append("the stream carries bytes the CLI does not print (not JSON lines)")
+    if record.refused and outcome.error_kind == "session-error":
+        # The CLI never sends what the relay refuses (measured); a session that then failed was
+        # failed from inside (e.g. a connection flood starving the CLI): never an outage.
+        problems.append(f"the relay refused {record.refused} request(s) from inside the sandbox")
+    invoked = wire.skill_invoked(expected_skill) if expected_skill is not None else None
+    if stream_skill is True and invoked is False:
+        problems.append(f"the stream shows skill {expected_skill} invoked; the wire does not")
+    common = {
+        "usage": dict(wire.usage_main),
+        "usage_wire": dict(wire.usage),
+        "tool_use_counts": dict(wire.tool_use_counts),
+        "relay_refused": record.refused,
+        "wire_summary": wire.summary,
+        "events": (),  # the cross-check is done; do not carry the stream further
+    }
+    if problems and outcome.error_kind != "cancelled":
+        return replace(
+            outcome,
+            ok=False,
+            error_kind="evidence-tampered",
+            error_detail="; ".join(problems[:MAX_DETAIL_PROBLEMS]),
+            skill_invoked=invoked,
+            transcript_missing=False,
+            diagnostics=(*outcome.diagnostics, *problems),
+            **common,
+        )
+    if outcome.error_kind not in _STREAM_SUCCESS_KINDS:
+        # A failed session measured nothing: its row usage stays unknown (the stream's None), while
+        # usage_wire keeps what was really served.
+        return replace(outcome, **{**common, "usage": outcome.usage})
+    if wire.unverifiable:
+        return replace(
+            outcome,
+            ok=False,
+            error_kind="evidence-unverified",
+            error_detail="; ".join(wire.unverifiable[:MAX_DETAIL_PROBLEMS]),
+            skill_invoked=None,
+            transcript_missing=True,
+            diagnostics=(*outcome.diagnostics, *wire.unverifiable),
+            **common,
+        )
+    kind = "skill-not-invoked" if invoked is False else None
+    return replace(
+        outcome,
+        ok=kind is None,
+        error_kind=kind,
+        error_detail=None,
+        skill_invoked=invoked,
+        transcript_missing=False,
+        **common,
+    )
+
+
+def _foreign_bytes(outcome: SessionOutcome) -> bool:
+    """The CLI exited 0, yet its stream is not JSON lines: someone else wrote to it.
+
+    Exit 0 only: a CLI killed mid-line (a memory cap, a signal) legitimately leaves a cut line.
+    """
+    detail = outcome.error_detail if isinstance(outcome.error_detail, dict) else {}
+    problem = str(detail.get("event_stream_error") or "")
+    return (
+        detail.get("process_state") == "exited"
+        and detail.get("returncode") == 0
+        and any(
+            marker in problem for marker in ("is not JSON", "not UTF-8", "is not a JSON object", "non-finite")
+        )
+    )
+
+
+def _bounded(value: str | None) -> str | None:
+    """Ids and names on the wire come from the sandbox or the model: bounded and escaped."""
+    return None if value is None else printable(value, TOOL_NAME_CHARS)
+
+
+def wire_lines(summary: Sequence[Mapping[str, Any]]) -> bytes:
+    """The per-session wire record artifact: one JSON line per exchange (facts only, no bodies)."""
+    return "".join(json.dumps(line, sort_keys=True) + "\n" for line in summary).encode()

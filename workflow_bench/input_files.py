@@ -1,0 +1,190 @@
+"""Reading user-supplied input files with bounded time and memory: ``read_bounded`` and ``load_yaml``.
+
+Owns the one YAML loader every input goes through (task files, scripted-provider scripts) and
+the bounded read in front of it. A new user's typo must cost an exit 2, never the machine:
+
+- ``read_bounded`` opens without blocking (a FIFO or ``/dev/zero`` is refused by type, never
+  read), refuses anything but a regular file, and never reads more than its cap plus one byte.
+- ``load_yaml`` is PyYAML's safe loader with two changes. Duplicate mapping keys are an error
+  (PyYAML keeps the last one silently; a script or task file with two ``verify`` keys would run
+  the one the author did not mean). Alias expansion is bounded: aliases are kept (the demo
+  scripts share file contents through anchors), but before any Python object is built the
+  composed node graph is weighed as if every alias were expanded (one unit per node plus the
+  length of each scalar), memoized per node so the weighing itself costs only the graph's size.
+  A "billion laughs" document is refused in milliseconds, and a recursive alias is refused too.
+  Error messages carry line and column marks only, never the document's values, so a bomb is
+  never expanded by printing it.
+
+Must never: follow a value into memory before it is weighed, or construct arbitrary objects.
+Callers: ``task_schema`` (task files), ``provider._load`` (scripts).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# Expanded weight of a YAML document: nodes + scalar characters as if every alias were copied.
+# demo.yaml (74 KB, anchors shared between arms) weighs about 0.2 M; a 600-byte alias bomb
+# weighs 10^9. 4 M keeps two orders of magnitude of room for real scripts.
+MAX_YAML_EXPANDED_WEIGHT = 4_000_000
+
+
+class InputFileError(ValueError):
+    """An input file cannot be read or parsed within its bounds; the message names the problem."""
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None) -> None:
+        where = f"line {line}, column {column}: " if line is not None and column is not None else ""
+        super().__init__(f"{where}{message}")
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+def read_bounded(path: str | Path, *, max_bytes: int) -> bytes:
+    """The bytes of the regular file at ``path``; ``InputFileError`` if it is not one or is too big.
+
+    ``FileNotFoundError`` propagates (callers word "no such file" themselves).
+    """
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; the type check then refuses it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise InputFileError(f"cannot open: {err.strerror or err}") from err
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputFileError("not a regular file (a device, FIFO, socket or directory is refused)")
+        if info.st_size > max_bytes:
+            raise InputFileError(f"is {info.st_size} bytes; the limit is {max_bytes}")
+        chunks, total = [], 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > max_bytes:
+            raise InputFileError(f"grew past the limit of {max_bytes} bytes while being read")
+        return b"".join(chunks)
+    except OSError as err:
+        raise InputFileError(f"cannot read: {err.strerror or err}") from err
+    finally:
+        os.close(fd)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate mapping keys instead of keeping the last one silently."""
+
+
+def _construct_mapping(loader: _BoundedLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # merge keys may legitimately be overridden by explicit ones
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, str | int | float | bool):
+            continue  # unhashable keys are rejected by construct_mapping itself
+        if key in seen:
+            shown = key if not isinstance(key, str) or len(key) <= 80 else f"{key[:80]}…"
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping",
+                node.start_mark,
+                f"duplicate key {shown!r}",
+                key_node.start_mark,
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_BoundedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def expanded_weight(root: yaml.Node, *, limit: int = MAX_YAML_EXPANDED_WEIGHT) -> int:
+    """The node graph's weight with every alias expanded; ``InputFileError`` past ``limit`` or on a cycle.
+
+    Iterative (a deeply nested document must not hit Python's recursion limit) and memoized per
+    node, so it visits each composed node once whatever the expansion would be.
+    """
+    weights: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            on_path.discard(key)
+            children = _children(node)
+            weight = 1 + sum(weights[id(child)] for child in children)
+            if isinstance(node, yaml.ScalarNode):
+                weight += len(node.value)
+            if weight > limit:
+                mark = node.start_mark
+                raise InputFileError(
+                    f"YAML aliases expand this document past {limit} nodes and characters "
+                    "(an alias bomb?); share less through anchors",
+                    line=mark.line + 1,
+                    column=mark.column + 1,
+                )
+            weights[key] = weight
+            continue
+        if key in weights:
+            continue
+        if key in on_path:
+            mark = node.start_mark
+            raise InputFileError(
+                "a YAML alias refers to its own anchor (recursive)",
+                line=mark.line + 1,
+                column=mark.column + 1,
+            )
+        on_path.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in on_path:
+                mark = child.start_mark
+                raise InputFileError(
+                    "a YAML alias refers to its own anchor (recursive)",
+                    line=mark.line + 1,
+                    column=mark.column + 1,
+                )
+            if id(child) not in weights:
+                stack.append((child, False))
+    return weights[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def load_yaml(text: str, *, limit: int = MAX_YAML_EXPANDED_WEIGHT) -> Any:
+    """Parse one YAML document safely: duplicate keys and oversized alias expansion are errors.
+
+    Raises ``InputFileError`` with the line and column of the problem (never its value).
+    """
+    loader = _BoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        expanded_weight(node, limit=limit)
+        return loader.construct_document(node)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or type(err).__name__
+        if mark is None:
+            raise InputFileError(f"YAML: {problem}") from None
+        raise InputFileError(f"YAML: {problem}", line=mark.line + 1, column=mark.column + 1) from None
+    except RecursionError:
+        raise InputFileError("YAML nesting is too deep") from None
+    finally:
+        loader.dispose()

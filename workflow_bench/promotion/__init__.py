@@ -1,0 +1,1 @@
+"""Entry point only: `python -m workflow_bench.promotion` (code lives in workflow_bench.reports.promotion)."""

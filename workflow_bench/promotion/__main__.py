@@ -1,0 +1,7 @@
+"""`python -m workflow_bench.promotion verify DIR` / `apply DIR --target TOOLKIT_DIR`."""
+
+import sys
+
+from workflow_bench.reports.promotion.cli import main
+
+sys.exit(main())

@@ -1,0 +1,187 @@
+"""`report.html`: one self-contained page (no network at view time) beside report.md.
+
+Charts (Chart.js, vendored inline from `vendor/`, see its README): resolve rate vs median cost
+per arm with a 95 % CI, per-task median cost by arm, tokens per arm in the three accounting views
+(main loop, transcripts incl. subagents, provider), error kinds per arm. Tables: the promotion
+decision with per-task evidence, and measurement health. Everything the page shows is embedded as
+one JSON block; the page script only draws it.
+
+Self-check hooks for the headless-browser test: each chart canvas gets `data-points` (the number
+of non-null points drawn) and `<body data-charts>` the number of charts drawn; uncaught errors
+are appended to `#page-errors`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+from workflow_bench.reports.accounting import AccountingLine
+from workflow_bench.reports.aggregate import ArmAggregate, ArmHealth
+from workflow_bench.reports.provenance import ReportProvenance
+
+_CHART_JS = "chart.umd.min.js"
+
+
+def _asset(*parts: str) -> str:
+    return resources.files("workflow_bench.reports").joinpath(*parts).read_text(encoding="utf-8")
+
+
+def _e(value: Any) -> str:
+    return html.escape("n/a" if value is None else str(value))
+
+
+def _tokens(accounting: Sequence[AccountingLine]) -> dict[str, dict[str, int | None]]:
+    out: dict[str, dict[str, int | None]] = {}
+    for line in accounting:
+        views = {"main loop": line.main_loop, "transcripts": line.transcripts, "provider": line.provider}
+        per_arm = out.setdefault(line.arm, {})
+        for name, totals in views.items():
+            values = None if totals is None else totals.values()
+            total = None if values is None or any(v is None for v in values) else sum(values)  # type: ignore[misc]
+            if name in per_arm and (per_arm[name] is None or total is None):
+                per_arm[name] = None
+            else:
+                per_arm[name] = (per_arm.get(name) or 0) + total if total is not None else None
+    return out
+
+
+def _promotion_chart(promotion: Mapping[str, Any] | None) -> dict[str, Any]:
+    if promotion is None:
+        return {"labels": [], "datasets": []}
+    tasks = [t["id"] for t in promotion["selected_tasks"]]
+    datasets = []
+    for d in promotion["decisions"]:
+        key = "weighted_f1_delta" if d["metric"] == "review_weighted_f1" else "improvement_pct"
+        by_task = {t["task"]: t.get(key) for t in d["tasks"]}
+        unit = "Δ weighted F1" if key == "weighted_f1_delta" else f"{d['metric']} improvement %"
+        datasets.append({"label": f"{d['candidate_arm']} ({unit})", "data": [by_task.get(t) for t in tasks]})
+    if not any(v is not None for d in datasets for v in d["data"]):
+        return {"labels": [], "datasets": []}
+    return {"labels": tasks, "datasets": datasets}
+
+
+def _health_table(health: Mapping[str, ArmHealth]) -> str:
+    rows = "".join(
+        f"<tr><td>{_e(arm)}</td><td class='{h.status.value}'>{h.status.value}</td><td>{h.fresh_attempts}</td>"
+        f"<td>{h.admissible}</td><td>{h.execution_failures}</td><td>{h.evidence_failures}</td>"
+        f"<td>{_e(', '.join(h.reasons) or '—')}</td></tr>"
+        for arm, h in health.items()
+    )
+    return (
+        "<table><tr><th>arm</th><th>status</th><th>fresh attempts</th><th>admissible</th>"
+        f"<th>execution failures</th><th>evidence failures</th><th>reasons</th></tr>{rows}</table>"
+    )
+
+
+def _promotion_html(promotion: Mapping[str, Any] | None) -> str:
+    if promotion is None:
+        return "<p>No candidate arm ran: no promotion decision.</p>"
+    parts = [
+        f"<p>run status <code>{_e(promotion['run_status'])}</code>; evidence expires "
+        f"{_e(promotion['evidence_expires_at'])}; verify with <code>python -m workflow_bench.promotion"
+        " verify DIR</code>.</p>"
+    ]
+    for d in promotion["decisions"]:
+        parts.append(
+            f"<h3>{_e(d['candidate_arm'])} vs {_e(d['incumbent_arm'])}: "
+            f"<span class='{_e(d['decision'])}'>{_e(d['decision'])}</span></h3>"
+            "<ul>" + "".join(f"<li>{_e(r)}</li>" for r in d["reasons"]) + "</ul>"
+        )
+        review = d["metric"] == "review_weighted_f1"
+        head = (
+            "<tr><th>case</th><th>incumbent wF1</th><th>candidate wF1</th><th>Δ</th><th>scored inc/cand"
+            "</th><th>notes</th></tr>"
+            if review
+            else "<tr><th>task</th><th>gated</th><th>incumbent resolved</th><th>candidate resolved</th>"
+            f"<th>incumbent {_e(d['metric'])}</th><th>candidate {_e(d['metric'])}</th><th>improvement %"
+            "</th><th>notes</th></tr>"
+        )
+        body = []
+        for t in d["tasks"]:
+            inc, cand = t["incumbent"], t["candidate"]
+            if review:
+                notes = "; ".join([*t["insufficient"], *t["regressions"]]) or "—"
+                body.append(
+                    f"<tr><td>{_e(t['task'])}</td><td>{_e(inc['review_weighted_f1'])}</td><td>{_e(cand['review_weighted_f1'])}</td>"
+                    f"<td>{_e(t['weighted_f1_delta'])}</td><td>{inc['scored_runs']}/{cand['scored_runs']}</td><td>{_e(notes)}</td></tr>"
+                )
+            else:
+                flags = [*t["insufficient"]]
+                flags += ["quality regression"] if t["quality_regression"] else []
+                flags += ["efficiency regression"] if t["efficiency_regression"] else []
+                body.append(
+                    f"<tr><td>{_e(t['task'])}</td><td>{t['gated']}</td><td>{_e(t['incumbent_resolved'])}</td>"
+                    f"<td>{_e(t['candidate_resolved'])}</td><td>{_e(t['incumbent_metric'])}</td>"
+                    f"<td>{_e(t['candidate_metric'])}</td><td>{_e(t['improvement_pct'])}</td>"
+                    f"<td>{_e('; '.join(flags) or '—')}</td></tr>"
+                )
+        parts.append("<table>" + head + "".join(body) + "</table>")
+    return "".join(parts)
+
+
+def render_html(
+    *,
+    results: Mapping[str, Mapping[str, ArmAggregate]],
+    provenance: ReportProvenance,
+    health: Mapping[str, ArmHealth],
+    promotion: Mapping[str, Any] | None,
+    stats: Mapping[str, Any],
+    accounting: Sequence[AccountingLine],
+) -> str:
+    arms = list(health)
+    errors: dict[str, dict[str, int]] = {}
+    for task_arms in results.values():
+        for arm, agg in task_arms.items():
+            for kind, count in agg.error_kinds.items():
+                errors.setdefault(arm, {})[kind] = errors.get(arm, {}).get(kind, 0) + count
+    data = {
+        "arms": arms,
+        "tasks": list(results),
+        "arm_summary": stats["arms"],
+        "task_cost": {t: {a: agg.cost_usd for a, agg in ta.items()} for t, ta in results.items()},
+        "tokens": _tokens(accounting),
+        "errors": errors,
+        "error_kinds": sorted({k for per in errors.values() for k in per}),
+        "promotion_chart": _promotion_chart(promotion),
+    }
+    payload = json.dumps(data, sort_keys=True, allow_nan=False).replace("</", "<\\/")
+    notice = (
+        "<p class='notice'><b>SCRIPTED PROVIDER: NOT A MODEL MEASUREMENT.</b> Every number comes from a "
+        "scripted model; it shows the pipeline runs end to end.</p>"
+        if provenance.is_scripted
+        else ""
+    )
+    errors_section = (
+        "<div class='chart'><canvas id='chart-errors'></canvas></div>"
+        if data["error_kinds"]
+        else "<p>No run recorded an error kind.</p>"
+    )
+    promo_chart = (
+        "<div class='chart'><canvas id='chart-promotion'></canvas></div>"
+        if data["promotion_chart"]["labels"]
+        else ""
+    )
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>workflow-bench report</title><style>{_asset('report.css')}</style></head><body>"
+        "<h1>workflow-bench report</h1>"
+        f"{notice}<pre id='page-errors'></pre>"
+        f"<p>status <code>{_e(provenance.status)}</code>; model <code>{_e(provenance.model)}</code>;"
+        " provider "
+        f"<code>{_e(provenance.provider)}</code>; {provenance.runs} run(s) per cell; {len(results)} task(s); "
+        f"{len(arms)} arm(s). Numbers: medians over valid runs; report.md and stats.json hold the tables.</p>"
+        "<h2>Measurement health</h2>" + _health_table(health) + "<h2>Outcomes and cost</h2><div class='grid'>"
+        "<div class='chart'><canvas id='chart-rate-cost'></canvas></div>"
+        "<div class='chart'><canvas id='chart-task-cost'></canvas></div>"
+        "<div class='chart'><canvas id='chart-tokens'></canvas></div>"
+        f"<div>{errors_section}</div></div>"
+        "<h2>Promotion</h2>" + promo_chart + _promotion_html(promotion) + "\n"
+        f"<script id='report-data' type='application/json'>{payload}</script>\n"
+        f"<script>{_asset('vendor', _CHART_JS)}</script>\n<script>{_asset('report.js')}</script>\n"
+        "</body></html>\n"
+    )

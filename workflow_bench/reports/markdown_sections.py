@@ -1,0 +1,139 @@
+"""report.md sections for the promotion decision and the paired statistics.
+
+Render only; every number comes from promotion.json / stats.json as built elsewhere. Unknown
+prints `n/a`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+NA = "n/a"
+
+
+def _fmt(value: Any, spec: str = "") -> str:
+    if value is None:
+        return NA
+    return format(value, spec) if spec else str(value)
+
+
+def _escape(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def promotion_section(promotion: Mapping[str, Any] | None) -> list[str]:
+    if promotion is None:
+        return []
+    lines = [
+        "## Promotion",
+        "",
+        f"`promotion.json` (schema {promotion['schema_version']}, run status `{promotion['run_status']}`, "
+        f"expires {promotion['evidence_expires_at']}). Check it with "
+        "`python -m workflow_bench.promotion verify DIR`.",
+        "",
+    ]
+    for decision in promotion["decisions"]:
+        lines += [
+            f"### {_escape(decision['candidate_arm'])} vs {_escape(decision['incumbent_arm'])}: "
+            f"**{decision['decision']}**",
+            "",
+            f"Metric `{decision['metric']}`; median improvement {_fmt(decision['median_improvement'])}"
+            f"{'' if decision['metric'] == 'review_weighted_f1' else ' %'}; "
+            f"resolved-run margin {_fmt(decision['resolved_margin'])}.",
+            "",
+            *(f"- {_escape(reason)}" for reason in decision["reasons"]),
+            "",
+        ]
+        if decision["metric"] == "review_weighted_f1":
+            lines += [
+                "| case | clean control | incumbent wF1 | candidate wF1 | Δ wF1 | inc scored | cand"
+                " scored | notes |",
+                "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+            ]
+            for t in decision["tasks"]:
+                notes = "; ".join([*t["insufficient"], *t["regressions"]]) or "—"
+                lines.append(
+                    f"| {_escape(t['task'])} | {t['clean_control']} |"
+                    f" {_fmt(t['incumbent']['review_weighted_f1'])} "
+                    f"| {_fmt(t['candidate']['review_weighted_f1'])} | {_fmt(t['weighted_f1_delta'])} "
+                    f"| {t['incumbent']['scored_runs']} | {t['candidate']['scored_runs']} |"
+                    f" {_escape(notes)} |"
+                )
+        else:
+            lines += [
+                "| task | gated | incumbent resolved | candidate resolved | incumbent metric |"
+                " candidate metric "
+                "| improvement % | notes |",
+                "| --- | --- | --- | --- | ---: | ---: | ---: | --- |",
+            ]
+            for t in decision["tasks"]:
+                flags = [*t["insufficient"]]
+                flags += ["quality regression"] if t["quality_regression"] else []
+                flags += ["quality floor not met"] if t["candidate_quality_floor_met"] is False else []
+                flags += ["efficiency regression"] if t["efficiency_regression"] else []
+                lines.append(
+                    f"| {_escape(t['task'])} | {t['gated']} | {t['incumbent_resolved']} |"
+                    f" {t['candidate_resolved']} "
+                    f"| {_fmt(t['incumbent_metric'])} | {_fmt(t['candidate_metric'])} |"
+                    f" {_fmt(t['improvement_pct'])} "
+                    f"| {_escape('; '.join(flags) or '—')} |"
+                )
+        lines.append("")
+    return lines
+
+
+def _ci(summary: Mapping[str, Any]) -> str:
+    ci = summary["ci95"]
+    return NA if ci is None else f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
+
+
+def stats_section(stats: Mapping[str, Any]) -> list[str]:
+    lines = [
+        "## Paired statistics",
+        "",
+        "Descriptive only (the promotion gate does not read them). Per task: arm − reference over valid",
+        "runs; across tasks: median delta, bootstrap 95 % CI of the median, sign test p-value. Full",
+        "detail in `stats.json`.",
+        "",
+    ]
+    if stats["arms"]:
+        lines += [
+            "| arm | valid runs | resolve rate | 95 % CI (Wilson) | median cost $ |",
+            "| --- | ---: | ---: | --- | ---: |",
+        ]
+        for arm, summary in stats["arms"].items():
+            ci = summary["resolve_rate_ci95"]
+            ci_text = NA if ci is None else f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
+            lines.append(
+                f"| {_escape(arm)} | {summary['valid_runs']} | {_fmt(summary['resolve_rate'])} | {ci_text} "
+                f"| {_fmt(summary['median_cost_usd'])} |"
+            )
+        lines.append("")
+    if stats["comparisons"]:
+        lines += [
+            "| arm | reference | tasks | Δ resolve rate (median) | 95 % CI | sign p | Δ cost $ (median)"
+            " | 95 % CI | sign p |",
+            "| --- | --- | ---: | ---: | --- | ---: | ---: | --- | ---: |",
+        ]
+        for c in stats["comparisons"]:
+            rate, cost = c["resolve_rate"], c["cost_usd"]
+            lines.append(
+                f"| {_escape(c['arm'])} | {_escape(c['reference'])} | {len(c['per_task'])} "
+                f"| {_fmt(rate['median_delta'])} | {_ci(rate)} | {_fmt(rate['sign_test']['p_value'])} "
+                f"| {_fmt(cost['median_delta'])} | {_ci(cost)} | {_fmt(cost['sign_test']['p_value'])} |"
+            )
+        lines.append("")
+    ks = sorted({int(k) for per_arm in stats["pass_k"].values() for k in per_arm})
+    if ks:
+        header = " | ".join(f"pass@{k} | pass^{k}" for k in ks)
+        lines += [f"| arm | {header} |", "| --- |" + " ---: |" * (2 * len(ks))]
+        for arm, per_k in stats["pass_k"].items():
+            cells = " | ".join(
+                f"{_fmt(per_k.get(str(k), {}).get('pass_at_k'))} |"
+                f" {_fmt(per_k.get(str(k), {}).get('pass_hat_k'))}"
+                for k in ks
+            )
+            lines.append(f"| {_escape(arm)} | {cells} |")
+        lines.append("")
+    return lines

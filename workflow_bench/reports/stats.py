@@ -1,0 +1,211 @@
+"""Paired statistics (descriptive only; the promotion gate stays deterministic and never reads them).
+
+For each arm versus `baseline`, and each candidate versus its incumbent: per-task paired deltas
+(arm − reference) of resolve rate and median cost over valid rows; across tasks the median delta,
+a bootstrap 95 % percentile CI of that median (scipy.stats.bootstrap, fixed seed so a re-render is
+byte-identical) and a two-sided sign test (scipy.stats.binomtest on non-zero deltas). Per arm,
+pass@k and pass^k for k ≤ runs with the unbiased estimator over each task's n valid runs with c
+resolved: pass@k = 1 − C(n−c, k)/C(n, k), pass^k = C(c, k)/C(n, k), averaged over tasks with n ≥ k.
+
+Pure: rows in, a JSON-ready dict out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from workflow_bench.arms import ARMS
+from workflow_bench.judging.outcomes import Row, is_excluded
+
+STATS_FILE = "stats.json"
+STATS_SCHEMA = 1
+BASELINE_ARM = "baseline"
+# 2000 resamples: the CI's endpoints move by < 1 % of the spread between seeds at this size, and a
+# sweep's report must render in well under a second.
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0
+CONFIDENCE = 0.95
+_DIGITS = 6
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(float(value), _DIGITS)
+
+
+def _task_arm_rows(rows: Sequence[Row]) -> dict[tuple[str, str], list[Row]]:
+    grouped: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        if not is_excluded(row):
+            grouped.setdefault((str(row.get("task")), str(row.get("arm"))), []).append(row)
+    return grouped
+
+
+def _resolve_rate(valid: Sequence[Row]) -> float | None:
+    return sum(1 for r in valid if r.get("resolved") is True) / len(valid) if valid else None
+
+
+def _median_cost(valid: Sequence[Row]) -> float | None:
+    costs = [r.get("cost_usd") for r in valid]
+    if not costs or any(not isinstance(c, int | float) or isinstance(c, bool) for c in costs):
+        return None
+    return float(statistics.median(costs))
+
+
+def summarize_deltas(deltas: Sequence[float]) -> dict[str, Any]:
+    """Median, bootstrap CI of the median and the sign test over per-task deltas."""
+    positive = sum(1 for d in deltas if d > 0)
+    negative = sum(1 for d in deltas if d < 0)
+    ci: list[float | None] | None = None
+    if len(deltas) >= 2:
+        result = scipy_stats.bootstrap(
+            (np.asarray(deltas, dtype=float),),
+            np.median,
+            confidence_level=CONFIDENCE,
+            n_resamples=BOOTSTRAP_RESAMPLES,
+            method="percentile",
+            rng=np.random.default_rng(BOOTSTRAP_SEED),
+        )
+        ci = [_round(result.confidence_interval.low), _round(result.confidence_interval.high)]
+    p_value = (
+        _round(scipy_stats.binomtest(positive, positive + negative, 0.5).pvalue)
+        if positive + negative
+        else None
+    )
+    return {
+        "tasks": len(deltas),
+        "median_delta": _round(float(np.median(deltas))) if deltas else None,
+        "ci95": ci,
+        "sign_test": {
+            "positive": positive,
+            "negative": negative,
+            "zero": len(deltas) - positive - negative,
+            "p_value": p_value,
+        },
+    }
+
+
+def _comparison(
+    grouped: Mapping[tuple[str, str], list[Row]], tasks: Sequence[str], arm: str, reference: str, kind: str
+) -> dict[str, Any]:
+    per_task = []
+    for task in tasks:
+        mine, theirs = grouped.get((task, arm), []), grouped.get((task, reference), [])
+        if not mine or not theirs:
+            continue
+        rate_a, rate_b = _resolve_rate(mine), _resolve_rate(theirs)
+        cost_a, cost_b = _median_cost(mine), _median_cost(theirs)
+        per_task.append(
+            {
+                "task": task,
+                "resolve_rate_delta": _round(rate_a - rate_b)
+                if rate_a is not None and rate_b is not None
+                else None,
+                "cost_usd_delta": _round(cost_a - cost_b)
+                if cost_a is not None and cost_b is not None
+                else None,
+            }
+        )
+    return {
+        "arm": arm,
+        "reference": reference,
+        "kind": kind,
+        "per_task": per_task,
+        "resolve_rate": summarize_deltas(
+            [t["resolve_rate_delta"] for t in per_task if t["resolve_rate_delta"] is not None]
+        ),
+        "cost_usd": summarize_deltas(
+            [t["cost_usd_delta"] for t in per_task if t["cost_usd_delta"] is not None]
+        ),
+    }
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for one task: P(at least one of k draws without replacement resolved)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n; got n={n} c={c} k={k}")
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k for one task: P(all k draws without replacement resolved)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass^k needs 0 <= c <= n and 1 <= k <= n; got n={n} c={c} k={k}")
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def _pass_k(
+    grouped: Mapping[tuple[str, str], list[Row]], tasks: Sequence[str], arm: str, runs: int
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k in range(1, runs + 1):
+        counts = [
+            (len(v), sum(1 for r in v if r.get("resolved") is True))
+            for t in tasks
+            if len(v := grouped.get((t, arm), [])) >= k
+        ]
+        out[str(k)] = {
+            "tasks": len(counts),
+            "pass_at_k": _round(statistics.fmean(pass_at_k(n, c, k) for n, c in counts)) if counts else None,
+            "pass_hat_k": _round(statistics.fmean(pass_hat_k(n, c, k) for n, c in counts))
+            if counts
+            else None,
+        }
+    return out
+
+
+def _arm_summary(rows: Sequence[Row], arm: str) -> dict[str, Any]:
+    """Resolve rate over every valid run of the arm with a Wilson 95 % CI, and its median cost."""
+    valid = [r for r in rows if r.get("arm") == arm and not is_excluded(r)]
+    resolved = sum(1 for r in valid if r.get("resolved") is True)
+    ci = None
+    if valid:
+        interval = scipy_stats.binomtest(resolved, len(valid)).proportion_ci(CONFIDENCE, method="wilson")
+        ci = [_round(interval.low), _round(interval.high)]
+    cost = _median_cost(valid)
+    return {
+        "valid_runs": len(valid),
+        "resolved": resolved,
+        "resolve_rate": _round(resolved / len(valid)) if valid else None,
+        "resolve_rate_ci95": ci,
+        "median_cost_usd": _round(cost),
+    }
+
+
+def paired_statistics(
+    rows: Sequence[Row], *, arms: Sequence[str], tasks: Sequence[str], runs: int
+) -> dict[str, Any]:
+    grouped = _task_arm_rows(rows)
+    comparisons = []
+    if BASELINE_ARM in arms:
+        comparisons += [
+            _comparison(grouped, tasks, a, BASELINE_ARM, "vs-baseline") for a in arms if a != BASELINE_ARM
+        ]
+    for arm in arms:
+        incumbent = ARMS[arm].candidate_of if arm in ARMS else None
+        if incumbent and incumbent in arms:
+            comparisons.append(_comparison(grouped, tasks, arm, incumbent, "candidate-vs-incumbent"))
+    return {
+        "schema_version": STATS_SCHEMA,
+        "method": {
+            "delta": "arm minus reference, per task over valid rows (resolve rate; median cost_usd)",
+            "ci": f"bootstrap percentile {CONFIDENCE:.0%} CI of the median delta, "
+            f"{BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}",
+            "sign_test": "two-sided binomial test on the signs of non-zero deltas",
+            "resolve_rate_ci95": "Wilson score interval over the arm's valid runs (all tasks pooled)",
+            "pass_k": "unbiased estimator per task over valid runs, averaged over tasks with n >= k",
+        },
+        "arms": {arm: _arm_summary(rows, arm) for arm in arms},
+        "comparisons": comparisons,
+        "pass_k": {arm: _pass_k(grouped, tasks, arm, runs) for arm in arms},
+    }
+
+
+def stats_text(stats: Mapping[str, Any]) -> str:
+    return json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"

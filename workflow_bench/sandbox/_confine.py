@@ -1,0 +1,53 @@
+"""The tool confinement helper: agent tool processes cannot reach the CLI process.
+
+Every Bash tool command runs through the shell prefix, which starts it through ``CONFINE_SCRIPT``
+(run by the sandbox's ``/usr/bin/python3``): the script puts itself in a fresh Landlock domain,
+then execs the command. Landlock's ptrace rule — a process may only ptrace, or open
+``/proc/<pid>/{mem,environ,fd/*}`` of, processes in its own domain or below — then keeps every
+tool process away from the CLI (which stays outside the domain), whatever their uids.
+
+Measured on this machine (kernel 6.18, Landlock ABI 7, bwrap 0.8.0), inside our sandbox, with
+the runner as root and as ``nobody``: without the domain a tool process opened the CLI's
+``/proc/<pid>/environ``, ``mem`` and ``fd/1`` and ``PTRACE_ATTACH``ed to it; inside it, each
+open failed with EACCES and ptrace with EPERM. Alternatives ruled out: a nested PID namespace
+needs a nested user namespace (our bwrap passes --disable-userns) and cannot mount a fresh /proc
+inside bwrap anyway (the "Can't mount proc" failure of the CLI's own scrub mode); a non-dumpable
+CLI (not tried) would need an unreadable binary, since dumpability resets on execve.
+
+The handled rights (creating block and character devices) are ones no tool needs; the domain
+exists for its ptrace rule, not for file access. Fails closed: without Landlock the command does
+not run (exit 126), so a host that cannot confine tools cannot silently run unconfined ones.
+"""
+
+from __future__ import annotations
+
+CONFINE_NAME = "confine.py"
+CONFINE_EXIT = 126
+SANDBOX_PYTHON = "/usr/bin/python3"
+
+CONFINE_SCRIPT = f'''"""workflow-bench: run argv[1:] in a new Landlock domain (see sandbox/_confine.py)."""
+import ctypes, os, struct, sys
+
+CREATE_RULESET, RESTRICT_SELF = 444, 446  # same number on every architecture
+PR_SET_NO_NEW_PRIVS = 38
+MAKE_CHAR, MAKE_BLOCK = 1 << 6, 1 << 11
+
+
+def fail(what):
+    sys.stderr.write("workflow-bench confine: %s: %s\\n" % (what, os.strerror(ctypes.get_errno())))
+    sys.exit({CONFINE_EXIT})
+
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+attr = ctypes.create_string_buffer(struct.pack("Q", MAKE_CHAR | MAKE_BLOCK))
+fd = libc.syscall(CREATE_RULESET, attr, ctypes.c_size_t(8), ctypes.c_uint32(0))
+if fd < 0:
+    fail("Landlock is unavailable")
+if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    fail("no_new_privs")
+if libc.syscall(RESTRICT_SELF, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
+    fail("landlock_restrict_self")
+os.close(fd)
+os.execv(sys.argv[1], sys.argv[1:])
+'''
