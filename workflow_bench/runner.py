@@ -266,11 +266,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 remove_tree(ready.comparator.snapshot.parent)
 
 
-def _resume_rows(args: argparse.Namespace, ready: PreparedInput, out_dir: Path) -> tuple[dict, ...]:
-    """Refuse a configuration that differs from the directory's lock; return the rows it keeps."""
+def _resume_rows(
+    args: argparse.Namespace, ready: PreparedInput, out_dir: Path, claims: list[OutputClaim]
+) -> tuple[dict, ...]:
+    """Refuse a configuration that differs from the directory's lock; return the rows it keeps.
+
+    The configuration is checked before the directory is claimed (claiming rewrites the holder
+    record), so a refused resume changes nothing; the rows are read under the claim.
+    """
     model = args.model or (ready.script.model if ready.script else None)
     config = _sweep_config(args, ready, out_dir=out_dir, model=model)
     check_lock(out_dir, config_lock(config))
+    claims.append(claim_output_dir(out_dir, resume=True))
     return kept_rows(out_dir, plan_keys(config))
 
 
@@ -297,9 +304,10 @@ def _run_claimed(args: argparse.Namespace, prepared: list[PreparedInput], claims
         if args.reuse_results is not None:
             prior_rows = load_prior_rows(args.reuse_results, out_dir=out_dir)
         # --resume is locked too: a resumed sweep and a second runner never share a directory.
-        claims.append(claim_output_dir(out_dir, resume=args.resume is not None))
         if args.resume is not None:
-            done_rows = _resume_rows(args, ready, out_dir)
+            done_rows = _resume_rows(args, ready, out_dir, claims)
+        else:
+            claims.append(claim_output_dir(out_dir))
     except TaskFileError as exc:
         print(f"error: invalid task file:\n{exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -13,6 +13,7 @@ import json
 import pytest
 
 from workflow_bench import runner
+from workflow_bench.reports.rerender import main as report_main
 
 from .conftest import REPO_ROOT
 
@@ -51,6 +52,14 @@ def test_reuse_pays_only_candidates_and_one_canary_per_incumbent_arm(
         assert row["transcript_artifacts"] == original["transcript_artifacts"]  # re-hashed, same bytes
         for entry in row["transcript_artifacts"]:
             assert (second / entry["path"]).read_bytes() == (first / entry["path"]).read_bytes()
+        assert row["wire_artifacts"] and row["wire_artifacts"] == original["wire_artifacts"]  # relay record
+        for name in row["wire_artifacts"]:
+            assert (second / name).read_bytes() == (first / name).read_bytes()
     report = (second / "report.md").read_text()
     assert "Rows reused from an earlier sweep (`--reuse-results`, not paid here): 2" in report
     assert f"| trivial-amount-grouping | workflow | 1 | `{first.resolve()}`" in report
+    # the Scheduling section is re-rendered byte-identically from the directory alone
+    before = (second / "report.md").read_bytes()
+    (second / "report.md").unlink()
+    assert report_main([str(second)]) == 0
+    assert (second / "report.md").read_bytes() == before

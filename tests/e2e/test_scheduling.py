@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from workflow_bench import runner
+from workflow_bench.reports.rerender import main as report_main
 
 pytestmark = pytest.mark.e2e
 SCRIPT = Path(__file__).parent / "scripts" / "breaker.yaml"
@@ -48,3 +49,10 @@ def test_breaker_overrun_is_bounded_and_unstarted_cells_are_listed(
     report = (out / "report.md").read_text()
     assert "Sweep aborted" in report and f"Scheduler: `{scheduler}`" in report
     assert f"Cells planned but not run: {len(not_run)}" in report
+    # The Scheduling section comes from sweep.json + not-run.jsonl: the re-render is byte-identical,
+    # and it needs not-run.jsonl (without it the section would say 0).
+    assert report_main([str(out)]) == 0
+    assert (out / "report.md").read_text() == report
+    (out / "not-run.jsonl").rename(out / "not-run.moved")
+    assert report_main([str(out)]) == 0
+    assert "Cells planned but not run: 0" in (out / "report.md").read_text()

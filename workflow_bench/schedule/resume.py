@@ -154,11 +154,10 @@ def kept_rows(out_dir: Path, planned: Sequence[CellKey], *, log=print) -> tuple[
 def _move_artifacts(out_dir: Path, key: CellKey, aside: Path) -> None:
     """Move a cell's leftover artifacts (no kept row points at them) out of the way of its rerun."""
     names = [f"{key.slug}.patch", f"{key.slug}.review.json"]
-    transcripts = out_dir / "transcripts"
-    if transcripts.is_dir():
-        names += [
-            f"transcripts/{p.name}" for p in transcripts.iterdir() if p.name.startswith(f"{key.slug}-s")
-        ]
+    for folder in ("transcripts", "wire"):  # wire/: the relay's record of each session
+        if (out_dir / folder).is_dir():
+            found = (out_dir / folder).iterdir()
+            names += [f"{folder}/{p.name}" for p in found if p.name.startswith(f"{key.slug}-s")]
     for name in _existing(out_dir, names):
         target = aside / name
         target.parent.mkdir(parents=True, exist_ok=True)

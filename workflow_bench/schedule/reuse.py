@@ -205,15 +205,21 @@ def reused_copy(row: Mapping[str, Any], source: Path) -> tuple[dict[str, Any], d
         if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
             raise ValueError(f"{entry['path']} does not match its recorded sha256")
         artifacts[entry["path"]] = data
+    for name in row.get("wire_artifacts") or ():  # the relay's record travels with the row it backs
+        path = source / str(name)
+        if not str(name).startswith("wire/") or path.is_symlink() or not path.is_file():
+            raise ValueError(f"{name} missing")
+        if path.parent.resolve() != (source / "wire").resolve():
+            raise ValueError(f"{name} is outside {source / 'wire'}")
+        artifacts[str(name)] = path.read_bytes()
     for field, name in (("patch_artifact", "patch.diff"), ("review_artifact", "review.json")):
         if row.get(field):
             path = source / str(row[field])
             if path.is_symlink() or not path.is_file() or path.parent.resolve() != source.resolve():
                 raise ValueError(f"{row[field]} missing")
             artifacts[name] = path.read_bytes()
-    copied = {
-        k: v for k, v in row.items() if k not in ("transcript_artifacts", "patch_artifact", "review_artifact")
-    }
+    artifact_fields = ("transcript_artifacts", "wire_artifacts", "patch_artifact", "review_artifact")
+    copied = {k: v for k, v in row.items() if k not in artifact_fields}
     copied.update(
         reused=True,
         reused_from_dir=str(source.resolve()),
