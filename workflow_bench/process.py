@@ -142,7 +142,7 @@ def run_process(
     timeout_s: float,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
-    stdin: bytes | None = None,
+    stdin: bytes | Path | None = None,
     max_stdout_bytes: int = 8 * 1024 * 1024,
     cancel: threading.Event | None = None,
     on_stdout_line: Callable[[bytes], None] | None = None,
@@ -152,22 +152,25 @@ def run_process(
     ``env`` replaces the environment entirely when given (callers build
     allowlists; ``os.environ`` is never inherited implicitly by sandboxed
     children). The child gets its own session so a timeout kills its whole
-    process tree, not just the direct child.
+    process tree, not just the direct child. ``stdin`` as a ``Path`` is a file
+    the child reads directly (large inputs never held in memory).
     """
     argv = tuple(str(a) for a in argv)
     started = time.monotonic()
     if cancel is not None and cancel.is_set():
         return ProcessResult(argv, "cancelled", None, b"", False, "", 0.0, "cancelled before start")
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        with contextlib.ExitStack() as files:
+            stdin_file = files.enter_context(open(stdin, "rb")) if isinstance(stdin, Path) else None
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=stdin_file or (subprocess.PIPE if stdin is not None else subprocess.DEVNULL),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
     except OSError as exc:
         return ProcessResult(argv, "spawn-failure", None, b"", False, "", 0.0, f"{type(exc).__name__}: {exc}")
     out, err, flags, err_flags = bytearray(), bytearray(), {"overflow": False}, {}
@@ -187,7 +190,7 @@ def run_process(
     ]
     for reader in readers:
         reader.start()
-    if stdin is not None:
+    if isinstance(stdin, bytes):
         threading.Thread(target=_feed, args=(proc, stdin), daemon=True).start()
     state: ProcessState = "exited"
     deadline = started + timeout_s

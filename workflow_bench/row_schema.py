@@ -37,15 +37,36 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     (
         "outcome",
         "authored_tests_passed",
-        "the task's verify command exited 0 (workspace read-only, no network)",
+        "the task's verify passed (workspace read-only, no network): with verify_min_tests, a "
+        "verified outcome report; otherwise exit status 0",
     ),
     ("outcome", "authored_test_output", "tail (≤4000 chars) of the verify output, redacted"),
     ("outcome", "verify_output", "alias of authored_test_output (reference compatibility)"),
-    ("outcome", "oracle_passed", "the hidden oracle exited 0 (staged after the model exited)"),
+    (
+        "outcome",
+        "oracle_passed",
+        "the hidden oracle proved success: a nonce-bound outcome report, written by the harness's "
+        "judge runner outside the workspace, shows ≥ oracle.min_tests tests run, all passed, exit 0",
+    ),
+    (
+        "outcome",
+        "oracle_tests_run",
+        "distinct tests the oracle's outcome report counted; null without a valid report",
+    ),
+    ("outcome", "oracle_tests_passed", "of those, tests that passed; null without a valid report"),
+    (
+        "outcome",
+        "verify_detail",
+        "how verify was judged: the outcome report's verdict, or 'exit status N' when the task "
+        "declares no verify_min_tests",
+    ),
+    ("outcome", "verify_tests_run", "distinct tests verify's outcome report counted; null when none"),
+    ("outcome", "verify_tests_passed", "of those, tests that passed; null when none"),
     (
         "outcome",
         "oracle_output",
-        "'hidden oracle passed' / 'hidden oracle failed'; oracle output is never kept",
+        "'hidden oracle passed: ' / 'hidden oracle failed: ' and the harness's verdict on the outcome "
+        "report (counts, or why it is no proof); oracle output is never kept",
     ),
     (
         "usage",

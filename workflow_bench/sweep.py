@@ -8,7 +8,7 @@ module is entered: no clone, no session and no output exist on bad input.
 
 from __future__ import annotations
 
-import shutil
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +20,7 @@ from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext
 from workflow_bench.cells.paths import collect_stale_work_roots, make_work_root
 from workflow_bench.cells.run import run_cell
 from workflow_bench.cells.templates import TemplateCache
+from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.reports.console import Console, cell_summary
 from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
@@ -282,7 +283,8 @@ def run_sweep(
         )
     finally:
         templates.close()  # joins a build still running before its directory goes
-        shutil.rmtree(work_root, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(work_root)  # deep-safe: a cell's leftovers may be any depth
     if outcome.status == "aborted":
         # Reference wording for the breaker, so log scrapers keep finding it.
         label = "[systemic-outage]" if outcome.why == WHY_BREAKER else f"[{outcome.why}]"

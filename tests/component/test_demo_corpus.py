@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import fnmatch
 import io
+import json
 import os
 import re
+import secrets
 import subprocess
 import tarfile
 from collections.abc import Iterator
@@ -29,6 +31,7 @@ from workflow_bench.corpus.build_target import (
     TARGET_DIR,
     build_bundle,
 )
+from workflow_bench.judging.outcome_report import KIT, UNITTEST_ENV_VAR, check_report
 from workflow_bench.tasks.oracle_staging import stage_oracle, verify_staged
 from workflow_bench.tasks.spec import TaskBinding, bind_tasks, load_task_file
 
@@ -181,27 +184,44 @@ def sandbox_like_env(home: Path, **extra: str) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8", **extra}
 
 
-def judge(binding: TaskBinding, workspace: Path, tmp_path: Path) -> tuple[bool, bool]:
-    verify = subprocess.run(
-        ["/bin/sh", "-c", binding.spec.verify],
+def run_judged(command: str, *, workspace: Path, env: dict[str, str], min_tests: int, tmp_path: Path) -> bool:
+    """The harness's real judge runner and unittest shim, on the host: a pass needs the report."""
+    nonce, report = secrets.token_hex(16), tmp_path / f"report-{secrets.token_hex(4)}.json"
+    request = json.dumps({"nonce": nonce, "report": str(report), "command": command}) + "\n"
+    subprocess.run(
+        ["python3", "-I", "-B", str(KIT / "judge_runner.py")],
+        input=request.encode(),
         cwd=workspace,
-        env=sandbox_like_env(tmp_path),
+        env={**env, UNITTEST_ENV_VAR: str(KIT / "unittest_shim.py")},
         capture_output=True,
         timeout=120,
     )
+    data = report.read_bytes() if report.exists() else None
+    return check_report(data, nonce=nonce, min_tests=min_tests).passed
+
+
+def judge(binding: TaskBinding, workspace: Path, tmp_path: Path) -> tuple[bool, bool]:
+    assert binding.spec.verify_min_tests is not None  # every demo task proves verify too
+    verify = run_judged(
+        binding.spec.verify,
+        workspace=workspace,
+        env=sandbox_like_env(tmp_path),
+        min_tests=binding.spec.verify_min_tests,
+        tmp_path=tmp_path,
+    )
     staged = tmp_path / "oracle-stage"
     stage_oracle(binding.oracle, staged)
-    oracle = subprocess.run(
-        ["/bin/sh", "-c", binding.oracle.command],
-        cwd=workspace,
+    oracle = run_judged(
+        binding.oracle.command,
+        workspace=workspace,
         env=sandbox_like_env(tmp_path, **{ORACLE_ENV_VAR: str(staged)}),
-        capture_output=True,
-        timeout=120,
+        min_tests=binding.spec.oracle.min_tests,
+        tmp_path=tmp_path,
     )
     verify_staged(binding.oracle, staged)
     # Both run on a read-only workspace in the sandbox: neither may try to write bytecode.
     assert not list(workspace.rglob("__pycache__")) and not list(staged.rglob("__pycache__"))
-    return verify.returncode == 0, oracle.returncode == 0
+    return verify, oracle
 
 
 # ── tests ──────────────────────────────────────────────────────────────────

@@ -181,11 +181,23 @@ def sandbox(tmp_path, bwrap_bin):
 
 
 def _verify(sandbox, command: str, *, timeout_s: float = 60, cancel=None, **options) -> tuple[bool, str]:
+    import tempfile
     import threading
 
     from workflow_bench.judging.judge import run_verify
 
-    return run_verify(sandbox, command, timeout_s=timeout_s, cancel=cancel or threading.Event(), **options)
+    # No verify_min_tests: the exit-status path (the outcome-report path has its own tests).
+    with tempfile.TemporaryDirectory(prefix="judge-scratch-") as scratch:
+        outcome = run_verify(
+            sandbox,
+            command,
+            scratch=Path(scratch),
+            min_tests=None,
+            timeout_s=timeout_s,
+            cancel=cancel or threading.Event(),
+            **options,
+        )
+    return outcome.passed, outcome.output
 
 
 def _oracle(sandbox, snapshot: OracleSnapshot, scratch: Path, *, timeout_s: float = 60, cancel=None) -> bool:
@@ -194,8 +206,13 @@ def _oracle(sandbox, snapshot: OracleSnapshot, scratch: Path, *, timeout_s: floa
     from workflow_bench.judging.judge import run_hidden_oracle
 
     return run_hidden_oracle(
-        sandbox, snapshot, scratch=scratch, timeout_s=timeout_s, cancel=cancel or threading.Event()
-    )
+        sandbox,
+        snapshot,
+        min_tests=1,
+        scratch=scratch,
+        timeout_s=timeout_s,
+        cancel=cancel or threading.Event(),
+    ).passed
 
 
 def _cancelled():
@@ -259,7 +276,11 @@ def test_verify_output_that_is_not_utf8_is_kept_with_replacement_characters(sand
 def test_the_oracle_reads_its_files_at_the_announced_root_and_is_erased_after(sandbox, tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    command = 'grep -q SECRET-ORACLE-LINE "$WORKFLOW_BENCH_ORACLE_ROOT/check.txt"'
+    # A shell oracle speaks the outcome-report protocol itself: one result line per test on fd 9.
+    command = (
+        'grep -q SECRET-ORACLE-LINE "$WORKFLOW_BENCH_ORACLE_ROOT/check.txt" && '
+        """printf '{"test": "check", "outcome": "passed"}\\n{"done": true}\\n' >&9"""
+    )
     assert _oracle(sandbox, _oracle_snapshot(command), scratch) is True
     assert _oracle(sandbox, _oracle_snapshot(command, b"other\n"), scratch) is False
     assert list(scratch.iterdir()) == []  # nothing of the oracle stays on disk

@@ -173,6 +173,8 @@ def test_binding_json_and_digest(corpus: dict) -> None:
         "prompt_digest",
         "setup_digest",
         "verify_digest",
+        "verify_min_tests",
+        "oracle_min_tests",
         "expensive",
         "sandbox_copy",
         "sandbox_dependencies",

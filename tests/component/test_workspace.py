@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from workflow_bench.cells.workspace import (
+    WorkspaceLimitError,
     build_template,
-    capture_patch,
     changed_paths,
     copy_clone,
     head_sha,
+    remove_tree,
     seed_skills,
     skill_fingerprint,
     workspace_snapshot,
 )
+from workflow_bench.judging.patch import PatchView
 from workflow_bench.sandbox import SandboxKind, create_sandbox
 
 pytestmark = pytest.mark.component
@@ -101,7 +104,9 @@ def test_skills_seed_fingerprint_and_patch_capture(tmp_path, source_repo, bwrap_
     before = workspace_snapshot(template)
     assert skill_fingerprint(before) is not None
     sandbox = create_sandbox(SandboxKind.BWRAP, workspace=template, claude_bin=None, bwrap_bin=bwrap_bin)
-    base = head_sha(sandbox)
+    assert len(head_sha(sandbox)) == 40
+    view = PatchView(tmp_path / "view.git")
+    view.record(template, "base")
     (template / "app.py").write_text("print('v3')\nprint('more')\n")
     (template / "docs" / "plans").mkdir(parents=True)
     (template / "docs" / "plans" / "p.md").write_text("plan\n")
@@ -109,7 +114,8 @@ def test_skills_seed_fingerprint_and_patch_capture(tmp_path, source_repo, bwrap_
     after = workspace_snapshot(template)
     assert set(changed_paths(before, after)) == {"app.py", "docs", "docs/plans", "docs/plans/p.md", "new.py"}
     assert skill_fingerprint(after) == skill_fingerprint(before)
-    patch, churn = capture_patch(sandbox, base)
+    view.record(template, "after")
+    patch, churn = view.diff("base", "after")
     assert b"print('more')" in patch and b"new.py" in patch
     assert churn == {"diff_files": 2, "diff_insertions": 3, "diff_deletions": 1}  # plans excluded
     (template / ".claude" / "skills" / "plan" / "SKILL.md").write_text("tampered\n")
@@ -122,3 +128,33 @@ def test_snapshot_does_not_follow_symlinks(tmp_path):
     (root / "link").symlink_to("/etc/passwd")
     snap = workspace_snapshot(root)
     assert snap["link"] == "link:/etc/passwd"
+
+
+def _deep_chain(root: Path, depth: int) -> None:
+    cwd = os.getcwd()
+    try:
+        os.chdir(root)
+        for _ in range(depth):
+            os.mkdir("d")
+            os.chdir("d")
+    finally:
+        os.chdir(cwd)
+
+
+def test_a_deep_chain_is_a_workspace_limit_and_still_removable(tmp_path):
+    # An agent's 3,000-deep chain once raised RecursionError in snapshot and cleanup alike.
+    root = tmp_path / "ws"
+    root.mkdir()
+    _deep_chain(root, 3000)
+    with pytest.raises(WorkspaceLimitError, match="deeper than"):
+        workspace_snapshot(root)
+    (root / "d").chmod(0o500)  # and a dropped write bit on the way
+    remove_tree(root)
+    assert not root.exists()
+
+
+def test_a_shallow_tree_snapshots_normally(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    _deep_chain(root, 50)
+    assert len(workspace_snapshot(root)) == 50  # negative control for the depth limit

@@ -6,9 +6,12 @@ import pytest
 
 from workflow_bench.canary import main
 from workflow_bench.canary._suite import ATTACKS as SUITE_ATTACKS  # every module registered there
+from workflow_bench.canary.attacks_judging import ATTACKS as JUDGING_ATTACKS
 from workflow_bench.canary.attacks_limits import LIMIT_ATTACKS
 
-ATTACKS = (*SUITE_ATTACKS, *LIMIT_ATTACKS)
+# The judging suite adds one verdict per attack plus the breaker's.
+ATTACKS = (*SUITE_ATTACKS, *LIMIT_ATTACKS, *JUDGING_ATTACKS)
+TOTAL = len(ATTACKS) + 1
 
 pytestmark = pytest.mark.e2e
 
@@ -16,10 +19,11 @@ pytestmark = pytest.mark.e2e
 def test_canary_blocks_every_attack(capsys, bwrap_bin, claude_bin):
     code = main([])
     table = capsys.readouterr().out
-    assert table.strip().splitlines()[-1] == f"blocked {len(ATTACKS)}/{len(ATTACKS)}", table
+    assert table.strip().splitlines()[-1] == f"blocked {TOTAL}/{TOTAL}", table
     assert code == 0
-    for attack in ATTACKS:
+    for attack in (*ATTACKS, *JUDGING_ATTACKS):
         assert f"{attack.name} " in table
+    assert "breaker-abuse " in table
 
 
 def test_runner_canary_flag_runs_the_suite_before_anything(tmp_path, capsys, bwrap_bin, claude_bin):
@@ -31,5 +35,5 @@ def test_runner_canary_flag_runs_the_suite_before_anything(tmp_path, capsys, bwr
     argv = ["--tasks", str(DEMO_TASKS), "--provider", "scripted", "--canary", "--arms", "baseline"]
     code = runner.main([*argv, "--out", str(out)])
     printed = capsys.readouterr().out
-    assert f"blocked {len(ATTACKS)}/{len(ATTACKS)}" in printed
+    assert f"blocked {TOTAL}/{TOTAL}" in printed
     assert code == 0 and (out / "results.jsonl").exists()

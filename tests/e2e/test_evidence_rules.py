@@ -51,7 +51,10 @@ def test_sessions_that_break_the_evidence_rules(task_file_for, tmp_path, bwrap_b
 def test_setup_tamper_no_work_and_a_late_infra_error(task_file_for, tmp_path, bwrap_bin, claude_bin):
     path = task_file_for("trivial-amount-grouping")
     (base,) = yaml.safe_load(path.read_text())["tasks"]
-    passing = {"verify": "true", "oracle": {**base["oracle"], "command": "true"}}
+    # An oracle that passes on the untouched base (the authored tests, with a real outcome report):
+    # a no-op work session then "resolves" and must be caught as no-work-produced.
+    base_tests = 'python3 -I -B "$WORKFLOW_BENCH_UNITTEST" tests.test_money'
+    passing = {"oracle": {**base["oracle"], "command": base_tests, "min_tests": 1}}
     tasks = [
         {**base, "id": "tamper-setup", "setup": "echo tampered >> .claude/skills/plan/SKILL.md"},
         {**base, "id": "slow-verify", "verify": "sleep 60"},
@@ -71,8 +74,10 @@ def test_setup_tamper_no_work_and_a_late_infra_error(task_file_for, tmp_path, bw
     assert idle["plan_doc"] == "docs/plans/p.md"  # the plan alone is not work
 
     late = rows[("slow-verify", "workflow")]
-    assert late["ok"] is False and late["resolved"] is False and late["error_kind"] is not None
-    assert "authored verify" in late["error_detail"], late["error_detail"]
+    # A verify that hangs on the agent's code fails after the sessions finished: charged to the
+    # arm (verify-timeout), and the spend the sessions measured is kept, not blanked.
+    assert late["resolved"] is False and late["error_kind"] == "verify-timeout", late["error_detail"]
+    assert "exceeded 3 s" in late["error_detail"], late["error_detail"]
     assert (late["input_tokens"], late["output_tokens"]) == (500, 50) and late["num_turns"]
     assert late["cost_usd"] is not None and late["cost_usd"] > 0
     assert len(late["session_ids"]) == 2 and late["plan_doc"] == "docs/plans/p.md"

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from workflow_bench import runner
+from workflow_bench.judging.outcomes import is_excluded, is_systemic_failure
 
 from .conftest import REPO_ROOT
 
@@ -104,3 +105,7 @@ def test_unscored_reviews(task_file_for, tmp_path, bwrap_bin, claude_bin):
     assert b"Read-only file system" in transcript  # the repository could not be edited
     missing = rows["ce_review"]
     assert missing["error_kind"] == "review-evidence-invalid" and missing["review_artifact"] is None
+    # The agent writes the artifact: a bad or missing one is its arm's failure (issue 8), never a
+    # way out of the denominator or into the outage breaker.
+    for row in (invalid, missing):
+        assert not is_excluded(row) and not is_systemic_failure(row) and row["resolved"] is False

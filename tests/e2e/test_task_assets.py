@@ -27,7 +27,9 @@ def test_copied_inputs_and_read_only_dependencies(tmp_path, bwrap_bin, claude_bi
     check = (
         "grep -q 'untracked input' data.txt && test -f deps/pkg/lib.txt && ! touch deps/pkg/new 2>/dev/null"
     )
-    (tmp_path / "oracle.sh").write_text(check + "\n")
+    # A shell oracle speaks the outcome-report protocol itself: one line per test on fd 9.
+    report = """printf '{"test": "assets", "outcome": "passed"}\\n{"done": true}\\n' >&9"""
+    (tmp_path / "oracle.sh").write_text(f"{check} && {report}\n")
     task = {
         "id": "assets",
         "class": "trivial",

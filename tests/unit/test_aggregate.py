@@ -98,9 +98,21 @@ def test_excluded_rows_leave_denominators() -> None:
     assert (agg.runs, agg.valid_runs, agg.excluded_runs, agg.resolved) == (4, 2, 2, 1)
 
 
-def test_invalid_review_evidence_is_excluded_whatever_the_kind() -> None:
-    agg = aggregate([row(input_tokens=100), row(input_tokens=10**9, review_evidence_valid=False)])
-    assert agg.valid_runs == 1 and agg.input_tokens == 100
+def test_invalid_review_evidence_is_charged_not_excluded() -> None:
+    # The agent writes the review artifact: an invalid one is the arm's failure, never a way out
+    # of the denominator (issue 8).
+    rows = [
+        row(input_tokens=100),
+        row(
+            input_tokens=300,
+            error_kind="review-evidence-invalid",
+            resolved=False,
+            review_evidence_valid=False,
+        ),
+    ]
+    agg = aggregate(rows)
+    assert agg.valid_runs == 2 and agg.excluded_runs == 0 and agg.input_tokens == 200
+    assert agg.resolved == 1 and agg.evidence_failures == 1
 
 
 def test_skill_not_invoked_counts_in_medians() -> None:

@@ -28,6 +28,7 @@ LAYERS = {
     "cells.workspace": 2, "cells.paths": 2, "cells.sessions": 2, "tasks.deps": 2, "cells.session_fold": 2,
     "providers.connect": 2, "providers.options": 2,
     "judging.judge": 2, "cells.evidence": 2,
+    "judging.attribution": 2, "judging.outcome_report": 2, "judging.patch": 2, "judging.kit": 2,
     "cells.context": 3, "cells.rows": 3, "cells.run": 3, "cells.templates": 3,
     "tasks.check": 3, "tasks.agents": 3,
     "schedule": 4, "output": 4, "output_lock": 4,

@@ -28,8 +28,9 @@ def test_a_row_with_any_other_kind_does_not(kind):
     assert not is_systemic_failure({"error_kind": kind})
 
 
-def test_invalid_review_evidence_counts_whatever_kind_was_recorded_first():
-    assert is_systemic_failure({"error_kind": None, "review_evidence_valid": False})
+def test_invalid_review_evidence_alone_is_never_systemic():
+    # The review artifact is the agent's to write: its invalidity is charged, never an outage.
+    assert not is_systemic_failure({"error_kind": None, "review_evidence_valid": False})
     assert not is_systemic_failure({"error_kind": None, "review_evidence_valid": True})
     assert not is_systemic_failure({"error_kind": None})
     assert not is_systemic_failure({})

@@ -1,10 +1,11 @@
-"""The error-kind vocabulary matches the reference table (§5.1) flag by flag."""
+"""The error-kind vocabulary, flag by flag, and who is charged for each kind."""
 
 from __future__ import annotations
 
 import pytest
 
 from workflow_bench.judging.outcomes import (
+    CHARGED_ERROR_KINDS,
     ERROR_KINDS,
     EVIDENCE_FAILURE_KINDS,
     EXCLUDED_ERROR_KINDS,
@@ -16,85 +17,94 @@ from workflow_bench.judging.outcomes import (
     evidence_failed,
     execution_failed,
     is_admissible,
+    is_charged_to_arm,
     is_excluded,
     is_systemic_failure,
 )
 
 pytestmark = pytest.mark.unit
 
-# Restated by hand from reference-harness.md §5.1 — deliberately NOT derived from the module, so
-# flipping one flag in outcomes._KINDS fails here.
-# name: (excluded, execution failure, evidence failure, systemic)
+# Restated by hand — deliberately NOT derived from the module, so flipping one flag in
+# outcomes._KINDS fails here. Started from reference-harness.md §5.1; every kind the agent can
+# cause is charged to its arm (docs/error-kinds.md gives the reason per kind).
+# name: (excluded, execution failure, evidence failure, systemic, charged to the arm)
 REFERENCE_TABLE = {
-    "session-error": (True, True, False, True),
-    "infra-error": (True, True, False, True),
-    "cleanup-failure": (True, True, False, True),
-    "cancelled": (True, True, False, False),
-    "evidence-unverified": (True, False, True, False),
+    "session-error": (True, True, False, True, False),
+    "infra-error": (True, True, False, True, False),
+    "cancelled": (True, True, False, False, False),
+    "evidence-unverified": (True, False, True, False, False),
     # Charged to the arm: only the agent (or its tools) can make the stream disagree with the wire.
-    "evidence-tampered": (False, False, True, False),
-    "review-evidence-invalid": (True, False, True, True),
-    "skill-not-invoked": (False, False, True, False),
-    "plan-evidence-invalid": (False, False, False, False),
-    "implementation-evidence-invalid": (False, False, False, False),
-    "verify-failed": (False, False, False, False),
-    "oracle-failed": (False, False, False, False),
-    "oracle-unavailable": (False, False, False, False),
-    "no-work-produced": (False, False, False, False),
-    "resource-limit": (False, False, False, False),
+    "evidence-tampered": (False, False, True, False, True),
+    "session-failed": (False, True, False, False, True),
+    "session-timeout": (False, True, False, False, True),
+    "workspace-invalid": (False, False, True, False, True),
+    "verify-timeout": (False, True, False, False, True),
+    "oracle-timeout": (False, True, False, False, True),
+    "judging-error": (False, True, False, False, True),
+    "cleanup-failure": (False, True, False, False, True),
+    "review-evidence-invalid": (False, False, True, False, True),
+    "skill-not-invoked": (False, False, True, False, True),
+    "plan-evidence-invalid": (False, False, False, False, True),
+    "implementation-evidence-invalid": (False, False, False, False, True),
+    "verify-failed": (False, False, False, False, True),
+    "oracle-failed": (False, False, False, False, True),
+    "oracle-unavailable": (True, False, False, False, False),
+    "no-work-produced": (False, False, False, False, True),
+    "resource-limit": (False, False, False, False, True),
 }
 
 
-def test_vocabulary_is_exactly_the_reference_kinds_in_order() -> None:
+def test_vocabulary_is_exactly_the_table_kinds_in_order() -> None:
     assert list(ERROR_KINDS) == list(REFERENCE_TABLE)
 
 
 @pytest.mark.parametrize("name", list(REFERENCE_TABLE))
-def test_each_kind_flags_match_reference(name: str) -> None:
+def test_each_kind_flags_match_the_table(name: str) -> None:
     kind = ERROR_KINDS[name]
-    excluded, execution, evidence, systemic = REFERENCE_TABLE[name]
+    excluded, execution, evidence, systemic, charged = REFERENCE_TABLE[name]
     assert kind.name == name
-    assert (kind.is_excluded, kind.is_execution_failure, kind.is_evidence_failure, kind.is_systemic) == (
-        excluded,
-        execution,
-        evidence,
-        systemic,
-    )
+    assert (
+        kind.is_excluded,
+        kind.is_execution_failure,
+        kind.is_evidence_failure,
+        kind.is_systemic,
+        kind.charged_to_arm,
+    ) == (excluded, execution, evidence, systemic, charged)
     assert (name in EXCLUDED_ERROR_KINDS) is excluded
     assert (name in EXECUTION_FAILURE_KINDS) is execution
     assert (name in EVIDENCE_FAILURE_KINDS) is evidence
     assert (name in SYSTEMIC_ERROR_KINDS) is systemic
+    assert (name in CHARGED_ERROR_KINDS) is charged
+    assert kind.attribution.strip() and "\n" not in kind.attribution
 
 
-@pytest.mark.parametrize(
-    ("derived", "expected"),
-    [
-        (
-            EXCLUDED_ERROR_KINDS,
-            {
-                "session-error",
-                "infra-error",
-                "cleanup-failure",
-                "cancelled",
-                "evidence-unverified",
-                "review-evidence-invalid",
-            },
-        ),
-        (EXECUTION_FAILURE_KINDS, {"session-error", "infra-error", "cleanup-failure", "cancelled"}),
-        (
-            EVIDENCE_FAILURE_KINDS,
-            {"review-evidence-invalid", "evidence-unverified", "skill-not-invoked", "evidence-tampered"},
-        ),
-        (
-            SYSTEMIC_ERROR_KINDS,
-            {"session-error", "infra-error", "cleanup-failure", "review-evidence-invalid"},
-        ),
-    ],
-    ids=["excluded", "execution", "evidence", "systemic"],
-)
-def test_derived_sets_equal_reference_sets(derived: frozenset[str], expected: set[str]) -> None:
-    assert isinstance(derived, frozenset)
-    assert derived == expected
+def test_nothing_the_agent_can_cause_is_excluded_or_systemic() -> None:
+    assert not CHARGED_ERROR_KINDS & (EXCLUDED_ERROR_KINDS | SYSTEMIC_ERROR_KINDS)
+    # The breaker counts exactly the outages the agent cannot cause.
+    assert {"session-error", "infra-error"} == SYSTEMIC_ERROR_KINDS
+
+
+def test_agent_causable_triggers_are_charged() -> None:
+    # The triggers issue 8 observed self-excluding, each now a charged kind.
+    for name in (
+        "session-failed",
+        "session-timeout",
+        "workspace-invalid",
+        "verify-timeout",
+        "oracle-timeout",
+        "judging-error",
+        "cleanup-failure",
+        "review-evidence-invalid",
+    ):
+        row = {"error_kind": name, "review_evidence_valid": False}
+        assert is_charged_to_arm(row) and not is_excluded(row) and not is_systemic_failure(row), name
+
+
+def test_charged_kind_cannot_be_excluded() -> None:
+    with pytest.raises(ValueError, match="charged to the arm cannot be excluded"):
+        ErrorKind("bad", "x", True, False, False, False, True, "y")
+    with pytest.raises(ValueError, match="charged to the arm cannot be excluded"):
+        ErrorKind("bad", "x", False, False, False, True, True, "y")
 
 
 @pytest.mark.parametrize("name", list(REFERENCE_TABLE))
@@ -108,7 +118,7 @@ def test_table_is_read_only() -> None:
         ERROR_KINDS["new-kind"] = ERROR_KINDS["cancelled"]  # type: ignore[index]
 
 
-def test_execution_failure_must_be_excluded() -> None:
+def test_uncharged_execution_failure_must_be_excluded() -> None:
     with pytest.raises(ValueError, match="must be excluded"):
         ErrorKind(
             "bad",
@@ -117,6 +127,8 @@ def test_execution_failure_must_be_excluded() -> None:
             is_execution_failure=True,
             is_evidence_failure=False,
             is_systemic=False,
+            charged_to_arm=False,
+            attribution="y",
         )
 
 
@@ -145,7 +157,9 @@ def test_evidence_failed_also_on_flags() -> None:
 
 def test_is_excluded() -> None:
     assert is_excluded({"error_kind": "session-error"})
-    assert is_excluded({"error_kind": None, "review_evidence_valid": False})
+    # review_evidence_valid is the agent's artifact: it never excludes a row by itself.
+    assert not is_excluded({"error_kind": None, "review_evidence_valid": False})
+    assert not is_excluded({"error_kind": "review-evidence-invalid", "review_evidence_valid": False})
     # skill-not-invoked ran and spent real tokens: it stays in the medians.
     assert not is_excluded({"error_kind": "skill-not-invoked"})
     assert not is_excluded({"error_kind": None, "transcript_missing": True})
@@ -154,7 +168,8 @@ def test_is_excluded() -> None:
 def test_admissible_and_systemic() -> None:
     assert is_admissible({"error_kind": "oracle-failed"})
     assert not is_admissible({"error_kind": "cancelled"})
-    assert is_systemic_failure({"error_kind": "verify-failed", "review_evidence_valid": False})
+    assert is_systemic_failure({"error_kind": "infra-error"})
+    assert not is_systemic_failure({"error_kind": "verify-failed", "review_evidence_valid": False})
     assert not is_systemic_failure({"error_kind": "cancelled"})
     assert not is_systemic_failure({"error_kind": "evidence-unverified"})
 
@@ -182,3 +197,14 @@ def test_every_error_kind_the_code_writes_is_in_the_vocabulary():
     assert written, "the scan found nothing: the patterns no longer match the code"
     assert {"infra-error", "cancelled", "review-evidence-invalid"} <= written
     assert written <= set(ERROR_KINDS), sorted(written - set(ERROR_KINDS))
+
+
+def test_error_kinds_doc_is_generated_from_the_table() -> None:
+    from pathlib import Path
+
+    from workflow_bench.judging.outcomes import vocabulary_markdown
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "error-kinds.md"
+    assert doc.read_text() == vocabulary_markdown(), (
+        "run: python -m workflow_bench.judging.outcomes > docs/error-kinds.md"
+    )

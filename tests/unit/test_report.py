@@ -260,3 +260,23 @@ def test_provenance_freezes_sequences() -> None:
 def test_provenance_rejects_bad_values(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         provenance(**overrides)
+
+
+def test_exclusions_per_arm_name_kind_count_and_reason() -> None:
+    rows = [
+        row(),
+        row(run=1, ok=False, resolved=False, error_kind="session-error"),
+        row(arm="baseline", ok=False, resolved=False, error_kind="session-failed"),
+    ]
+    report = render(rows, arms=("workflow", "baseline"))
+    section = report.split("### Exclusions per arm\n\n", 1)[1].split("\n\n", 1)[0]
+    assert "`workflow`: 1 × `session-error`, excluded because only the relay" in section
+    # A charged kind is a failure of its arm, never an exclusion (negative control).
+    assert "session-failed" not in section and "`baseline`" not in section
+    assert table_row(report, "| t1 | bugfix | baseline |")[3] == "0/1"
+    assert "charged to the arm" in report  # the legend says who is charged
+
+
+def test_no_exclusions_section_when_nothing_is_excluded() -> None:
+    report = render([row(), row(run=1, ok=False, resolved=False, error_kind="workspace-invalid")])
+    assert "Exclusions per arm" not in report

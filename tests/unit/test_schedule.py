@@ -76,9 +76,18 @@ def test_breaker_disabled_with_zero():
 
 
 def test_skill_not_invoked_is_not_systemic():
-    assert next_streak("skill-not-invoked", 4) == 0
-    assert next_streak("session-error", 4) == 5
-    assert next_streak(None, 2, review_evidence_valid=False) == 3
+    assert next_streak({"error_kind": "skill-not-invoked"}, 4) == 0
+    assert next_streak({"error_kind": "session-error"}, 4) == 5
+    # Agent-causable kinds never feed the breaker, whatever the agent's artifact says.
+    assert next_streak({"error_kind": None, "review_evidence_valid": False}, 2) == 0
+    for kind in (
+        "session-failed",
+        "session-timeout",
+        "workspace-invalid",
+        "verify-timeout",
+        "cleanup-failure",
+    ):
+        assert next_streak({"error_kind": kind}, 4) == 0
 
 
 # Overrun = cells started after the logical cell at which the breaker trips. A slow first cell

@@ -5,10 +5,13 @@ Over 400 lines on purpose: the cell lifecycle (clone, sessions, judges, row, cle
 happens. It never writes the output directory: the row and the artifacts
 (patch, transcripts) come back in a ``CellResult`` and the driver persists
 them. It catches ``Exception`` in exactly one place, its top, and records it
-as an ``infra-error`` row (``cancelled`` when the sweep's cancellation event is
-set); ``KeyboardInterrupt`` propagates. The cell runs inside its kernel
-bounds (``sandbox.CellResources``: its own disk volume, memory and process
-cgroups); a cell that hit one is ``resource-limit``, whatever failed after.
+as an ``infra-error`` row when no agent process had started yet, else as the
+charged ``judging-error`` (``cancelled`` when the sweep's cancellation event is
+set); ``KeyboardInterrupt`` propagates. Failures once the agent has run are
+attributed by ``judging.attribution``: only host-side evidence excuses them.
+The cell runs inside its kernel bounds (``sandbox.CellResources``: its own disk
+volume, memory and process cgroups); a cell that hit one is ``resource-limit``,
+whatever failed after.
 
 Order inside a cell, and why:
   copy template → setup (sandbox, no network) → sessions (workspace
@@ -28,7 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from workflow_bench.arms import ArmSpec, SessionSpec
+from workflow_bench.judging.attribution import ChargedFailure, attribute_session
 from workflow_bench.judging.judge import judge_review, run_hidden_oracle, run_verify
+from workflow_bench.judging.outcome_report import JudgeOutcome
+from workflow_bench.judging.patch import PatchView
 from workflow_bench.process import ProcessError
 from workflow_bench.providers.access import CellCredentials, CellKey
 from workflow_bench.redaction import redact_text, redact_value
@@ -58,7 +64,7 @@ from .workspace import (
     NON_WORK_PATHS,
     PLAN_DIR,
     SKILLS_DIR,
-    capture_patch,
+    WorkspaceLimitError,
     changed_paths,
     copy_clone,
     head_sha,
@@ -98,13 +104,20 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
             row.update(run.measured)
         if settings.cancel.is_set():
             row["error_kind"] = "cancelled"
+        elif run is not None and run.agent_started:
+            # Once agent code has run, anything may be its doing: never excused as infra.
+            row["error_kind"] = "judging-error"
     finally:
-        breaches, enforced, cleanup_error = _release(resources, cell_dir)
+        breaches, enforced, cleanup_error, counters_error = _release(resources, cell_dir)
     if breaches:
         # The cell's own processes hit a kernel bound: whatever failed after that is the agent's doing.
         detail = f"{'; '.join(breaches)} (primary={row.get('error_kind')})"[:2000]
         row = {**row, "ok": False, "resolved": False, "error_kind": "resource-limit", "error_detail": detail}
     row["resource_limits"] = enforced
+    if counters_error is not None:
+        # The harness could not read its own counters: not the agent's doing, so excluded.
+        detail = f"primary={row.get('error_kind')}: {counters_error}"[:2000]
+        row = {**row, "ok": False, "resolved": False, "error_kind": "infra-error", "error_detail": detail}
     if cleanup_error is not None:
         row = {
             **row,
@@ -120,6 +133,8 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     except Exception as exc:  # the row's assembly reads agent output too; a failure there is still data
         fallback = infra_error_row(exc, cell_secrets)
         fallback["error_detail"] = f"while assembling the row: {fallback['error_detail']}"
+        if run is not None and run.agent_started:
+            fallback["error_kind"] = "judging-error"  # the row holds agent output: charged, not infra
         fallback.update(identity_fields(settings, task, arm, key))
         return CellResult(row=complete_row(redact_value(fallback, cell_secrets)), artifacts=artifacts)
 
@@ -130,19 +145,23 @@ def _finished(row, settings, task, arm, key, artifacts, cell_secrets) -> CellRes
     return CellResult(row=complete_row(redact_value(row, cell_secrets)), artifacts=artifacts)
 
 
-def _release(resources: CellResources, cell_dir: Path) -> tuple[list[str], dict | None, str | None]:
+def _release(
+    resources: CellResources, cell_dir: Path
+) -> tuple[list[str], dict | None, str | None, str | None]:
     """Read the bounds hit, then tear the cell down. Never raises.
 
-    Returns (breaches, bounds enforced, cleanup failure); counters the harness could not read are
-    a harness failure (reported like a failed cleanup), never charged to the arm.
+    Returns (breaches, bounds enforced, cleanup failure, counters failure); counters the harness
+    could not read are a harness failure (``infra-error``), never charged to the arm; a clone that
+    will not go away holds what the agent wrote (``cleanup-failure``, charged).
     """
     problems = []
     breaches: list[str] = []
     enforced = None
+    counters_error = None
     try:
         breaches, enforced = resources.breaches(), resources.enforced()
     except Exception as exc:
-        problems.append(f"resource counters unreadable: {type(exc).__name__}: {exc}")
+        counters_error = f"resource counters unreadable: {type(exc).__name__}: {exc}"
     try:
         # Still mounted after a failed unmount: deleting through the mount would not free the volume.
         failure = resources.close() or _remove(cell_dir)
@@ -150,13 +169,13 @@ def _release(resources: CellResources, cell_dir: Path) -> tuple[list[str], dict 
         failure = f"{type(exc).__name__}: {exc}"
     if failure:
         problems.append(failure)
-    return breaches, enforced, "; ".join(problems) or None
+    return breaches, enforced, "; ".join(problems) or None, counters_error
 
 
 def _remove(path: Path) -> str | None:
     try:
         remove_tree(path)
-    except OSError as exc:
+    except (OSError, RecursionError) as exc:  # RecursionError: a directory chain the agent nested deep
         return f"{type(exc).__name__}: {exc}"
     return None
 
@@ -185,6 +204,7 @@ class _CellRun:
         self.secrets = cell_secrets
         self.artifacts = artifacts
         self.measured: dict[str, Any] | None = None  # the sessions' measurements, once they ran
+        self.agent_started = False  # set just before the first session: from then on, failures are charged
         self.sandbox: Sandbox = create_sandbox(
             settings.sandbox_kind,
             workspace=cell_dir / "workspace",
@@ -199,13 +219,19 @@ class _CellRun:
         )
 
     def execute(self) -> dict[str, Any]:
-        settings, spec = self.settings, self.task.binding.spec
+        settings = self.settings
         self._setup()
         if self.arm.candidate_of:
             self._apply_overlay()
         base = workspace_snapshot(self.sandbox.workspace)
         skill_digest = skill_fingerprint(base)
         base_sha = head_sha(self.sandbox)
+        # The patch's base: the exact tree on disk before the first session, recorded in a git
+        # directory the agent never sees (its .git, index flags and attributes are irrelevant).
+        self.view = PatchView(
+            self.cell_dir / "patch-view.git", excluded=[t for _, t in self.task.binding.dependency_mounts]
+        )
+        self.view.record(self.sandbox.workspace, "base")
         outcomes, plan_doc = self._sessions(skill_digest)
         for index, outcome in enumerate(outcomes):
             if outcome.transcript:
@@ -221,24 +247,67 @@ class _CellRun:
             # Keep what the sessions measured; judging a half-finished clone would be noise.
             row.update(ok=False, resolved=False, error_kind="cancelled", error_detail="sweep cancelled")
             return row
+        try:
+            return self._judge(row, base=base)
+        except ChargedFailure as exc:
+            failure, kind = exc, exc.kind
+        except WorkspaceLimitError as exc:
+            failure, kind = exc, "workspace-invalid"
+        except Exception as exc:  # anything the agent left may have caused it: charged, kept as data
+            failure, kind = exc, "judging-error"
+        row["resolved"] = False
+        if settings.cancel.is_set():
+            row.update(ok=False, error_kind="cancelled", error_detail="sweep cancelled")
+        elif row.get("error_kind") is None:
+            detail = redact_text(f"{type(failure).__name__}: {failure}", self.secrets)[:2000]
+            row.update(error_kind=kind, error_detail=detail)
+        return row
+
+    def _judge(self, row: dict[str, Any], *, base: Mapping[str, str]) -> dict[str, Any]:
+        settings, spec = self.settings, self.task.binding.spec
         after = workspace_snapshot(self.sandbox.workspace)
         if self.arm.review:
             return self._judge_review(row, base=base, after=after)
-        timeout, cancel = settings.verify_timeout_s, settings.cancel
-        authored, output = run_verify(self.sandbox, spec.verify, timeout_s=timeout, cancel=cancel)
-        oracle_passed = run_hidden_oracle(
-            self.sandbox, self.task.binding.oracle, scratch=self.cell_dir, timeout_s=timeout, cancel=cancel
-        )
-        patch, churn = capture_patch(self.sandbox, base_sha)
+        # The patch first: what is on disk now is what the judges below ran against.
+        self.view.record(self.sandbox.workspace, "after")
+        patch, churn = self.view.diff("base", "after")
         self.artifacts["patch.diff"] = patch
         row.update(churn)
-        output = redact_text(output, self.secrets)
-        row.update(authored_tests_passed=authored, authored_test_output=output, verify_output=output)
+        timeout, cancel = settings.verify_timeout_s, settings.cancel
+        verify = run_verify(
+            self.sandbox,
+            spec.verify,
+            scratch=self.cell_dir,
+            min_tests=spec.verify_min_tests,
+            timeout_s=timeout,
+            cancel=cancel,
+        )
+        self._record_verify(row, verify)
+        oracle = run_hidden_oracle(
+            self.sandbox,
+            self.task.binding.oracle,
+            min_tests=spec.oracle.min_tests,
+            scratch=self.cell_dir,
+            timeout_s=timeout,
+            cancel=cancel,
+        )
         row.update(
-            oracle_passed=oracle_passed,
-            oracle_output="hidden oracle passed" if oracle_passed else "hidden oracle failed",
+            oracle_passed=oracle.passed,
+            oracle_output=("hidden oracle passed: " if oracle.passed else "hidden oracle failed: ")
+            + oracle.detail,
+            oracle_tests_run=oracle.tests_run,
+            oracle_tests_passed=oracle.tests_passed,
         )
         return _judged(row, arm=self.arm, base=base, after=after)
+
+    def _record_verify(self, row: dict[str, Any], verify: JudgeOutcome) -> None:
+        output = redact_text(verify.output, self.secrets)
+        row.update(authored_tests_passed=verify.passed, authored_test_output=output, verify_output=output)
+        row.update(
+            verify_detail=redact_text(verify.detail, self.secrets),
+            verify_tests_run=verify.tests_run,
+            verify_tests_passed=verify.tests_passed,
+        )
 
     def _setup(self) -> None:
         """Run the task's untrusted setup; it must leave the seeded skills untouched."""
@@ -335,16 +404,17 @@ class _CellRun:
             row["review_evidence_valid"] = False
         if problem and row["error_kind"] is None:
             row.update(ok=False, error_kind="review-evidence-invalid", error_detail=problem)
-        authored, output = run_verify(
+        verify = run_verify(
             self.sandbox,
             self.task.binding.spec.verify,
+            scratch=self.cell_dir,
+            min_tests=self.task.binding.spec.verify_min_tests,
             timeout_s=self.settings.verify_timeout_s,
             cancel=self.settings.cancel,
             mounts=(Mount(source=self.review_dir, target=REVIEW_OUTPUT_DIR),),
             env_extra={REVIEW_OUTPUT_ENV_VAR: REVIEW_OUTPUT_PATH},
         )
-        output = redact_text(output, self.secrets)
-        row.update(authored_tests_passed=authored, authored_test_output=output, verify_output=output)
+        self._record_verify(row, verify)
         row.update(diff_files=len(changed), diff_insertions=None, diff_deletions=None)
         return _judged(row, arm=self.arm, base=base, after=after)
 
@@ -379,6 +449,7 @@ class _CellRun:
                 session_id=session_id,
                 model=settings.model,
             )
+            self.agent_started = True
             with relay:
                 outcome = run_session(
                     self.sandbox,
@@ -389,8 +460,16 @@ class _CellRun:
                     on_event=progress_observer(settings.progress, label),
                     session_id=session_id,
                 )
+                # While the relay is open: a request still in flight at a timeout is the endpoint's.
+                outcome = attribute_session(outcome, relay.endpoint)
             outcome = apply_wire(outcome, relay.record(), expected_skill=request.expected_skill)
-            after = workspace_snapshot(self.sandbox.workspace)
+            try:
+                after = workspace_snapshot(self.sandbox.workspace)
+            except WorkspaceLimitError as exc:
+                outcomes.append(
+                    replace(outcome, ok=False, error_kind="workspace-invalid", error_detail=str(exc))
+                )
+                break
             try:
                 if skill_fingerprint(after) != skill_digest:
                     kind = (

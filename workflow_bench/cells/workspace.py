@@ -3,8 +3,8 @@
 Owns: the per-SHA sanitized template (a parentless one-commit repository that
 holds the task tree and nothing else: no history, no remotes, no refs the
 agent could walk back to the original commits), the per-cell copy of it,
-skill seeding, workspace snapshots for phase boundaries, and patch/churn
-capture.
+skill seeding, workspace snapshots for phase boundaries, and churn parsing
+(the patch itself comes from ``judging.patch``'s harness-owned view).
 
 Trust: host-side git runs only on repositories the harness itself just
 created, before any sandboxed process touched them. Once setup or the agent
@@ -19,10 +19,10 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from workflow_bench.process import ProcessError, run_checked
+from workflow_bench.process import ProcessError, run_checked, run_process
 from workflow_bench.sandbox import RunPolicy, Sandbox
 
 # A fixed identity and date make the sanitized commit a pure function of the
@@ -63,6 +63,12 @@ GIT_TIMEOUT_S = 120
 # the boundary check fails closed rather than hashing forever.
 MAX_SNAPSHOT_ENTRIES = 100_000
 MAX_SNAPSHOT_BYTES = 1 << 30
+MAX_SNAPSHOT_DEPTH = 256  # real trees are a few dozen deep; a deeper chain is an agent's doing
+REMOVE_TIMEOUT_S = 600
+
+
+class WorkspaceLimitError(RuntimeError):
+    """The workspace is past the snapshot caps: judged as the agent's failure once it has run."""
 
 
 def _git(args: Iterable[str], *, cwd: Path, what: str, env: Mapping[str, str] | None = None) -> str:
@@ -161,17 +167,57 @@ def add_task_assets(
 
 
 def remove_tree(path: Path) -> None:
-    """Delete a clone even if the agent dropped write bits inside it."""
+    """Delete a clone whatever the agent did to it: dropped write bits, any depth.
 
-    def _on_error(func, failed_path, _exc_info) -> None:
-        parent = os.path.dirname(failed_path)
-        os.chmod(parent, stat.S_IRWXU)
-        if os.path.lexists(failed_path) and not os.path.islink(failed_path):
-            os.chmod(failed_path, stat.S_IRWXU)
-        func(failed_path)
+    ``rm``/``chmod`` walk iteratively (fts), where ``shutil.rmtree`` recurses and raised
+    RecursionError on a 3,000-deep directory chain an agent made (canary ``exclude-deep-tree``).
 
-    if path.exists() or path.is_symlink():
-        shutil.rmtree(path, onerror=_on_error)
+    Raises:
+        OSError: the tree is still there afterwards.
+    """
+    if not (path.exists() or path.is_symlink()):
+        return
+    target = str(path)
+    first = run_process(["rm", "-rf", "--one-file-system", "--", target], timeout_s=REMOVE_TIMEOUT_S)
+    if first.ok and not os.path.lexists(target):
+        return
+    if not path.is_symlink():
+        # A non-root owner may have to restore its own write and search bits first.
+        run_process(["chmod", "-R", "u+rwx", "--", target], timeout_s=REMOVE_TIMEOUT_S)
+    second = run_process(["rm", "-rf", "--one-file-system", "--", target], timeout_s=REMOVE_TIMEOUT_S)
+    if os.path.lexists(target):
+        raise OSError(f"could not remove {target}: {second.describe()}")
+
+
+def walk_tree(root: Path) -> Iterator[tuple[str, str, os.stat_result]]:
+    """(relative path, absolute path, lstat) of every entry under ``root`` except the top ``.git``.
+
+    Iterative (no recursion limit to hit), sorted, never following a symlink, and bounded: past
+    ``MAX_SNAPSHOT_ENTRIES`` entries or ``MAX_SNAPSHOT_DEPTH`` levels it raises
+    ``WorkspaceLimitError`` (the agent's doing once it has run).
+    """
+    stack: list[tuple[str, int]] = [("", 0)]
+    count = 0
+    while stack:
+        rel_dir, depth = stack.pop()
+        with os.scandir(os.path.join(root, rel_dir)) as entries:
+            names = sorted(entry.name for entry in entries)
+        subdirs = []
+        for name in names:
+            if not rel_dir and name == ".git":
+                continue
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            full = os.path.join(root, rel)
+            st = os.lstat(full)
+            count += 1
+            if count > MAX_SNAPSHOT_ENTRIES:
+                raise WorkspaceLimitError(f"workspace has over {MAX_SNAPSHOT_ENTRIES} entries")
+            yield rel, full, st
+            if stat.S_ISDIR(st.st_mode):
+                if depth + 1 > MAX_SNAPSHOT_DEPTH:
+                    raise WorkspaceLimitError(f"workspace is nested deeper than {MAX_SNAPSHOT_DEPTH} levels")
+                subdirs.append((rel, depth + 1))
+        stack.extend(reversed(subdirs))
 
 
 # ── snapshots ──────────────────────────────────────────────────────────────
@@ -185,27 +231,20 @@ def workspace_snapshot(root: Path) -> dict[str, str]:
     """
     entries: dict[str, str] = {}
     total = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        rel_dir = os.path.relpath(dirpath, root)
-        if rel_dir == ".":
-            dirnames[:] = [d for d in dirnames if d != ".git"]
-        for name in (*dirnames, *filenames):
-            full = os.path.join(dirpath, name)
-            rel = os.path.normpath(os.path.join(rel_dir, name))
-            st = os.lstat(full)
-            if stat.S_ISLNK(st.st_mode):
-                entries[rel] = f"link:{os.readlink(full)}"
-            elif stat.S_ISDIR(st.st_mode):
-                entries[rel] = f"dir:{stat.S_IMODE(st.st_mode):o}"
-            elif stat.S_ISREG(st.st_mode):
-                total += st.st_size
-                if total > MAX_SNAPSHOT_BYTES:
-                    raise RuntimeError(f"workspace exceeds {MAX_SNAPSHOT_BYTES} bytes; refusing to snapshot")
-                entries[rel] = f"file:{stat.S_IMODE(st.st_mode):o}:{_file_digest(full)}"
-            else:
-                entries[rel] = f"special:{stat.S_IFMT(st.st_mode)}"
-            if len(entries) > MAX_SNAPSHOT_ENTRIES:
-                raise RuntimeError(f"workspace has over {MAX_SNAPSHOT_ENTRIES} entries; refusing to snapshot")
+    for rel, full, st in walk_tree(root):
+        if stat.S_ISLNK(st.st_mode):
+            entries[rel] = f"link:{os.readlink(full)}"
+        elif stat.S_ISDIR(st.st_mode):
+            entries[rel] = f"dir:{stat.S_IMODE(st.st_mode):o}"
+        elif stat.S_ISREG(st.st_mode):
+            total += st.st_size
+            if total > MAX_SNAPSHOT_BYTES:
+                raise WorkspaceLimitError(
+                    f"workspace exceeds {MAX_SNAPSHOT_BYTES} bytes; refusing to snapshot"
+                )
+            entries[rel] = f"file:{stat.S_IMODE(st.st_mode):o}:{_file_digest(full)}"
+        else:
+            entries[rel] = f"special:{stat.S_IFMT(st.st_mode)}"
     return entries
 
 
@@ -252,25 +291,6 @@ def sandbox_git(sandbox: Sandbox, args: Iterable[str], *, what: str, writable: b
 
 def head_sha(sandbox: Sandbox) -> str:
     return sandbox_git(sandbox, ["rev-parse", "HEAD"], what="rev-parse HEAD").decode().strip()
-
-
-def capture_patch(sandbox: Sandbox, base_sha: str) -> tuple[bytes, dict[str, int]]:
-    """The final working-tree diff against ``base_sha`` (bounded) and its churn.
-
-    Churn excludes plan documents and seeded skills: they are not the
-    implementation, and counting them would flatter the workflow arm.
-    """
-    sandbox_git(sandbox, ["add", "--intent-to-add", "-A"], what="git add -N", writable=True)
-    patch = sandbox_git(
-        sandbox, ["diff", "--no-ext-diff", "--no-textconv", "--binary", base_sha], what="diff"
-    )
-    if len(patch) > MAX_PATCH_BYTES:
-        patch = patch[:MAX_PATCH_BYTES] + f"\n[truncated at {MAX_PATCH_BYTES} bytes]\n".encode()
-    excludes = [f":(exclude){p}" for p in NON_WORK_PATHS]
-    numstat = sandbox_git(
-        sandbox, ["diff", "--no-ext-diff", "--numstat", base_sha, "--", ".", *excludes], what="diff --numstat"
-    )
-    return patch, parse_numstat(numstat.decode("utf-8", "replace"))
 
 
 def parse_numstat(text: str) -> dict[str, int]:

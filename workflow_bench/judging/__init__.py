@@ -1,5 +1,9 @@
 """Judging a finished cell: authored verify, the hidden oracle staged after exit, review scoring,
-and the error-kind vocabulary every outcome is named from.
+failure attribution, the outcome-report contract, the harness-owned patch view, and the
+error-kind vocabulary every outcome is named from.
 
-Modules: ``judge`` (run_verify, run_hidden_oracle, judge_review), ``outcomes`` (error kinds and sets).
+Modules: ``judge`` (run_verify, run_hidden_oracle, judge_review), ``outcomes`` (error kinds, who
+is charged), ``attribution`` (session failures from the relay's record), ``outcome_report`` (proof
+of success; ``kit/`` is staged into the sandbox), ``patch`` (patch and churn from a harness-owned
+git directory).
 """

@@ -5,6 +5,10 @@ workspace read-only and no network. The oracle is staged only then, at a
 random mount outside the workspace, its output is never kept (it could quote
 the hidden tests into a row the next proposer reads), and every staged byte
 is re-checked afterwards before anything else happens to the clone.
+
+Neither is believed on its exit status: the oracle always, and verify when the
+task declares ``verify_min_tests``, run under the harness's judge runner and
+pass only with a nonce-bound outcome report (``judging.outcome_report``).
 """
 
 from __future__ import annotations
@@ -14,9 +18,12 @@ import secrets
 import shutil
 import stat
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from workflow_bench.judging.attribution import ChargedFailure
+from workflow_bench.judging.outcome_report import OUTPUT_TAIL_CHARS, JudgeOutcome, run_with_report
 from workflow_bench.process import ProcessError
 from workflow_bench.review.contract import MAX_ARTIFACT_BYTES
 from workflow_bench.review.score import (
@@ -33,19 +40,40 @@ from workflow_bench.tasks.oracle_staging import stage_oracle, verify_staged
 from workflow_bench.tasks.oracles import OracleSnapshot
 
 ORACLE_ENV_VAR = "WORKFLOW_BENCH_ORACLE_ROOT"  # keep in sync with the oracle commands in tasks.*.yaml
-OUTPUT_TAIL_CHARS = 4000  # reference value for authored_test_output
 
 
 def run_verify(
     sandbox: Sandbox,
     command: str,
     *,
+    scratch: Path,
+    min_tests: int | None,
     timeout_s: float,
     cancel: threading.Event,
     mounts: tuple[Mount, ...] = (),
     env_extra: dict[str, str] | None = None,
-) -> tuple[bool, str]:
-    """Run the task's authored verify; returns (passed, output tail). Infrastructure failures raise."""
+) -> JudgeOutcome:
+    """Run the task's authored verify, read-only and offline.
+
+    With ``min_tests`` (the task's ``verify_min_tests``) success needs a verified outcome
+    report; without it, the exit status is all the task offers (README says so).
+
+    Raises:
+        ChargedFailure: ``verify-timeout`` (the agent's code hung).
+        ProcessError: the sandbox could not run it.
+    """
+    if min_tests is not None:
+        return run_with_report(
+            sandbox,
+            command,
+            scratch=scratch,
+            min_tests=min_tests,
+            timeout_kind="verify-timeout",
+            timeout_s=timeout_s,
+            cancel=cancel,
+            mounts=mounts,
+            env_extra=env_extra,
+        )
     result = sandbox.run(
         ["/bin/sh", "-c", command],
         policy=RunPolicy(workspace_writable=False, mounts=mounts),
@@ -53,35 +81,49 @@ def run_verify(
         timeout_s=timeout_s,
         cancel=cancel,
     )
+    if result.state == "timeout":
+        raise ChargedFailure("verify-timeout", f"authored verify exceeded {timeout_s:.0f} s")
     if result.state != "exited":
         raise ProcessError("authored verify", result)
     output = (result.stdout.decode("utf-8", "replace") + result.stderr_tail)[-OUTPUT_TAIL_CHARS:]
-    return result.returncode == 0, output
+    passed = result.returncode == 0
+    return JudgeOutcome(passed, f"exit status {result.returncode} (no outcome report declared)", output)
 
 
 def run_hidden_oracle(
-    sandbox: Sandbox, snapshot: OracleSnapshot, *, scratch: Path, timeout_s: float, cancel: threading.Event
-) -> bool:
-    """Stage the oracle under ``scratch``, run it read-only, re-check its bytes, erase it."""
+    sandbox: Sandbox,
+    snapshot: OracleSnapshot,
+    *,
+    min_tests: int,
+    scratch: Path,
+    timeout_s: float,
+    cancel: threading.Event,
+) -> JudgeOutcome:
+    """Stage the oracle under ``scratch``, run it under the judge runner, re-check its bytes, erase it.
+
+    Success needs the nonce-bound outcome report (``judging.outcome_report``); the exit status
+    alone proves nothing. The returned ``output`` is blanked: oracle output may quote hidden tests.
+    """
     token = secrets.token_hex(8)
     staged = scratch / f"oracle-{token}"
     target = f"/.wfbench-oracle-{token}"
     stage_oracle(snapshot, staged)
     try:
-        result = sandbox.run(
-            ["/bin/sh", "-c", snapshot.command],
-            policy=RunPolicy(workspace_writable=False, mounts=(Mount(source=staged, target=target),)),
-            env=tool_environment({ORACLE_ENV_VAR: target}),
+        outcome = run_with_report(
+            sandbox,
+            snapshot.command,
+            scratch=scratch,
+            min_tests=min_tests,
+            timeout_kind="oracle-timeout",
             timeout_s=timeout_s,
             cancel=cancel,
+            mounts=(Mount(source=staged, target=target),),
+            env_extra={ORACLE_ENV_VAR: target},
         )
         verify_staged(snapshot, staged)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
-    if result.state != "exited":
-        # Never carry the oracle's own output into an error: it may quote the hidden tests.
-        raise RuntimeError(f"hidden oracle did not complete: {result.state}")
-    return result.returncode == 0
+    return replace(outcome, output="")
 
 
 # ── review arms: the artifact against the hidden labels ────────────────────

@@ -1,12 +1,16 @@
-"""The closed `error_kind` vocabulary and the row predicates derived from it.
+"""The closed `error_kind` vocabulary, who is charged for each kind, and the row predicates.
 
-Owns the one table that says, for every `error_kind` a row may carry, whether that row is
-excluded from medians and resolve denominators, whether it is an execution failure or an
-evidence failure, and whether it counts toward the outage breaker. Every set and predicate here
-is computed from that table, so a policy change is a one-line diff in `_KINDS` and nowhere else.
-The values follow the reference harness (reference-harness.md §5.1).
+Owns the one table that says, for every `error_kind` a row may carry, whether the agent could
+have caused it (then the row is charged to its arm: it stays in medians and resolve
+denominators as a failure and never feeds the outage breaker), whether it is excluded, an
+execution or evidence failure, and whether it counts toward the outage breaker. Every set and
+predicate here is computed from that table, so a policy change is a one-line diff in `_KINDS`.
+The flags started from the reference harness (reference-harness.md §5.1) and deliberately
+depart from it where the reference excluded a failure the agent can cause (DESIGN.md §4,
+"failure attribution is explicit"); docs/error-kinds.md is the table with the reasons.
 
-Must never: import from higher layers, perform I/O, or grow a second copy of any flag. Callers:
+Must never: import from higher layers, perform I/O (``__main__`` prints the generated
+docs/error-kinds.md), or grow a second copy of any flag. Callers:
 `cell` (producing kinds), `schedule` (breaker), `aggregate`, `report`, `reuse`, `promotion`.
 
 The evolve-only `runtime-cap-exhausted` kind never appears in a results row, so it is not here.
@@ -43,27 +47,37 @@ class ErrorKind:
     """It completed, but what it produced cannot be trusted or scored."""
     is_systemic: bool
     """Counts toward the outage breaker's consecutive-failure streak."""
+    charged_to_arm: bool
+    """The agent could have caused it, so it is a failure of the arm, never excluded or systemic."""
+    attribution: str
+    """Why the agent can, or cannot, cause this kind (the proof's one-line summary)."""
 
     def __post_init__(self) -> None:
-        # A kind that executed-and-failed but still feeds medians would let a dead session's
-        # placeholder zeros drag an arm's cost down; the table must never say that.
-        if self.is_execution_failure and not self.is_excluded:
-            raise ValueError(f"error kind {self.name!r}: an execution failure must be excluded")
+        # An agent that can exclude itself picks its own denominator, and one that can feed the
+        # breaker can stop a paid sweep: a charged kind must be neither.
+        if self.charged_to_arm and (self.is_excluded or self.is_systemic):
+            raise ValueError(f"error kind {self.name!r}: a kind charged to the arm cannot be excluded")
+        # An execution failure that still feeds medians must be the agent's own doing; a harness
+        # failure's placeholder values must never drag an arm's numbers.
+        if self.is_execution_failure and not self.is_excluded and not self.charged_to_arm:
+            raise ValueError(f"error kind {self.name!r}: an uncharged execution failure must be excluded")
 
 
 def _kind(
     name: str,
     produced_when: str,
     *,
+    attribution: str,
+    charged: bool,
     excluded: bool = False,
     execution: bool = False,
     evidence: bool = False,
     systemic: bool = False,
 ) -> ErrorKind:
-    return ErrorKind(name, produced_when, excluded, execution, evidence, systemic)
+    return ErrorKind(name, produced_when, excluded, execution, evidence, systemic, charged, attribution)
 
 
-# Keep in sync with reference-harness.md §5.1; tests/unit/test_outcomes.py restates every flag.
+# tests/unit/test_outcomes.py restates every flag by hand; docs/error-kinds.md explains them.
 # skill-not-invoked is an evidence failure yet stays IN the medians: the session ran and spent
 # real tokens, and dropping an arm's systematically worst rows biases toward promoting it.
 # evidence-unverified is excluded but not systemic: it resets the breaker streak, because a
@@ -71,23 +85,22 @@ def _kind(
 _KINDS: tuple[ErrorKind, ...] = (
     _kind(
         "session-error",
-        "the Claude process exited abnormally, its stream was unparseable or unterminated, "
-        "it reported an error, or its usage lacked one of the four token fields",
+        "a session failed and the relay saw the endpoint fail it: the last upstream answer was "
+        "an error status or a broken connection, or a model request was still in flight when "
+        "the session hit its time limit",
+        attribution="only the relay, on the host, observes the upstream; the agent's code never "
+        "sees the credential or the network",
+        charged=False,
         excluded=True,
         execution=True,
         systemic=True,
     ),
     _kind(
         "infra-error",
-        "the harness failed while preparing or running the cell (sandbox, process, OS error) "
-        "or the verifier's infrastructure failed",
-        excluded=True,
-        execution=True,
-        systemic=True,
-    ),
-    _kind(
-        "cleanup-failure",
-        "the cell's clone could not be removed afterwards (overrides the primary kind)",
+        "the harness failed before any agent process started (clone copy, task setup, sandbox, "
+        "process spawn, OS error)",
+        attribution="raised before the first session starts, so no agent code has run yet",
+        charged=False,
         excluded=True,
         execution=True,
         systemic=True,
@@ -95,6 +108,9 @@ _KINDS: tuple[ErrorKind, ...] = (
     _kind(
         "cancelled",
         "the sweep was cancelled (SIGINT/SIGTERM or the outage breaker) before or during the cell",
+        attribution="only the operator's signal or the breaker (fed by uncharged kinds only) sets "
+        "the sweep's cancel event; sandboxed processes cannot signal the runner",
+        charged=False,
         excluded=True,
         execution=True,
     ),
@@ -102,6 +118,9 @@ _KINDS: tuple[ErrorKind, ...] = (
         "evidence-unverified",
         "the session succeeded but its event stream, skill evidence or transcript could not be "
         "verified (sets transcript_missing)",
+        attribution="the CLI's own stream lacked skill evidence; a stream the agent altered is "
+        "the evidence cross-check's evidence-tampered, charged to the arm",
+        charged=False,
         excluded=True,
         evidence=True,
     ),
@@ -110,37 +129,119 @@ _KINDS: tuple[ErrorKind, ...] = (
         "the CLI's stream disagrees with the relay's wire record (an event the model never "
         "produced, a forged result or usage, a request that continues no conversation of the "
         "session): charged to the arm, never excluded",
+        attribution="only processes in the agent's sandbox can write the CLI's stream; the wire "
+        "record is the host's and the model's",
+        charged=True,
         evidence=True,
     ),
     _kind(
-        "review-evidence-invalid",
-        "the review artifact was missing or invalid, or the review changed the workspace or skills",
-        excluded=True,
+        "session-failed",
+        "a session's CLI died, was killed, exited non-zero or left an unusable stream or result "
+        "while the relay saw the endpoint answer every request",
+        attribution="the agent's tools run as the CLI's uid in its sandbox: they can kill it, "
+        "exhaust it, or corrupt its stream",
+        charged=True,
+        execution=True,
+    ),
+    _kind(
+        "session-timeout",
+        "a session exceeded its time limit with no model request in flight at the relay",
+        attribution="the time went to the agent's own tool calls (a hang in its code), not to the endpoint",
+        charged=True,
+        execution=True,
+    ),
+    _kind(
+        "workspace-invalid",
+        "the workspace the agent left cannot be judged: over the entry, byte or depth limits, or an "
+        "entry the harness could not read",
+        attribution="the workspace is the agent's to write",
+        charged=True,
         evidence=True,
-        systemic=True,
+    ),
+    _kind(
+        "verify-timeout",
+        "the task's authored verify ran past its time limit on the agent's code",
+        attribution="verify runs the code the agent left (an import or a test that hangs)",
+        charged=True,
+        execution=True,
+    ),
+    _kind(
+        "oracle-timeout",
+        "the hidden oracle ran past its time limit on the agent's code",
+        attribution="the oracle runs the code the agent left",
+        charged=True,
+        execution=True,
+    ),
+    _kind(
+        "judging-error",
+        "the harness raised while judging or capturing what the agent left (after its first "
+        "session started); a health reason to investigate",
+        attribution="anything read after the agent ran may be the agent's doing, so an "
+        "unexpected failure there is never excused as infrastructure",
+        charged=True,
+        execution=True,
+    ),
+    _kind(
+        "cleanup-failure",
+        "the cell's clone could not be removed afterwards (overrides the primary kind)",
+        attribution="the clone holds what the agent wrote (modes, depth, entry count)",
+        charged=True,
+        execution=True,
+    ),
+    _kind(
+        "review-evidence-invalid",
+        "the review artifact was missing, invalid or of the wrong type, or the review changed "
+        "the workspace or skills",
+        attribution="the agent writes the artifact and is the only writer of its directory",
+        charged=True,
+        evidence=True,
     ),
     _kind(
         "skill-not-invoked",
         "the event stream shows no successful request for the arm's expected skill",
+        attribution="the model chose not to call the skill",
+        charged=True,
         evidence=True,
     ),
     _kind(
         "plan-evidence-invalid",
         "planning did not produce exactly one plan document, changed other paths, or altered skills",
+        attribution="the planning session's own writes",
+        charged=True,
     ),
     _kind(
         "implementation-evidence-invalid",
         "a work session changed the evaluated skill files",
+        attribution="the work session's own writes",
+        charged=True,
     ),
-    _kind("verify-failed", "the sessions succeeded but the task's authored tests failed"),
+    _kind(
+        "verify-failed",
+        "the sessions succeeded but the task's authored tests failed, or passed without the "
+        "outcome report the task declares",
+        attribution="the agent's code",
+        charged=True,
+    ),
     _kind(
         "oracle-failed",
-        "the authored tests passed but the hidden oracle (or hidden review labels) failed",
+        "the authored tests passed but the hidden oracle (or hidden review labels) failed, or "
+        "exited 0 without a valid outcome report",
+        attribution="the agent's code",
+        charged=True,
     ),
-    _kind("oracle-unavailable", "no hidden oracle snapshot was available to judge the cell"),
+    _kind(
+        "oracle-unavailable",
+        "no hidden oracle snapshot was available to judge the cell (defensive: tasks load only "
+        "with an oracle)",
+        attribution="the snapshot is taken on the host before any cell runs",
+        charged=False,
+        excluded=True,
+    ),
     _kind(
         "no-work-produced",
         "an implementation arm finished without changing anything outside its plan",
+        attribution="the agent's (lack of) writes",
+        charged=True,
     ),
     # Charged to the arm: only the agent's processes (and the judges of its code) run in the cell's
     # cgroups and volume, so hitting a bound is the agent's doing; never excluded, never systemic.
@@ -148,6 +249,8 @@ _KINDS: tuple[ErrorKind, ...] = (
         "resource-limit",
         "a process of the cell hit a kernel bound: the memory limit (OOM kill), the process limit "
         "(a refused fork) or the disk volume (full); only the agent's processes run there",
+        attribution="only the agent's processes run inside the cell's own bounds",
+        charged=True,
     ),
 )
 
@@ -155,6 +258,7 @@ ERROR_KINDS: Mapping[str, ErrorKind] = MappingProxyType({kind.name: kind for kin
 """Every `error_kind` a row may carry, in the order of the reference table."""
 
 EXCLUDED_ERROR_KINDS = frozenset(k.name for k in _KINDS if k.is_excluded)
+CHARGED_ERROR_KINDS = frozenset(k.name for k in _KINDS if k.charged_to_arm)
 EXECUTION_FAILURE_KINDS = frozenset(k.name for k in _KINDS if k.is_execution_failure)
 EVIDENCE_FAILURE_KINDS = frozenset(k.name for k in _KINDS if k.is_evidence_failure)
 SYSTEMIC_ERROR_KINDS = frozenset(k.name for k in _KINDS if k.is_systemic)
@@ -197,8 +301,17 @@ def evidence_failed(row: Row) -> bool:
 
 
 def is_excluded(row: Row) -> bool:
-    """Dropped from medians and resolve denominators (it measured nothing usable)."""
-    return row.get("error_kind") in EXCLUDED_ERROR_KINDS or row.get("review_evidence_valid") is False
+    """Dropped from medians and resolve denominators (it measured nothing usable).
+
+    Only the row's kind decides: `review_evidence_valid` is the agent's artifact, and a flag the
+    agent controls must never take its row out of the denominator.
+    """
+    return row.get("error_kind") in EXCLUDED_ERROR_KINDS
+
+
+def is_charged_to_arm(row: Row) -> bool:
+    """A failure the agent could have caused: counted against its arm."""
+    return row.get("error_kind") in CHARGED_ERROR_KINDS
 
 
 def is_admissible(row: Row) -> bool:
@@ -210,9 +323,39 @@ def is_admissible(row: Row) -> bool:
 
 
 def is_systemic_failure(row: Row) -> bool:
-    """Counts toward the outage breaker's streak.
+    """Counts toward the outage breaker's streak: only kinds the agent cannot cause.
 
-    Invalid review evidence counts even when another kind was recorded first, because the review
-    phase breaking on every cell is exactly the outage the breaker exists to stop.
+    Five cells that each delete their `.git`, kill their CLI or hang their verify must not stop
+    the sweep; an endpoint or harness outage still does.
     """
-    return row.get("error_kind") in SYSTEMIC_ERROR_KINDS or row.get("review_evidence_valid") is False
+    return row.get("error_kind") in SYSTEMIC_ERROR_KINDS
+
+
+def vocabulary_markdown() -> str:
+    """docs/error-kinds.md: the table above, with who is charged and why (generated; a test checks)."""
+    yes = {True: "yes", False: "–"}
+    lines = [
+        "# Error kinds",
+        "",
+        "Generated from `workflow_bench/judging/outcomes.py`",
+        "(`python -m workflow_bench.judging.outcomes`); do not edit by hand.",
+        "",
+        "A kind **charged to the arm** is one the agent could have caused: it stays in medians and",
+        "resolve denominators as a failure of that arm and never feeds the outage breaker. Only",
+        "kinds the agent cannot cause are excluded or systemic.",
+        "",
+        "| error_kind | produced when | charged to the arm | why "
+        "| excluded | execution | evidence | systemic |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for k in _KINDS:
+        lines.append(
+            f"| `{k.name}` | {k.produced_when} | {yes[k.charged_to_arm]} | {k.attribution} "
+            f"| {yes[k.is_excluded]} | {yes[k.is_execution_failure]} | {yes[k.is_evidence_failure]} "
+            f"| {yes[k.is_systemic]} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(vocabulary_markdown(), end="")

@@ -1,5 +1,6 @@
 """The model relay: the sandbox's only way to the model, the only holder of the credential, and the
 host-side witness of every exchange (the wire record: evidence of record, DESIGN §4).
+Over 400 lines on purpose: the relay's admission, forwarding and wire record share one connection loop.
 
 Sessions run with no network at all (``--unshare-net``). The CLI reaches the model through
 ``ANTHROPIC_UNIX_SOCKET``: a Unix socket bound into the sandbox, served here, on the host, by one
@@ -30,6 +31,7 @@ import os
 import socket
 import ssl
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -80,6 +82,43 @@ class _Refused(Exception):
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)
         self.status = status
+
+
+# Upstream statuses that are the endpoint's fault, not the request's: credentials and model
+# routing are the harness's (the relay injects them), throttling, timeouts and 5xx are the
+# provider's. 400 and 413 describe the request body, which the agent's session shapes.
+_ENDPOINT_FAULT_STATUSES = frozenset({401, 403, 404, 407, 408, 429})
+
+
+class EndpointLog:
+    """What the relay saw of the upstream: when each request ran and whether it failed.
+
+    Host-side evidence for failure attribution (judging): a session that failed right after the
+    endpoint failed it, or that timed out while a model request was still in flight, is the
+    endpoint's fault; otherwise the agent's. Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[int, float] = {}  # request id -> start (monotonic)
+        self._next = 0
+        self.last_fault: str | None = None  # set by the latest finished request; None = it succeeded
+
+    def start(self) -> int:
+        with self._lock:
+            self._next += 1
+            self._open[self._next] = time.monotonic()
+            return self._next
+
+    def finish(self, request: int, fault: str | None) -> None:
+        with self._lock:
+            self._open.pop(request, None)
+            self.last_fault = fault
+
+    def in_flight_since(self) -> float | None:
+        """Start of the oldest request still open, or None."""
+        with self._lock:
+            return min(self._open.values(), default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +172,9 @@ class ModelRelay:
         self._overflow = False
         self._next_index = 0
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.endpoint = EndpointLog()
+        self._live: set[socket.socket] = set()  # open client and upstream sockets, closed by close()
+        self._live_lock = threading.Lock()
         self.socket_path = socket_path
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(str(socket_path))
@@ -155,6 +197,15 @@ class ModelRelay:
             self._server.shutdown(socket.SHUT_RDWR)
         self._server.close()
         self._thread.join(timeout=5)
+        # Connections still open (a stalled upstream) pin the socket's mount; the cell's volume
+        # could not be unmounted. Closing them unblocks their threads too.
+        with self._live_lock:
+            live, self._live = list(self._live), set()
+        for sock in live:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                sock.close()
         for worker in list(self._workers):
             worker.join(timeout=5)
         with contextlib.suppress(FileNotFoundError):
@@ -169,6 +220,13 @@ class ModelRelay:
         with self._lock:
             self._refusals.append(f"{status} {reason}"[:200])
         _reply_error(client, status, reason)
+
+    def _track(self, sock: socket.socket) -> None:
+        with self._live_lock:
+            if self._closed.is_set():
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+            self._live.add(sock)
 
     def _accept_loop(self) -> None:
         while not self._closed.is_set():
@@ -200,32 +258,48 @@ class ModelRelay:
                 with self._lock:
                     index = self._next_index
                     self._next_index += 1
+                request = self.endpoint.start()
+                fault: str | None = "upstream closed without a response"
+                self._track(client)
                 try:
-                    upstream = self._open_upstream()
-                except OSError as exc:
-                    _reply_error(client, 502, f"upstream unreachable: {exc}")
-                    self._store(index, agent_id, facts, b"HTTP/1.1 502 relay\r\n\r\n", False)
-                    return
-                with upstream:
                     try:
-                        upstream.sendall(self._rewrite(head, len(body)))
-                        upstream.sendall(body)
-                    except OSError as exc:  # the upstream hung up mid-request: the client sees 502
-                        _reply_error(client, 502, f"upstream closed: {type(exc).__name__}")
+                        upstream = self._open_upstream()
+                    except OSError as exc:
+                        fault = f"upstream unreachable: {type(exc).__name__}"
+                        _reply_error(client, 502, f"upstream unreachable: {exc}")
                         self._store(index, agent_id, facts, b"HTTP/1.1 502 relay\r\n\r\n", False)
                         return
-                    kept, overflow = _pipe(upstream, client)
-                self._store(index, agent_id, facts, kept, overflow)
+                    with upstream:
+                        self._track(upstream)
+                        try:
+                            upstream.sendall(self._rewrite(head, len(body)))
+                            upstream.sendall(body)
+                        except OSError as exc:  # the upstream hung up mid-request: the client sees 502
+                            fault = f"upstream closed: {type(exc).__name__}"
+                            _reply_error(client, 502, f"upstream closed: {type(exc).__name__}")
+                            self._store(index, agent_id, facts, b"HTTP/1.1 502 relay\r\n\r\n", False)
+                            return
+                        kept, overflow = _pipe(upstream, client)
+                    fault = self._store(index, agent_id, facts, kept, overflow)
+                finally:
+                    self.endpoint.finish(request, fault)
+                    with self._live_lock:
+                        self._live = {
+                            sock for sock in self._live if sock.fileno() != -1 and sock is not client
+                        }
         finally:
             self._slots.release()
 
-    def _store(self, index, agent_id, facts, raw: bytes, overflow: bool) -> None:
-        exchange = Exchange(index, agent_id, facts, parse_response(raw), overflow)
+    def _store(self, index, agent_id, facts, raw: bytes, overflow: bool) -> str | None:
+        """Record the exchange; return the endpoint's fault in it (None when it answered well)."""
+        response = parse_response(raw)
+        exchange = Exchange(index, agent_id, facts, response, overflow)
         with self._lock:
             if len(self._exchanges) >= MAX_EXCHANGES:
                 self._overflow = True
             else:
                 self._exchanges.append(exchange)
+        return _endpoint_fault(raw, response, overflow)
 
     def _admit(self, client: socket.socket) -> tuple[bytes, bytearray, str | None, RequestFacts]:
         head, rest = _read_head(client)
@@ -337,6 +411,24 @@ def _pipe(upstream: socket.socket, client: socket.socket) -> tuple[bytes, bool]:
 _REASONS = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 411: "Length Required"}
 _REASONS.update({413: "Payload Too Large", 431: "Header Fields Too Large", 502: "Bad Gateway"})
 _REASONS.update({503: "Service Unavailable"})
+
+
+def _endpoint_fault(raw: bytes, response: ResponseFacts, overflow: bool) -> str | None:
+    """The endpoint's fault in one answer, for failure attribution (judging); None when it answered well.
+
+    Only upstream failures count: credentials and model routing are the relay's (it injects them),
+    throttling, timeouts and 5xx are the provider's; 400 and 413 describe the request body, which
+    the agent's session shapes. A 200 reply cut before it completed was cut by the endpoint.
+    """
+    if response.status is None:
+        return "upstream sent no HTTP status"
+    if response.status >= 500 or response.status in _ENDPOINT_FAULT_STATUSES:
+        return f"upstream status {response.status}"
+    head = raw.partition(b"\r\n\r\n")[0].lower()
+    cut = not (response.completed or overflow or b"message_stop" in raw)
+    if response.status == 200 and b"text/event-stream" in head and cut:
+        return "upstream event stream ended before message_stop"
+    return None
 
 
 def _reply_error(client: socket.socket, status: int, message: str) -> None:

@@ -155,6 +155,8 @@ def _outcome_summary(results: Results, arms: Sequence[str]) -> list[str]:
 
 def _flags_text(kind: ErrorKind) -> str:
     flags = ["excluded from medians and denominators" if kind.is_excluded else "counted in medians"]
+    if kind.charged_to_arm:
+        flags.append("charged to the arm (the agent could have caused it)")
     if kind.is_execution_failure:
         flags.append("execution failure")
     if kind.is_evidence_failure:
@@ -175,6 +177,25 @@ def _error_legend(results: Results) -> list[str]:
             lines.append(f"- `{_escape(name)}`: not in the error-kind vocabulary (older or foreign row)")
         else:
             lines.append(f"- `{name}`: {kind.produced_when} ({_flags_text(kind)})")
+    return [*lines, ""]
+
+
+def _exclusions(results: Results, arms: Sequence[str]) -> list[str]:
+    """Per arm: which runs left the denominators and why; the agent can cause none of these."""
+    per_arm: dict[str, dict[str, int]] = {}
+    for task_arms in results.values():
+        for arm, agg in task_arms.items():
+            for name, count in agg.error_kinds.items():
+                kind = ERROR_KINDS.get(name)
+                if kind is not None and kind.is_excluded:
+                    per_arm.setdefault(arm, {})[name] = per_arm.get(arm, {}).get(name, 0) + count
+    if not per_arm:
+        return []
+    lines = ["### Exclusions per arm", ""]
+    for arm in [a for a in arms if a in per_arm]:
+        for name, count in per_arm[arm].items():
+            kind = ERROR_KINDS[name]
+            lines.append(f"- `{_escape(arm)}`: {count} × `{name}`, excluded because {kind.attribution}")
     return [*lines, ""]
 
 
@@ -306,6 +327,7 @@ def render_markdown(
         *_header(provenance),
         *_outcome_summary(results, arms),
         *_error_legend(results),
+        *_exclusions(results, arms),
         *_main_table(results),
         *accounting_section(accounting),
         *_review_section(results),

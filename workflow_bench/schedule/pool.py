@@ -36,7 +36,7 @@ from contextvars import copy_context
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
-from workflow_bench.judging.outcomes import SYSTEMIC_ERROR_KINDS
+from workflow_bench.judging.outcomes import is_systemic_failure
 
 T = TypeVar("T")
 SweepStatus = Literal["complete", "aborted", "cancelled"]
@@ -87,10 +87,9 @@ class SweepOutcome(Generic[T]):
     why: str | None = None  # what ended submission early (WHY_* or a budget's), None when complete
 
 
-def next_streak(error_kind: str | None, streak: int, *, review_evidence_valid: object = None) -> int:
-    """Consecutive systemic failures, folded in plan order (pure)."""
-    systemic = error_kind in SYSTEMIC_ERROR_KINDS or review_evidence_valid is False
-    return streak + 1 if systemic else 0
+def next_streak(row: dict, streak: int) -> int:
+    """Consecutive systemic failures, folded in plan order (pure; the one table decides)."""
+    return streak + 1 if is_systemic_failure(row) else 0
 
 
 def waves_of(groups: Sequence[object], workers: int) -> list[list[int]]:
@@ -196,9 +195,7 @@ def run_cells(
             return
         while state.folded in state.results:
             row = row_of(state.results[state.folded])
-            state.streak = next_streak(
-                row.get("error_kind"), state.streak, review_evidence_valid=row.get("review_evidence_valid")
-            )
+            state.streak = next_streak(row, state.streak)
             state.folded += 1
             limit = policy.outage_streak
             if limit and state.streak >= limit and not state.tripped:

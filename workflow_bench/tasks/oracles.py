@@ -42,10 +42,12 @@ class OracleFileSpec:
 
 @dataclass(frozen=True, slots=True)
 class OracleSpec:
-    """The hidden oracle as declared: a shell command and 1–8 files (validated by ``TaskSpec``)."""
+    """The hidden oracle as declared: a shell command, 1–8 files and the fewest tests that must
+    run and pass (the outcome-report contract, ``judging.outcome_report``; validated by ``TaskSpec``)."""
 
     command: str
     files: tuple[OracleFileSpec, ...]
+    min_tests: int = 1
 
 
 # Limits from the reference harness's oracle declaration rules (§4.1): an oracle is a handful of

@@ -49,6 +49,7 @@ TASK_KEYS = (
     "repo",
     "prompt",
     "verify",
+    "verify_min_tests",
     "ref",
     "setup",
     "expensive",
@@ -218,6 +219,16 @@ class DependencySpec:
             raise ValueError(f"sandbox dependency {problems[0].key}: {problems[0].message}")
 
 
+MAX_MIN_TESTS = 100_000  # the judge runner counts at most this many distinct tests
+
+
+def min_tests_problems(key: str, value: object) -> list[Problem]:
+    """``min_tests``-style counts: an integer from 1 to ``MAX_MIN_TESTS`` (booleans refused)."""
+    if type(value) is not int or not 1 <= value <= MAX_MIN_TESTS:
+        return [Problem(key, f"want an integer from 1 to {MAX_MIN_TESTS}, got {value!r}")]
+    return []
+
+
 def resolve_repo_location(task_dir: Path, repo: str) -> Path:
     """``repo`` with ``~`` expanded, made absolute against the task file's directory."""
     return task_dir / Path(repo).expanduser()
@@ -323,6 +334,8 @@ def _task_fields(item: object, index: int, out: _Collector) -> dict[str, Any] | 
         problems += ref_problems(item["ref"])
     if "setup" in item:
         problems += text_problems("setup", item["setup"])
+    if "verify_min_tests" in item:
+        problems += min_tests_problems("verify_min_tests", item["verify_min_tests"])
     if "expensive" in item and type(item["expensive"]) is not bool:
         problems.append(Problem("expensive", f"want true or false, got {item['expensive']!r}"))
     copies = _string_list(item.get("sandbox_copy", []), "sandbox_copy", problems)
@@ -355,6 +368,7 @@ def _task_fields(item: object, index: int, out: _Collector) -> dict[str, Any] | 
         repo=item["repo"],
         prompt=item["prompt"],
         verify=item["verify"],
+        verify_min_tests=item.get("verify_min_tests"),
         oracle=oracle,
         ref=item.get("ref", "HEAD"),
         setup=item.get("setup"),
@@ -439,10 +453,15 @@ def _oracle_declaration(
     """(the spec if it is fully valid, the file entries whose shape is valid: their sources can be read)."""
     if not isinstance(value, Mapping):
         kind = type(value).__name__
-        problems.append(Problem("oracle", f"want a mapping with exactly {{command, files}}, got {kind}"))
+        problems.append(Problem("oracle", f"want a mapping of {{command, files, min_tests?}}, got {kind}"))
         return None, ()
-    if detail := _exact_keys_detail(value, ("command", "files")):
-        problems.append(Problem("oracle", f"want exactly {{command, files}}: {detail}"))
+    keys = ("command", "files", "min_tests") if "min_tests" in value else ("command", "files")
+    if detail := _exact_keys_detail(value, keys):
+        problems.append(Problem("oracle", f"want {{command, files}} and optional min_tests: {detail}"))
+        return None, ()
+    min_tests = value.get("min_tests", 1)
+    if count_problems := min_tests_problems("oracle.min_tests", min_tests):
+        problems += count_problems
         return None, ()
     shape: list[Problem] = []
     files = tuple(
@@ -453,7 +472,8 @@ def _oracle_declaration(
         return None, files
     values = oracle_problems(value["command"], files)
     problems += values
-    return (None if values else OracleSpec(command=value["command"], files=files)), files
+    spec = OracleSpec(command=value["command"], files=files, min_tests=min_tests)
+    return (None if values else spec), files
 
 
 def _io_problems(

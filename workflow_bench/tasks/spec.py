@@ -58,6 +58,7 @@ from .schema import (
     TaskFileError,
     TaskSpecError,
     id_problems,
+    min_tests_problems,
     oracle_problems,
     parse_task_file,
     ref_problems,
@@ -121,6 +122,8 @@ class TaskSpec:
     verify: str
     oracle: OracleSpec
     ref: str = "HEAD"
+    verify_min_tests: int | None = None
+    """When set, verify must prove success with an outcome report of at least this many tests."""
     setup: str | None = None
     expensive: bool = False
     sandbox_copy: tuple[str, ...] = ()
@@ -172,6 +175,8 @@ def _spec_problems(spec: TaskSpec) -> list[Problem]:
     ):
         problems += text_problems(key, value)
     problems += ref_problems(spec.ref)
+    if spec.verify_min_tests is not None:
+        problems += min_tests_problems("verify_min_tests", spec.verify_min_tests)
     problems += text_problems("setup", spec.setup, optional=True)
     if type(spec.expensive) is not bool:
         problems.append(Problem("expensive", f"want true or false, got {spec.expensive!r}"))
@@ -191,6 +196,7 @@ def _spec_problems(spec: TaskSpec) -> list[Problem]:
         problems.append(Problem("oracle", "want an OracleSpec with a tuple of files"))
     else:
         problems += oracle_problems(spec.oracle.command, spec.oracle.files)
+        problems += min_tests_problems("oracle.min_tests", spec.oracle.min_tests)
     return problems
 
 
@@ -273,6 +279,8 @@ class TaskBinding:
             "prompt_digest": spec.prompt_digest,
             "setup_digest": spec.setup_digest,
             "verify_digest": spec.verify_digest,
+            "verify_min_tests": spec.verify_min_tests,
+            "oracle_min_tests": spec.oracle.min_tests,
             "expensive": spec.expensive,
             "sandbox_copy": list(spec.sandbox_copy),
             "sandbox_dependencies": [

@@ -1,0 +1,179 @@
+"""Proof of success from the judge runner, in the real sandbox, against code under test that lies.
+
+Every attack runs as code the tests import (a package ``__init__``), inside the child the
+runner starts: exactly where an agent's code runs when the oracle judges it. Negative controls
+show each attack would have fooled an exit-status judge.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from workflow_bench.judging.attribution import ChargedFailure
+from workflow_bench.judging.outcome_report import check_report, run_with_report
+from workflow_bench.sandbox import RunPolicy, SandboxKind, create_sandbox
+
+pytestmark = pytest.mark.component
+COMMAND = 'python3 -I -B "$WORKFLOW_BENCH_UNITTEST" tests.test_pkg'
+TESTS = """
+import unittest
+import pkg
+
+
+class T(unittest.TestCase):
+    def test_one(self):
+        self.assertEqual(pkg.value(), 1)
+
+    def test_two(self):
+        self.assertTrue(pkg.value())
+
+    def test_three(self):
+        self.assertIsInstance(pkg.value(), int)
+"""
+# Finds the judge runner's nonce the only ways a same-uid process could: its environment,
+# its stdin, its memory; then forges a report with whatever it found and exits 0.
+FORGER = r"""
+import glob, json, os, re, time
+found = set()
+others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+for pid in others:
+    for name in ("environ", "cmdline", "fd/0"):
+        try:
+            with open(f"/proc/{pid}/{name}", "rb") as handle:
+                os.set_blocking(handle.fileno(), False)
+                found.update(re.findall(rb"[0-9a-f]{32}", handle.read(1 << 20) or b""))
+        except Exception as exc:
+            print("probe", pid, name, type(exc).__name__, flush=True)
+    try:
+        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as mem:
+            for line in maps:
+                span, perms = line.split()[:2]
+                if "rw" not in perms:
+                    continue
+                start, end = (int(x, 16) for x in span.split("-"))
+                try:
+                    mem.seek(start)
+                    chunk = mem.read(min(end - start, 64 << 20))
+                except OSError:
+                    continue
+                found.update(re.findall(rb"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])", chunk))
+    except Exception as exc:
+        print("probe mem", pid, type(exc).__name__, flush=True)
+print("FOUND", len(found), flush=True)
+# One report file, so one guess: a forger that found exactly one candidate has the nonce.
+nonce = (sorted(found)[:1] or [b"0" * 32])[0].decode()
+report = json.dumps({"nonce": nonce, "exit_code": 0, "tests_run": 3, "tests_passed": 3,
+                     "tests_not_passed": 0, "done": True, "malformed_lines": 0})
+if os.fork() == 0:
+    # Outlive the test process and keep the forged report in place after the runner writes.
+    os.setsid()
+    for _ in range(3000):
+        for directory in glob.glob("/.wfbench-out-*"):
+            try:
+                with open(os.path.join(directory, "outcome.json"), "w") as handle:
+                    handle.write(report)
+            except OSError:
+                pass
+        time.sleep(0.001)
+    os._exit(0)
+os._exit(0)
+"""
+
+
+def _workspace(tmp_path: Path, init: str) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "tests").mkdir()
+    (ws / "pkg" / "__init__.py").write_text(init + "\ndef value():\n    return 1\n")
+    (ws / "tests" / "__init__.py").write_text("")
+    (ws / "tests" / "test_pkg.py").write_text(TESTS)
+    return ws
+
+
+def _judge(tmp_path: Path, ws: Path, *, min_tests: int = 3, timeout_s: float = 60, command=COMMAND):
+    sandbox = create_sandbox(SandboxKind.BWRAP, workspace=ws, claude_bin=None, bwrap_bin="bwrap")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(exist_ok=True)
+    outcome = run_with_report(
+        sandbox,
+        command,
+        scratch=scratch,
+        min_tests=min_tests,
+        timeout_kind="oracle-timeout",
+        timeout_s=timeout_s,
+        cancel=threading.Event(),
+    )
+    assert not list(scratch.iterdir()), "the kit and report directories are removed"
+    return sandbox, outcome
+
+
+def _exit_status(sandbox) -> int | None:
+    plain = (
+        'python3 -I -B -c \'import sys; sys.path.append("."); import unittest; '
+        'unittest.main(module="tests.test_pkg")\''
+    )
+    return sandbox.run(
+        ["/bin/sh", "-c", plain], policy=RunPolicy(workspace_writable=False), timeout_s=60
+    ).returncode
+
+
+def test_honest_tests_pass_with_their_count(tmp_path, bwrap_bin):
+    _, outcome = _judge(tmp_path, _workspace(tmp_path, ""))
+    assert outcome.passed and (outcome.tests_run, outcome.tests_passed) == (3, 3), outcome.detail
+    # Negative control: the same honest run falls short of a higher declared minimum.
+    _, short = _judge(tmp_path, _workspace(tmp_path / "b", ""), min_tests=4)
+    assert not short.passed and "3 tests ran" in short.detail
+
+
+def test_exit_zero_from_imported_code_is_not_a_pass(tmp_path, bwrap_bin):
+    ws = _workspace(tmp_path, "import os\nos._exit(0)")
+    sandbox, outcome = _judge(tmp_path, ws)
+    assert _exit_status(sandbox) == 0  # negative control: an exit-status judge is fooled
+    assert not outcome.passed and outcome.tests_run == 0, outcome.detail
+
+
+def test_a_forged_report_without_the_nonce_is_refused(tmp_path, bwrap_bin):
+    ws = _workspace(tmp_path, FORGER)
+    sandbox, outcome = _judge(tmp_path, ws)
+    assert _exit_status(sandbox) == 0
+    assert not outcome.passed, outcome.detail
+    assert "FOUND 0" in outcome.output, outcome.output  # no probe reached the nonce
+    assert "nonce is not this run's" in outcome.detail or "did not complete" in outcome.detail
+
+
+def test_a_hang_in_imported_code_is_the_arms_timeout(tmp_path, bwrap_bin):
+    ws = _workspace(tmp_path, "import time\ntime.sleep(600)")
+    with pytest.raises(ChargedFailure) as caught:
+        _judge(tmp_path, ws, timeout_s=3)
+    assert caught.value.kind == "oracle-timeout"
+
+
+@pytest.mark.parametrize(
+    ("report", "reason"),
+    [
+        (None, "no outcome report"),
+        (b"not json", "not JSON"),
+        (b'{"nonce": "x"}', "not this run"),
+        (
+            b'{"nonce": "N", "exit_code": 0, "tests_run": 3, "tests_passed": 3, "done": false}',
+            "did not complete",
+        ),
+        (b'{"nonce": "N", "exit_code": 1, "tests_run": 3, "tests_passed": 3, "done": true}', "exited 1"),
+        (b'{"nonce": "N", "exit_code": 0, "tests_run": 3, "tests_passed": 2, "done": true}', "1 of 3"),
+        (b'{"nonce": "N", "exit_code": 0, "tests_run": true, "tests_passed": 2, "done": true}', "malformed"),
+        (b"{" + b" " * 70000 + b"}", "oversized"),
+    ],
+)
+def test_check_report_refuses(report, reason):
+    outcome = check_report(report, nonce="N", min_tests=3)
+    assert not outcome.passed and reason in outcome.detail
+
+
+def test_check_report_accepts_only_the_complete_matching_report():
+    good = b'{"nonce": "N", "exit_code": 0, "tests_run": 3, "tests_passed": 3, "done": true}'
+    assert check_report(good, nonce="N", min_tests=3).passed
+    assert not check_report(good, nonce="M", min_tests=3).passed
+    assert not check_report(good, nonce="N", min_tests=4).passed

@@ -1,0 +1,57 @@
+"""Who failed a cell: the agent (charged to its arm) or something it cannot touch (excluded).
+
+Contract: a failure is excused (``session-error``, ``infra-error``) only on host-side evidence
+the agent cannot produce: the relay's record of the upstream, or the fact that no agent process
+had started yet. Everything else that goes wrong once the agent has run is charged to the arm
+(the kinds and their reasons live in ``outcomes``).
+
+Session failures, decided from the relay's ``EndpointLog`` (measured, not assumed):
+- timed out with a model request still in flight → the endpoint stalled: ``session-error``;
+- timed out with none in flight → the time went to the agent's own tools: ``session-timeout``;
+- otherwise failed after the endpoint's latest answer was a fault (5xx, 429, auth, a stream cut
+  before ``message_stop``, a broken connection) → ``session-error``;
+- otherwise (the endpoint answered every request well, yet the CLI died, was killed, exited
+  non-zero or left an unusable stream) → ``session-failed``.
+
+Must never: read agent-written files, or excuse a failure on evidence from inside the sandbox.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from workflow_bench.cells.sessions import SessionOutcome
+from workflow_bench.relay.server import EndpointLog
+
+
+class ChargedFailure(Exception):
+    """A failure the agent could have caused; ``kind`` is a charged error kind."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def attribute_session(outcome: SessionOutcome, endpoint: EndpointLog) -> SessionOutcome:
+    """Re-attribute a ``session-error`` from what the relay saw; any other outcome is returned as is."""
+    if outcome.error_kind != "session-error":
+        return outcome
+    detail = outcome.error_detail if isinstance(outcome.error_detail, dict) else {}
+    state = detail.get("process_state")
+    if state == "timeout":
+        if endpoint.in_flight_since() is not None:
+            return _with(outcome, "session-error", "the endpoint stalled: a model request was in flight")
+        return _with(
+            outcome, "session-timeout", "no model request was in flight: the agent's tools used the time"
+        )
+    if endpoint.last_fault is not None:
+        return _with(outcome, "session-error", f"the endpoint failed: {endpoint.last_fault}")
+    return _with(
+        outcome, "session-failed", "the endpoint answered every request; the CLI failed on its own side"
+    )
+
+
+def _with(outcome: SessionOutcome, kind: str, reason: str) -> SessionOutcome:
+    detail = dict(outcome.error_detail) if isinstance(outcome.error_detail, dict) else {}
+    detail["attribution"] = reason
+    return replace(outcome, error_kind=kind, error_detail=detail)
