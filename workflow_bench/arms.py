@@ -97,6 +97,7 @@ class ArmSpec:
     review session over a read-only workspace, judged against hidden labels.
     ``candidate_of``: the incumbent this candidate arm executes as.
     ``hide_skills``: the seeded skills are masked and slash commands disabled.
+    ``mcp``: the sessions get the toolkit's MCP servers (its read-only tools only).
     """
 
     name: str
@@ -104,6 +105,7 @@ class ArmSpec:
     family: Family = "toolkit"
     candidate_of: str | None = None
     hide_skills: bool = False
+    mcp: bool = True
     description: str = ""
 
     def __post_init__(self) -> None:
@@ -190,6 +192,7 @@ INCUMBENT_ARMS = (
         name="baseline_nomcp",
         family="none",
         hide_skills=True,
+        mcp=False,
         description="no skills, no MCP servers, no plugins, slash commands off: the bare agent",
         sessions=(
             SessionSpec(
@@ -218,6 +221,7 @@ def _candidate(name: str, incumbent: ArmSpec) -> ArmSpec:
         sessions=incumbent.sessions,
         family=incumbent.family,
         candidate_of=incumbent.name,
+        mcp=incumbent.mcp,
         description=f"{incumbent.name} with the candidate skill overlay committed into the clone",
     )
 

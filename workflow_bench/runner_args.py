@@ -28,7 +28,6 @@ from .schedule.pool import DEFAULT_OUTAGE_STREAK, MAX_WORKERS, PACKED_WINDOW_MUL
 
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 DEMO_SCRIPT = CORPUS_DIR / "scripts" / "demo.yaml"
-DEMO_TOOLKIT = CORPUS_DIR / "toolkit"
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
 # 5400 s: the reference raised its session ceiling from 3600 after paid runs
 # lost incumbent cells to it.
@@ -292,7 +291,11 @@ def _credentials(parser: argparse.ArgumentParser) -> None:
 def _skills(parser: argparse.ArgumentParser) -> None:
     """The evaluated toolkit, a candidate overlay, the external comparator plugin."""
     parser.add_argument(
-        "--toolkit", type=Path, default=DEMO_TOOLKIT, help="toolkit dir with skills/<name>/SKILL.md"
+        "--toolkit",
+        default="demo",
+        metavar="DIR|NAME",
+        help="toolkit directory holding a toolkit.yaml (skills per role, MCP servers, index step), or a "
+        "shipped toolkit name: demo (default)",
     )
     parser.add_argument(
         "--candidate-overlay",

@@ -215,7 +215,9 @@ def run_sweep(
     guard = BudgetGuard(config.budget, started=started)
     for row in rows:
         guard.finished(row["arm"], row)
-    templates = TemplateCache(toolkit=config.toolkit, root=work_root / "templates", progress=console)
+    templates = TemplateCache(
+        toolkit=config.toolkit, root=work_root / "templates", bwrap_bin=config.bwrap_bin, progress=console
+    )
     try:
         planned = plan_cells(config.tasks, config.arms, config.runs, templates)
         total = len(plan_keys(config))

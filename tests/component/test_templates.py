@@ -9,9 +9,8 @@ import pytest
 
 from workflow_bench.cells.templates import TemplateCache, template_key
 from workflow_bench.cells.workspace import copy_clone
-from workflow_bench.runner_args import DEMO_TOOLKIT
 from workflow_bench.tasks.spec import bind_tasks, load_task_file
-from workflow_bench.toolkit.spec import load_toolkit
+from workflow_bench.toolkit.manifest import load_toolkit
 
 pytestmark = pytest.mark.component
 DEMO_TASKS = Path(__file__).resolve().parents[2] / "tasks.scenarios.yaml"
@@ -23,7 +22,10 @@ def test_tasks_sharing_repository_and_commit_share_one_template_built_off_thread
     lines: list[str] = []
     builders: set[str] = set()
     cache = TemplateCache(
-        toolkit=load_toolkit(DEMO_TOOLKIT), root=tmp_path / "templates", progress=lines.append
+        toolkit=load_toolkit("demo"),
+        root=tmp_path / "templates",
+        bwrap_bin="bwrap",
+        progress=lines.append,
     )
     real_build = cache._build
 

@@ -49,7 +49,11 @@ def test_review_corpus_labels_are_checked(capsys, bwrap_bin, private_tmpdir):
 @pytest.mark.parametrize(
     ("override", "problem"),
     [
-        ({"oracle_command": "true"}, "the hidden oracle passes on the untouched base"),
+        # An oracle that passes on the base: the authored tests (they already pass there), with a report.
+        (
+            {"oracle_command": 'python3 -I -B "$WORKFLOW_BENCH_UNITTEST" tests.test_money'},
+            "the hidden oracle passes on the untouched base",
+        ),
         ({"reference_patch": None}, "no reference_patch"),
         ({"base_expected": None}, "verify passes on the untouched base"),
     ],

@@ -36,7 +36,8 @@ def _task(repo, *, with_deps: bool) -> dict:
         "verify": f"PYTHONPATH={DEPS}/site-packages python3 -B -m pytest -q -p no:cacheprovider "
         "tests/test_money.py",
         "oracle": {
-            "command": 'python3 -I -B "$WORKFLOW_BENCH_ORACLE_ROOT/oracle_test.py"',
+            "command": 'python3 -I -B "$WORKFLOW_BENCH_UNITTEST" '
+            '"$WORKFLOW_BENCH_ORACLE_ROOT/oracle_test.py"',
             "files": [{"source": "oracle.py", "target": "oracle_test.py"}],
         },
         "reference_patch": "fix.patch",

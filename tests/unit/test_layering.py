@@ -20,12 +20,13 @@ pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow_bench"
 LAYERS = {
     "usage": 0, "process": 0, "redaction": 0, "judging.outcomes": 0, "row_schema": 0, "providers.access": 0,
-    "input_files": 0, "review": 0, "toolkit.spec": 0, "arms": 0,
+    "input_files": 0, "review": 0, "toolkit.spec": 0, "arms": 0, "toolkit.mcp": 1,
     "tasks": 1, "relay": 1, "claude_cli": 1, "sandbox": 1,
     "providers.scripted": 1, "corpus": 1, "providers.gateway": 1, "toolkit.overlay": 1,
     "toolkit.comparator": 1, "cells.stream_usage": 1,
     "cells.skill_evidence": 1,
     "cells.workspace": 2, "cells.paths": 2, "cells.sessions": 2, "tasks.deps": 2, "cells.session_fold": 2,
+    "toolkit.manifest": 2, "cells.index": 2,
     "providers.connect": 2, "providers.options": 2,
     "judging.judge": 2, "cells.evidence": 2,
     "judging.attribution": 2, "judging.outcome_report": 2, "judging.patch": 2, "judging.kit": 2,

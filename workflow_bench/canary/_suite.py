@@ -56,6 +56,15 @@ class Verdict:
     observed: str
 
 
+def scripted_canary_access(provider: ScriptedProvider) -> ModelAccess:
+    """The canary's model route: the scripted attacker, one minted key per cell (every canary suite)."""
+    return ModelAccess(
+        provider="scripted",
+        base_url=provider.base_url,
+        mint=lambda key: provider.mint_key(task=key.task_id, arm=key.arm, run=key.run),
+    )
+
+
 def attacker_script(attacks: Sequence[Attack], plant: Plant):
     turns = [
         {"tool_calls": [{"name": a.tool, "input": a.make_input(plant)}], "usage": TURN_USAGE} for a in attacks
@@ -195,11 +204,7 @@ def run_suite(*, claude_bin: Path, claude_version: str, bwrap_bin: str, progress
         with planted() as (plant, listener, sentinel):
             task = prepare_task_context(binding, toolkit=toolkit, dest=work_root / "template")
             with ScriptedProvider(attacker_script(ATTACKS, plant)) as provider:
-                access = ModelAccess(
-                    provider="scripted",
-                    base_url=provider.base_url,
-                    mint=lambda key: provider.mint_key(task=key.task_id, arm=key.arm, run=key.run),
-                )
+                access = scripted_canary_access(provider)
                 settings = SweepSettings(
                     model=CANARY_MODEL,
                     effort=None,

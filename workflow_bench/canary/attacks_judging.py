@@ -29,12 +29,14 @@ from workflow_bench.cells.context import CellResult, SweepSettings, prepare_task
 from workflow_bench.cells.run import run_cell
 from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.judging.outcomes import is_excluded, is_systemic_failure
-from workflow_bench.providers.access import CellKey, ModelAccess
+from workflow_bench.providers.access import CellKey
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
 from workflow_bench.sandbox import write_runtime_dir
 from workflow_bench.schedule.pool import run_cells
 from workflow_bench.tasks.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
+
+from ._suite import scripted_canary_access
 
 ARM = "baseline"
 MODEL = "scripted-canary-judging"
@@ -252,11 +254,7 @@ def run_judging_suite(
     try:
         task = prepare_task_context(binding, toolkit=toolkit, dest=work_root / "template")
         with ScriptedProvider(_script(ATTACKS)) as provider:
-            access = ModelAccess(
-                provider="scripted",
-                base_url=provider.base_url,
-                mint=lambda key: provider.mint_key(task=key.task_id, arm=key.arm, run=key.run),
-            )
+            access = scripted_canary_access(provider)
             settings = SweepSettings(
                 model=MODEL,
                 effort=None,

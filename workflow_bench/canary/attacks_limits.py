@@ -29,14 +29,23 @@ from typing import Any
 from workflow_bench.arms import resolve_arm
 from workflow_bench.cells.context import SweepSettings, prepare_task_context
 from workflow_bench.cells.run import run_cell
-from workflow_bench.providers.access import CellKey, ModelAccess
+from workflow_bench.providers.access import CellKey
 from workflow_bench.providers.scripted import ScriptedProvider
 from workflow_bench.redaction import REDACTED
 from workflow_bench.sandbox import HOME_SIZE_BYTES, TMP_SIZE_BYTES, CellLimits, write_runtime_dir
 from workflow_bench.tasks.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 
-from ._suite import ARM, CANARY_MODEL, CANARY_TASKS, CORPUS, Verdict, attacker_script, planted
+from ._suite import (
+    ARM,
+    CANARY_MODEL,
+    CANARY_TASKS,
+    CORPUS,
+    Verdict,
+    attacker_script,
+    planted,
+    scripted_canary_access,
+)
 from ._suite import _tool_results as tool_results
 from .attacks import Plant
 
@@ -297,11 +306,7 @@ def run_limit_cells(
                     progress(line)
 
                 with ScriptedProvider(attacker_script(cell.attacks, plant)) as provider:
-                    access = ModelAccess(
-                        provider="scripted",
-                        base_url=provider.base_url,
-                        mint=lambda key, p=provider: p.mint_key(task=key.task_id, arm=key.arm, run=key.run),
-                    )
+                    access = scripted_canary_access(provider)
                     settings = SweepSettings(
                         model=CANARY_MODEL,
                         effort=None,

@@ -21,6 +21,7 @@ from workflow_bench.toolkit.comparator import ComparatorPlugin
 from workflow_bench.toolkit.overlay import Overlay
 from workflow_bench.toolkit.spec import Toolkit
 
+from .index import IndexResult
 from .workspace import add_task_assets, build_template, seed_skills, skill_fingerprint, workspace_snapshot
 
 
@@ -56,12 +57,13 @@ class TaskContext:
     template: Path
     sanitized_sha: str
     seeded_skill_digest: str | None
+    index: IndexResult | None = None  # the toolkit's code-graph index on the template (cells/index.py)
 
 
 def prepare_task_context(binding: TaskBinding, *, toolkit: Toolkit, dest: Path) -> TaskContext:
     """Build the task's sanitized template once: snapshot, seeded skills, task assets."""
     sanitized = build_template(source_repo=binding.repo_path, sha=binding.resolved_sha, dest=dest)
-    seed_skills(dest, skills_root=Path(toolkit.root) / "skills", names=toolkit.skill_names)
+    seed_skills(dest, skills_root=toolkit.skills_path, names=toolkit.skill_names)
     add_task_assets(dest, copies=binding.copy_paths, mount_points=[t for _, t in binding.dependency_mounts])
     seeded = skill_fingerprint(workspace_snapshot(dest))
     return TaskContext(binding=binding, template=dest, sanitized_sha=sanitized, seeded_skill_digest=seeded)

@@ -228,6 +228,16 @@ def _evidence(record, thread_of, consumed, tool_uses, tool_results, tampering, u
 # ── the stream, checked against the wire ───────────────────────────────────
 
 
+def _usage_agrees(stream: Mapping[str, Any], wire: Mapping[str, Any]) -> bool:
+    """Every count the wire reported matches; one the wire never reported, the CLI reads as zero."""
+    return all(
+        stream.get(field) == wire.get(field)
+        if wire.get(field) is not None
+        else stream.get(field) in (None, 0)
+        for field in USAGE_FIELDS
+    )
+
+
 def cross_check(wire: WireEvidence, events: Sequence[Mapping[str, Any]]) -> list[str]:
     """Every disagreement between the CLI's stream (second view) and the wire (of record)."""
     problems: list[str] = []
@@ -238,7 +248,7 @@ def cross_check(wire: WireEvidence, events: Sequence[Mapping[str, Any]]) -> list
     expected = dict(wire.usage_main) if wire.turns else dict.fromkeys(USAGE_FIELDS, 0)
     for result in results:
         usage = _stream_usage(result)
-        if usage != expected:
+        if not _usage_agrees(usage, expected):
             problems.append(f"the stream's result usage {usage} disagrees with the wire's {expected}")
     stream_uses: set[str] = set()
     for event in events:

@@ -118,6 +118,20 @@ def identity_fields(settings: SweepSettings, task: TaskContext, arm: ArmSpec, ke
         "oracle_manifest_digest": binding.oracle.manifest_digest,
         "recorded_at": datetime.now(UTC).isoformat(),
         **arm_provenance(settings, arm),
+        **toolkit_provenance(settings, task, arm),
+    }
+
+
+def toolkit_provenance(settings: SweepSettings, task: TaskContext, arm: ArmSpec) -> dict[str, Any]:
+    """Which toolkit the sweep evaluated, which index and MCP servers this arm's sessions got."""
+    toolkit = settings.toolkit
+    index = task.index.digest if task.index is not None and arm.mcp else None
+    return {
+        "toolkit_name": toolkit.name,
+        "toolkit_version": toolkit.version,
+        "toolkit_digest": toolkit.digest,
+        "index_digest": index,
+        "mcp_servers": [s.name for s in toolkit.mcp_servers] if arm.mcp else [],
     }
 
 

@@ -53,6 +53,7 @@ from workflow_bench.sandbox import (
     create_sandbox,
 )
 from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
+from workflow_bench.toolkit.mcp import JAIL_SOURCE, JAIL_TARGET, SessionMcp, session_mcp
 
 from .context import CellResult, SweepSettings, TaskContext
 from .evidence import apply_wire, wire_lines
@@ -93,6 +94,8 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     cell_dir = new_cell_dir_path(settings.work_root)  # fixed length: the relay socket must fit
     resources = CellResources(settings.limits, cell_dir)
     try:
+        if task.index is not None and task.index.error is not None:
+            raise RuntimeError(task.index.error)  # memoized per task: no cell of it can run
         resources.open(clone_source=task.template)
         copy_clone(task.template, cell_dir / "workspace")
         run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts, resources)
@@ -330,6 +333,7 @@ class _CellRun:
 
     def _session_policy(self, relay_dir: Path) -> RunPolicy:
         mounts = [Mount(source=relay_dir, target=MODEL_SOCKET_DIR)]
+        empty = self.settings.runtime_dir / EMPTY_DIR_NAME
         skills = self.sandbox.workspace / SKILLS_DIR
         skills_target = f"{SANDBOX_WORKSPACE}/{SKILLS_DIR}"
         if self.arm.hide_skills:
@@ -340,6 +344,16 @@ class _CellRun:
             mounts.append(Mount(source=skills, target=skills_target))
         if self.arm.family == "comparator" and self.settings.comparator is not None:
             mounts.append(Mount(source=self.settings.comparator.snapshot, target=SANDBOX_PLUGIN_DIR))
+        if self.arm.mcp and self.settings.toolkit.mcp_servers:
+            # What the toolkit's servers need (e.g. a node prefix) and their write jail, read-only.
+            toolkit = self.settings.toolkit
+            mounts += [Mount(source=Path(m.source), target=m.target) for m in toolkit.runtime_mounts]
+            mounts.append(Mount(source=JAIL_SOURCE, target=JAIL_TARGET))
+        index = self.task.index
+        if index is not None and index.digest is not None:
+            # The index snapshot read-only for MCP arms (nobody can tamper with it); masked otherwise.
+            source = self.task.template / index.output if self.arm.mcp else empty
+            mounts.append(Mount(source=source, target=f"{SANDBOX_WORKSPACE}/{index.output}"))
         if self.arm.review:
             # The artifact's directory, outside the read-only workspace: Claude's Write
             # tool writes a temp file and renames it, so a bound *file* would not do.
@@ -491,17 +505,23 @@ class _CellRun:
         prompt = spec.prompt.format(
             task=self.task.binding.spec.prompt, plan=plan_doc or "", skill=skill or ""
         )
+        mcp = self.mcp
         return SessionRequest(
             prompt=prompt,
             model=settings.model,
-            tools=spec.tools,
-            disallowed_tools=spec.disallowed_tools,
+            tools=(*spec.tools, *mcp.granted_tools),
+            disallowed_tools=(*spec.disallowed_tools, *mcp.refused_tools),
+            mcp_config=mcp.config_json,
             expected_skill=skill,
             env=env,
             timeout_s=settings.session_timeout_s,
             effort=settings.effort,
             extra_args=self._session_args(),
         )
+
+    @property
+    def mcp(self) -> SessionMcp:
+        return session_mcp(self.settings.toolkit, with_mcp=self.arm.mcp)
 
     def _skill_name(self, spec: SessionSpec) -> str | None:
         if spec.skill_role is None:

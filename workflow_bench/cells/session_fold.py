@@ -21,15 +21,28 @@ PROGRESS_TOOLS = 8  # tool names per live line; the rest are counted
 
 
 def progress_observer(progress: Callable[[str], None], label: str) -> Callable[[Mapping[str, Any]], None]:
-    """Live per-turn lines: tool names only, never model prose."""
+    """Live per-turn lines: tool names, never model prose; a short preview of each MCP tool result."""
     turns = {"n": 0}
+    mcp_calls: dict[str, str] = {}
 
     def observe(event: Mapping[str, Any]) -> None:
+        message = event.get("message") or {}
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        if event.get("type") == "user":
+            for block in blocks:
+                name = mcp_calls.pop(str(block.get("tool_use_id")), None)
+                if block.get("type") == "tool_result" and name is not None:
+                    status = "error" if block.get("is_error") else "ok"
+                    shown = printable(name, TOOL_NAME_CHARS)
+                    progress(f"{label}: {shown} {status}: {_preview(block.get('content'))}")
         if event.get("type") == "assistant":
-            message = event.get("message") or {}
-            content = message.get("content") if isinstance(message, dict) else None
-            blocks = content if isinstance(content, list) else []
-            tools = [b.get("name") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+            tools = [b.get("name") for b in blocks if b.get("type") == "tool_use"]
+            mcp_calls.update(
+                (str(b.get("id")), str(b.get("name")))
+                for b in blocks
+                if b.get("type") == "tool_use" and str(b.get("name")).startswith("mcp__")
+            )
             if tools:
                 turns["n"] += 1
                 names = ", ".join(printable(t, TOOL_NAME_CHARS) for t in tools[:PROGRESS_TOOLS])
@@ -41,6 +54,13 @@ def progress_observer(progress: Callable[[str], None], label: str) -> Callable[[
             progress(f"{label}: API retry {attempt}/{most} (status {status})")
 
     return observe
+
+
+def _preview(content: Any, limit: int = 160) -> str:
+    """A one-line, printable, bounded preview of a tool result (the console redacts secrets)."""
+    if isinstance(content, list):
+        content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return printable(" ".join(str(content or "")[: limit * 8].split()), limit)
 
 
 def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:

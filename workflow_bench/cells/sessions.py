@@ -26,6 +26,7 @@ from typing import Any
 from workflow_bench.process import ProcessResult
 from workflow_bench.redaction import printable, redact_text, redact_value
 from workflow_bench.sandbox import SANDBOX_CLAUDE_BIN, RunPolicy, Sandbox
+from workflow_bench.toolkit.mcp import EMPTY_MCP_CONFIG
 from workflow_bench.usage import USAGE_FIELDS, unknown_usage
 
 from .skill_evidence import skill_evidence, tool_use_counts
@@ -37,7 +38,6 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 # Inline settings for every session: no hooks from anywhere (a repository's
 # .claude/settings.json could otherwise run commands outside the tool log).
 SESSION_SETTINGS = json.dumps({"disableAllHooks": True}, separators=(",", ":"))
-EMPTY_MCP_CONFIG = '{"mcpServers":{}}'
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +53,7 @@ class SessionRequest:
     timeout_s: float
     effort: str | None = None
     extra_args: tuple[str, ...] = ()  # --flag=value forms only (variadic flags swallow what follows)
+    mcp_config: str = EMPTY_MCP_CONFIG  # always passed with --strict-mcp-config (toolkit/mcp.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +103,7 @@ def claude_argv(request: SessionRequest, *, session_id: str) -> list[str]:
         "--settings",
         SESSION_SETTINGS,
         "--strict-mcp-config",
-        f"--mcp-config={EMPTY_MCP_CONFIG}",
+        f"--mcp-config={request.mcp_config}",
         "--session-id",
         session_id,
     ]

@@ -1,10 +1,8 @@
-"""How signals stop a sweep: before it starts they interrupt, while it runs they cancel it.
+"""Signals for a sweep's life: before it starts, SIGTERM interrupts; while it runs, it cancels.
 
-``interrupt_on_sigterm``: until the sweep installs its own handlers, SIGTERM raises
-KeyboardInterrupt like Ctrl-C, so the runner exits 130 and releases what it claimed.
-``cancel_on_signals``: while cells run, SIGINT/SIGTERM set the sweep's cancellation event
-(in-flight cells are recorded as cancelled, never-started ones go to not-run.jsonl); a second
-SIGINT stops hard. Both are no-ops off the main thread (Python only delivers signals there).
+Owns the two process-wide handler scopes the runner installs (main thread only; a sweep started
+from another thread, e.g. by a test, keeps the process's handlers). Must never: swallow a second
+Ctrl-C (it stops hard), or leave a handler installed after its scope. Callers: ``runner``.
 """
 
 from __future__ import annotations
@@ -16,23 +14,8 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def interrupt_on_sigterm() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, _frame) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
 def cancel_on_signals(cancel: threading.Event) -> Iterator[None]:
+    """SIGINT/SIGTERM set the sweep's cancellation event; a second SIGINT stops hard."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -49,3 +32,20 @@ def cancel_on_signals(cancel: threading.Event) -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def interrupt_on_sigterm() -> Iterator[None]:
+    """Until the sweep installs its own handlers, SIGTERM interrupts like Ctrl-C (exit 130, cleaned up)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, _frame) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

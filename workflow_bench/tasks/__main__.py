@@ -17,15 +17,13 @@ import yaml
 from workflow_bench.cells.paths import CellPathError, check_paths_fit, make_work_root
 from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
-from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.toolkit.manifest import load_toolkit
+from workflow_bench.toolkit.spec import ToolkitError
 
 from .agents import AGENTS, AgentScriptError, agent_script
 from .check import DEFAULT_REPEATS, CheckSettings, check_tasks, render_table
 from .deps import DependencyBuildError, build_dependencies
 from .spec import TaskFileError, bind_tasks, load_task_file
-
-DEMO_TOOLKIT = Path(__file__).resolve().parents[1] / "corpus" / "toolkit"
-ROLES = {"plan": "plan", "work": "work", "review": "review"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="prove each task discriminates: base fails, reference patch passes")
     check.add_argument("--tasks", required=True, type=Path, help="task file (YAML)")
-    check.add_argument("--toolkit", type=Path, default=DEMO_TOOLKIT, help="toolkit dir (default: the demo's)")
+    check.add_argument(
+        "--toolkit", default="demo", metavar="DIR|NAME", help="toolkit dir or shipped name (default: demo)"
+    )
     check.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, choices=range(1, 11), metavar="1..10")
     check.add_argument("--verify-timeout", type=int, default=600, choices=range(1, 86_401), metavar="S")
     check.add_argument("--bwrap-bin", default="bwrap", help=argparse.SUPPRESS)
@@ -72,18 +72,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 yaml.safe_dump(script, handle, sort_keys=False, width=1_000_000)
             print(f"wrote the {args.agent} agent for {len(script['cells'])} task(s) to {args.out}")
             return 0
+        toolkit = load_toolkit(args.toolkit)
         check_paths_fit()
         bwrap = preflight(SandboxKind.BWRAP, bwrap_bin=args.bwrap_bin)
     except TaskFileError as exc:
         print(f"error: invalid task file:\n{exc}", file=sys.stderr)
         return 2
-    except (AgentScriptError, CellPathError, SandboxError, FileExistsError) as exc:
+    except (AgentScriptError, CellPathError, SandboxError, FileExistsError, ToolkitError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     work_root = make_work_root()
     try:
         settings = CheckSettings(
-            toolkit=Toolkit(root=str(args.toolkit.resolve()), roles=ROLES),
+            toolkit=toolkit,
             bwrap_bin=bwrap,
             work_root=work_root,
             timeout_s=args.verify_timeout,

@@ -33,6 +33,7 @@ from pathlib import Path
 from workflow_bench.cells.context import TaskContext, prepare_task_context
 from workflow_bench.cells.paths import make_cell_dir
 from workflow_bench.cells.workspace import copy_clone, remove_tree
+from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.judging.judge import run_hidden_oracle, run_verify
 from workflow_bench.process import ProcessError
 from workflow_bench.review.contract import REVIEW_LABELS_TARGET
@@ -226,11 +227,26 @@ def _probe(
                 return Probe(None, None, f"reference_patch does not apply: {result.describe()}")
         if not judge:
             return Probe(None, None)
-        verify_passed, _ = run_verify(sandbox, spec.verify, timeout_s=settings.timeout_s, cancel=cancel)
-        oracle_passed = run_hidden_oracle(
-            sandbox, context.binding.oracle, scratch=cell_dir, timeout_s=settings.timeout_s, cancel=cancel
+        # The same judges, with the same outcome-report contract, as every cell.
+        verify = run_verify(
+            sandbox,
+            spec.verify,
+            scratch=cell_dir,
+            min_tests=spec.verify_min_tests,
+            timeout_s=settings.timeout_s,
+            cancel=cancel,
         )
-        return Probe(verify_passed, oracle_passed)
+        oracle = run_hidden_oracle(
+            sandbox,
+            context.binding.oracle,
+            min_tests=spec.oracle.min_tests,
+            scratch=cell_dir,
+            timeout_s=settings.timeout_s,
+            cancel=cancel,
+        )
+        return Probe(verify.passed, oracle.passed)
+    except ChargedFailure as exc:  # a verify or oracle timeout: the task cannot be judged reliably
+        return Probe(None, None, f"{exc.kind}: {exc}"[:500])
     except (ProcessError, RuntimeError, OSError) as exc:
         return Probe(None, None, f"{type(exc).__name__}: {exc}"[:500])
     finally:

@@ -107,8 +107,9 @@ def _role(relative: PurePosixPath, toolkit: Toolkit) -> SkillRole:
 
 
 def _require_change(overlay: Overlay, toolkit: Toolkit) -> None:
-    root = Path(toolkit.root)
-    unchanged = [p for p, data in overlay.files if (root / p).is_file() and (root / p).read_bytes() == data]
+    root = toolkit.skills_path  # overlay paths are skills/<skill>/...
+    incumbent = [(root / Path(p).relative_to("skills"), data) for p, data in overlay.files]
+    unchanged = [p for p, data in incumbent if p.is_file() and p.read_bytes() == data]
     if len(unchanged) == len(overlay.files):
         raise OverlayError(
             "--candidate-overlay is byte-identical to the incumbent skills; nothing to evaluate"

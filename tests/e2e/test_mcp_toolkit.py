@@ -1,0 +1,136 @@
+"""A second toolkit with a real stdio MCP server (the official Python ``mcp`` SDK): the format is
+not GitNexus-specific, servers run inside the cell's sandbox, and the arms get exactly their grants.
+
+One offline sweep, real CLI + bwrap, the scripted model making the same MCP calls in every arm:
+- ``baseline``: the read-only ``lookup`` is answered by the real server from the workspace; the
+  mutating ``rename`` is refused by the CLI; the server's own attempts to write the workspace and
+  to reach the network fail inside the sandbox (write jail, no network namespace);
+- ``baseline_nomcp``: no server is configured, every ``mcp__`` call is refused, the seeded skills
+  are masked and slash commands are off.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import mcp
+import pytest
+
+from workflow_bench import runner
+from workflow_bench.toolkit.manifest import CORPUS_TOOLKIT
+
+pytestmark = pytest.mark.e2e
+MINI = Path(__file__).resolve().parent / "toolkits" / "mini"
+SITE_PACKAGES = Path(mcp.__file__).resolve().parents[1]
+REFUSED = "<tool_use_error>Error: No such tool available: {}</tool_use_error>"  # CLI 2.1.332
+
+
+def mini_toolkit(tmp_path: Path) -> Path:
+    """The ``mini`` toolkit: the demo skills plus the SDK server, the venv's packages mounted read-only."""
+    root = tmp_path / "mini-toolkit"
+    shutil.copytree(CORPUS_TOOLKIT / "skills", root / "skills")
+    manifest = {
+        "name": "mini",
+        "version": "0.1",
+        "skills_root": "skills",
+        "roles": {"plan": "plan", "work": "work", "review": "review"},
+        "mcp_servers": [
+            {
+                "name": "mini",
+                "command": "/usr/bin/python3",
+                "args": ["/opt/mini/server.py"],
+                "env": {"PYTHONPATH": "/opt/mini-site"},
+                "read_only_tools": ["lookup", "try_write", "try_connect"],
+                "mutating_tools": ["rename"],
+            }
+        ],
+        "runtime_mounts": [
+            {"source": str(MINI), "target": "/opt/mini"},
+            {"source": str(SITE_PACKAGES), "target": "/opt/mini-site"},
+        ],
+    }
+    (root / "toolkit.yaml").write_text(json.dumps(manifest, indent=2))  # JSON is YAML
+    return root
+
+
+def tool_results(transcript: Path) -> dict[str, tuple[bool, str]]:
+    """tool name → (is_error, result text) from a parent-captured stream."""
+    names: dict[str, str] = {}
+    results: dict[str, tuple[bool, str]] = {}
+    for line in transcript.read_text().splitlines():
+        event: dict[str, Any] = json.loads(line)
+        content = (event.get("message") or {}).get("content")
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_use":
+                names[block["id"]] = block["name"]
+            elif block.get("type") == "tool_result":
+                text = block.get("content")
+                if isinstance(text, list):
+                    text = " ".join(str(part.get("text", "")) for part in text)
+                results[names[block["tool_use_id"]]] = (bool(block.get("is_error")), str(text))
+    return results
+
+
+def init_event(transcript: Path) -> dict[str, Any]:
+    for line in transcript.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("type") == "system" and event.get("subtype") == "init":
+            return event
+    raise AssertionError("no init event")
+
+
+def test_mini_toolkit_server_answers_in_baseline_and_is_absent_in_nomcp(
+    task_file_for, tmp_path, bwrap_bin, claude_bin, capsys
+):
+    tasks = task_file_for("trivial-amount-grouping")
+    out = tmp_path / "out"
+    toolkit = mini_toolkit(tmp_path)
+    argv = ["--tasks", str(tasks), "--provider", "scripted", "--script", str(MINI / "script.yaml")]
+    argv += ["--toolkit", str(toolkit), "--arms", "baseline", "baseline_nomcp", "--out", str(out)]
+    code = runner.main(argv)
+    console = capsys.readouterr().out
+    assert code in (0, 1), console
+    rows = {r["arm"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    for row in rows.values():
+        assert row["toolkit_name"] == "mini" and row["toolkit_version"] == "0.1"
+        assert row["toolkit_digest"].startswith("sha256:") and row["index_digest"] is None
+        assert row["error_kind"] != "infra-error", row["error_detail"]
+
+    base = rows["baseline"]
+    assert base["mcp_servers"] == ["mini"]
+    transcript = out / base["transcript_artifacts"][0]["path"]
+    servers = [(s.get("name"), s.get("status")) for s in init_event(transcript).get("mcp_servers") or []]
+    assert servers == [("mini", "connected")], servers
+    results = tool_results(transcript)
+    assert results["mcp__mini__lookup"][0] is False, results
+    assert "MINI-LOOKUP format_amount: ledger/money.py:18" in results["mcp__mini__lookup"][1], results
+    # Refused by the CLI (never granted), not merely failing in the server's write jail.
+    assert results["mcp__mini__rename"] == (True, REFUSED.format("mcp__mini__rename")), results
+    assert "MINI-WRITE-REFUSED" in results["mcp__mini__try_write"][1], results
+    assert "MINI-CONNECT-REFUSED" in results["mcp__mini__try_connect"][1], results
+    assert results["Read"][0] is False and "# Plan" in results["Read"][1]  # the seeded skill is there
+    assert base["tool_use_counts"]["mcp__mini__lookup"] == 1
+    assert "MINI-LOOKUP format_amount" in console  # live progress shows MCP results
+    patch = (out / base["patch_artifact"]).read_text() if base["patch_artifact"] else ""
+    assert "MINI_WROTE" not in patch and "MINI_RENAMED" not in patch
+
+    nomcp = rows["baseline_nomcp"]
+    assert nomcp["mcp_servers"] == []
+    transcript = out / nomcp["transcript_artifacts"][0]["path"]
+    init = init_event(transcript)
+    assert init.get("mcp_servers") == [], init
+    assert init.get("slash_commands") == [], init.get("slash_commands")  # --disable-slash-commands
+    results = tool_results(transcript)
+    skill_read = results.pop("Read")
+    assert skill_read[0] is True and "# Plan" not in skill_read[1], skill_read  # masked by an empty dir
+    assert set(results) == {
+        "mcp__mini__lookup",
+        "mcp__mini__rename",
+        "mcp__mini__try_write",
+        "mcp__mini__try_connect",
+    }
+    for name, (is_error, text) in results.items():
+        assert (is_error, text) == (True, REFUSED.format(name))
