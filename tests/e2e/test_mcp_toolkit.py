@@ -28,8 +28,11 @@ SITE_PACKAGES = Path(mcp.__file__).resolve().parents[1]
 REFUSED = "<tool_use_error>Error: No such tool available: {}</tool_use_error>"  # CLI 2.1.332
 
 
-def mini_toolkit(tmp_path: Path) -> Path:
-    """The ``mini`` toolkit: the demo skills plus the SDK server, the venv's packages mounted read-only."""
+def mini_toolkit(tmp_path: Path, *, index: bool = False) -> Path:
+    """The ``mini`` toolkit: the demo skills plus the SDK server, the venv's packages mounted read-only.
+
+    ``index=True`` adds its index step (``toolkits/mini/index.py``, output ``.mini-index``).
+    """
     root = tmp_path / "mini-toolkit"
     shutil.copytree(CORPUS_TOOLKIT / "skills", root / "skills")
     manifest = {
@@ -52,6 +55,15 @@ def mini_toolkit(tmp_path: Path) -> Path:
             {"source": str(SITE_PACKAGES), "target": "/opt/mini-site"},
         ],
     }
+    if index:
+        manifest["index"] = {
+            "command": ["/usr/bin/python3", "/opt/mini/index.py"],
+            "output": ".mini-index",
+            "digest": {
+                "volatile": ["built.json"],
+                "command": ["/usr/bin/python3", "/opt/mini/index.py", "--dump"],
+            },
+        }
     (root / "toolkit.yaml").write_text(json.dumps(manifest, indent=2))  # JSON is YAML
     return root
 
