@@ -25,6 +25,7 @@ from .test_mcp_toolkit import REFUSED, init_event, tool_results
 
 pytestmark = pytest.mark.e2e
 SCRIPT = REPO_ROOT / "tests" / "e2e" / "scripts" / "gitnexus.yaml"
+GRAPH_DEMO = REPO_ROOT / "workflow_bench" / "corpus" / "scripts" / "graph-demo.yaml"
 READ_ONLY = ("mcp__gitnexus__impact", "mcp__gitnexus__context", "mcp__gitnexus__detect_changes")
 
 
@@ -109,3 +110,54 @@ def test_task_repo_with_an_index_exits_2_before_anything_runs(
     clean = task_file_for("trivial-amount-grouping", repo=str(repo), ref="HEAD~1")
     assert committed_index_problems(bind_tasks(load_task_file(clean)), load_toolkit("gitnexus")) == []
     assert committed_index_problems(bind_tasks(load_task_file(tasks)), load_toolkit("demo")) == []
+
+
+def test_graph_demo_script_drives_the_real_graph_and_still_resolves(
+    task_file_for, tmp_path, bwrap_bin, claude_bin, capsys
+):
+    """``./dev demo --toolkit gitnexus --script .../graph-demo.yaml``, kept short: one task, two arms."""
+    tasks = task_file_for("trivial-amount-grouping")
+    out = tmp_path / "out"
+    argv = [
+        "--tasks",
+        str(tasks),
+        "--provider",
+        "scripted",
+        "--script",
+        str(GRAPH_DEMO),
+        "--toolkit",
+        "gitnexus",
+    ]
+    code = runner.main([*argv, "--arms", "workflow", "baseline_nomcp", "--runs", "1", "--out", str(out)])
+    console = capsys.readouterr().out
+    assert code == 0, console
+    rows = {r["arm"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    flow, nomcp = rows["workflow"], rows["baseline_nomcp"]
+    assert flow["resolved"] is True and nomcp["resolved"] is True, (
+        flow["error_detail"],
+        nomcp["error_detail"],
+    )
+    assert flow["toolkit_name"] == "gitnexus" and flow["toolkit_version"] == "1.6.12"
+    assert flow["index_digest"].startswith("sha256:") and flow["mcp_servers"] == ["gitnexus"]
+    assert {k: v for k, v in flow["tool_use_counts"].items() if k.startswith("mcp__")} == dict.fromkeys(
+        READ_ONLY, 1
+    )
+    results: dict[str, tuple[bool, str]] = {}
+    for artifact in flow["transcript_artifacts"]:  # plan session, then work session
+        transcript = out / artifact["path"]
+        servers = [(s.get("name"), s.get("status")) for s in init_event(transcript).get("mcp_servers") or []]
+        assert servers == [("gitnexus", "connected")], servers
+        results.update(tool_results(transcript))
+    for name in READ_ONLY:
+        assert results[name][0] is False, (name, results[name])
+    assert "Function:ledger/money.py:format_amount" in results["mcp__gitnexus__impact"][1]
+    assert "Function:ledger/money.py:format_amount" in results["mcp__gitnexus__context"][1]
+    assert '"changed_symbols"' in results["mcp__gitnexus__detect_changes"][1]  # it saw the session's edit
+    for name in READ_ONLY:  # live progress shows each MCP result
+        assert f"[trivial-amount-grouping][workflow][run 0] plan: {name} ok:" in console or (
+            f"[trivial-amount-grouping][workflow][run 0] work: {name} ok:" in console
+        ), name
+
+    assert nomcp["mcp_servers"] == [] and nomcp["index_digest"] is None
+    assert not any(k.startswith("mcp__") for k in nomcp["tool_use_counts"])
+    assert init_event(out / nomcp["transcript_artifacts"][0]["path"]).get("mcp_servers") == []
