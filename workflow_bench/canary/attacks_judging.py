@@ -281,7 +281,7 @@ def run_judging_suite(
                 execute=execute,
                 persist=lambda _attack, _result: None,
                 row_of=lambda result: result.row,
-                policy=SchedulePolicy(scheduler="packed", workers=2, window=2),  # a rolling pool of 2
+                policy=SchedulePolicy(workers=2),
                 cancel=threading.Event(),
             )
         return _verdicts(outcome.status, outcome.results, outcome.detail)
