@@ -78,7 +78,8 @@ def tool_results(transcript: Path) -> dict[str, tuple[bool, str]]:
     results: dict[str, tuple[bool, str]] = {}
     for line in transcript.read_text().splitlines():
         event: dict[str, Any] = json.loads(line)
-        content = (event.get("message") or {}).get("content")
+        message = event.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
         for block in content if isinstance(content, list) else []:
             if block.get("type") == "tool_use":
                 names[block["id"]] = block["name"]
