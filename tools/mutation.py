@@ -57,6 +57,7 @@ WIRE_TESTS = (
     "tests/unit/test_evidence_outcomes.py",
     "tests/unit/test_evidence_threads.py",
     "tests/unit/test_evidence_skills.py",
+    "tests/unit/test_evidence_edges.py",
 )
 # module path -> the fast tests that pin it. Adding a module is one line. A module whose file
 # does not exist (yet) is skipped with a note.
