@@ -153,3 +153,22 @@ def test_a_non_finite_cost_is_an_unknown_delta() -> None:
 def test_an_arm_the_registry_does_not_know_is_summarized_without_an_incumbent() -> None:
     stats = _stats(runs(3, "t1", "my_arm"), ["my_arm"], ["t1"])
     assert stats["comparisons"] == [] and stats["arms"]["my_arm"]["valid_runs"] == 3
+
+
+def test_the_ci_is_seed_zero_with_2000_resamples_on_data_where_that_matters() -> None:
+    deltas = [float(x) for x in np.random.default_rng(42).normal(0.1, 0.3, 40).round(3)]
+
+    def ci(seed: int, resamples: int) -> list[float]:
+        interval = scipy_stats.bootstrap(
+            (np.asarray(deltas),),
+            np.median,
+            confidence_level=0.95,
+            n_resamples=resamples,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        ).confidence_interval
+        return [round(interval.low, 6), round(interval.high, 6)]
+
+    # negative control: on these data another seed or resample count gives another interval
+    assert ci(0, 2000) != ci(1, 2000) and ci(0, 2000) != ci(0, 9999)
+    assert summarize_deltas(deltas)["ci95"] == ci(0, 2000)

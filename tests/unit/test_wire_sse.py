@@ -158,3 +158,43 @@ def test_a_cut_chunked_stream_keeps_every_byte_that_arrived() -> None:
         whole.usage,
         whole.reply_digest,
     )
+
+
+def test_only_message_start_sets_the_message_and_a_cut_after_message_delta_is_complete() -> None:
+    events = _message()
+    stray = {"type": "ping", "message": {"id": "evil", "usage": {"input_tokens": 999}}}
+    facts = parse_response(_http(_sse(events[0], stray, *events[1:])))
+    assert facts.message_id == "msg_1" and facts.usage["input_tokens"] == 10
+    cut = _sse(*_message(stop=False)) + b"event: message_stop\ndata: {"  # cut inside message_stop
+    done = parse_response(_http(cut))
+    assert done.completed is True and done.parse_error is None  # as the CLI itself accepts it
+
+
+def test_a_text_block_without_start_text_and_deltas_of_other_kinds() -> None:
+    events = [
+        _message()[0],
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "citations_delta", "partial_json": "x"},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "usage": {"output_tokens": 1}},
+    ]
+    facts = parse_response(_http(_sse(*events)))
+    assert facts.reply_digest == message_digest("assistant", [{"type": "text", "text": "Hi"}])
+
+
+def test_an_unreadable_json_response_says_so() -> None:
+    bad = parse_response(_json_http(b"{nope"))
+    assert bad.parse_error.startswith("JSON response is not JSON") and bad.completed is False
+    other = parse_response(_json_http(json.dumps({"type": "error"}).encode()))
+    assert other.parse_error == "JSON response is not a message" and other.completed is False
+    text = parse_response(_json_http(json.dumps({"id": "m", "type": "message", "content": "hi"}).encode()))
+    assert text.completed and text.reply_digest == message_digest("assistant", [])  # not a block list
+
+
+def _json_http(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + body
