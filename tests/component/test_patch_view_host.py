@@ -61,3 +61,40 @@ def test_a_failing_step_is_named(tmp_path, workspace) -> None:
     with pytest.raises(ProcessError, match=r"^record the workspace in the harness patch view: "):
         view.record(workspace, "base")
     assert list(view.git_dir.iterdir()) == []  # the spooled import stream is removed either way
+
+
+def _recorded(tmp_path: Path, workspace: Path, change) -> tuple[bytes, dict[str, int]]:
+    view = PatchView(tmp_path / "view.git")
+    view.record(workspace, "base")
+    change(workspace)
+    view.record(workspace, "after")
+    return view.diff("base", "after")
+
+
+def test_a_binary_change_is_in_the_patch_as_binary(tmp_path, workspace) -> None:
+    patch, churn = _recorded(tmp_path, workspace, lambda ws: (ws / "blob.bin").write_bytes(bytes(range(256))))
+    assert b"GIT binary patch" in patch and churn["diff_files"] == 1
+
+
+def test_a_truncated_patch_keeps_its_head(tmp_path, workspace) -> None:
+    big = ("y" * 99 + "\n") * 5000  # 500 kB: past the cap
+    patch, _ = _recorded(tmp_path, workspace, lambda ws: (ws / "big.txt").write_text(big))
+    assert patch.startswith(b"diff --git a/big.txt b/big.txt\n") and patch.endswith(b" bytes]\n")
+
+
+def test_plan_and_skill_paths_are_in_the_patch_but_not_in_the_churn(tmp_path, workspace) -> None:
+    from workflow_bench.cells.workspace import PLAN_DIR
+
+    def change(ws: Path) -> None:
+        (ws / PLAN_DIR).mkdir(parents=True)
+        (ws / PLAN_DIR / "plan.md").write_text("a plan\n")
+
+    patch, churn = _recorded(tmp_path, workspace, change)
+    assert b"plan.md" in patch and churn["diff_files"] == 0
+
+
+def test_a_diff_that_cannot_run_is_named(tmp_path, workspace) -> None:
+    view = PatchView(tmp_path / "view.git")
+    view.record(workspace, "base")
+    with pytest.raises(ProcessError, match=r"^diff the harness patch view: "):
+        view.diff("base", "never-recorded")
