@@ -157,3 +157,13 @@ def test_a_cancelled_sweep_stops_a_reported_run_as_a_harness_error_not_a_verdict
     with pytest.raises(ProcessError, match=r"^judge runner"):
         run_verify(sandbox, "sleep 30", scratch=scratch, min_tests=1, timeout_s=60, cancel=cancel)
     assert list(scratch.iterdir()) == []
+
+
+def test_reported_output_that_is_not_utf8_is_kept_with_replacement_characters(sandbox, scratch) -> None:
+    outcome = _verify(sandbox, scratch, f"printf 'ok\\377\\n'; {_report('a')}", min_tests=1)
+    assert outcome.passed is True and outcome.output == "ok\ufffd\n"
+
+
+def test_a_hung_reported_run_says_what_hung_and_for_how_long(sandbox, scratch) -> None:
+    with pytest.raises(ChargedFailure, match=r"^'sleep 30' exceeded 1 s$"):
+        _verify(sandbox, scratch, "sleep 30", min_tests=1, timeout_s=1)

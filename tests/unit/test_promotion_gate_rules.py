@@ -8,7 +8,7 @@ Every rule has its negative control beside it.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 import pytest
@@ -384,6 +384,8 @@ def test_arm_evidence_counts_error_kinds_and_keeps_every_figure_in_its_json() ->
     assert ev.metrics == {"cost_usd": 0.161728}  # the median, to 6 digits
     assert ev.review_blocker_recall == 0.5  # the worst scored run
     doc = ev.to_json()
+    assert set(doc) == {f.name for f in fields(ArmEvidence)}  # promotion.json's keys, no more
+    assert list(doc["error_kinds"]) == ["infra-error", "skill-not-invoked"]  # sorted: canonical
     assert doc["error_kinds"] == {"infra-error": 1, "skill-not-invoked": 2}
     assert doc["metrics"] == {"cost_usd": 0.161728} and doc["valid_runs"] == 4
 

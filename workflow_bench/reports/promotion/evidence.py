@@ -53,10 +53,6 @@ class ArmEvidence:
         data["metrics"] = dict(self.metrics)
         return data
 
-    @property
-    def resolve_rate(self) -> float | None:
-        return None if self.scored_runs == 0 else self.resolved / self.scored_runs
-
 
 def _median(values: Sequence[Any]) -> float | None:
     if not values or any(not _is_number(v) for v in values):
