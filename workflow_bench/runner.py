@@ -49,7 +49,7 @@ from .sandbox import (
     preflight,
     unsafe_host_warning,
 )
-from .schedule.flags import budget_from_args, schedule_policy_from_args, validate_schedule_args
+from .schedule import flags as schedule_flags
 from .schedule.resume import ResumeError, check_lock, kept_rows, write_lock
 from .schedule.reuse import ReuseError, load_prior_rows
 from .schedule.signals import cancel_on_signals, interrupt_on_sigterm
@@ -72,7 +72,7 @@ def _default_out() -> Path:
 
 def _validate_args(args: argparse.Namespace) -> None:
     try:
-        validate_schedule_args(args)
+        schedule_flags.validate_schedule_args(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     if args.unsafe_no_bwrap:
@@ -168,8 +168,9 @@ def _sweep_config(
         reuse_from=args.reuse_results,
         provider=args.provider,
         script_digest=_script_digest(args),
-        policy=schedule_policy_from_args(args),
-        budget=budget_from_args(args),
+        policy=schedule_flags.schedule_policy_from_args(args),
+        executor=schedule_flags.executor_from_args(args),
+        budget=schedule_flags.budget_from_args(args),
         order=args.order,
         tasks=ready.bindings,
         skipped_expensive=ready.skipped_expensive,
