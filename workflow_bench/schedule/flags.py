@@ -11,7 +11,7 @@ import argparse
 
 from workflow_bench.schedule.budget import Budget
 from workflow_bench.schedule.pool import SchedulePolicy
-from workflow_bench.schedule.ray_cells import ExecutorError, ExecutorSpec, import_ray
+from workflow_bench.schedule.ray_cells import ExecutorError, ExecutorSpec, require_ray
 
 
 def schedule_policy_from_args(args: argparse.Namespace) -> SchedulePolicy:
@@ -32,7 +32,7 @@ def validate_schedule_args(args: argparse.Namespace) -> None:
     executor_from_args(args)
     if args.executor == "ray":
         try:
-            import_ray()
+            require_ray()
         except ExecutorError as exc:
             raise ValueError(str(exc)) from exc
     if args.order != "plan" and args.scheduler != "packed":

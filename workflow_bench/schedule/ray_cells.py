@@ -29,11 +29,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import ipaddress
 import os
 import secrets
 import shutil
+import signal
 import socket
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -75,14 +78,13 @@ class ExecutorSpec:
             raise ValueError("--ray-address needs --executor ray")
 
 
-def import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise ExecutorError(
-            "--executor ray needs the optional ray extra (uv sync --extra ray; ./dev installs it)"
-        ) from exc
-    return ray
+RAY_MISSING = "--executor ray needs the optional ray extra (uv sync --extra ray; ./dev installs it)"
+
+
+def require_ray() -> None:
+    """Raise ExecutorError unless Ray is installed (without importing it: see ``RayCells``)."""
+    if importlib.util.find_spec("ray") is None:
+        raise ExecutorError(RAY_MISSING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +180,7 @@ def run_shipped(shipped: ShippedCell, cancel: threading.Event) -> CellResult:
 
 def _cell_task(shipped: ShippedCell) -> CellResult:
     """The Ray task body: the cell runs in a thread so ``ray.cancel`` can reach this one."""
-    cancel = threading.Event()
+    cancel, finished = threading.Event(), threading.Event()
     box: dict[str, Any] = {}
 
     def work() -> None:
@@ -186,17 +188,35 @@ def _cell_task(shipped: ShippedCell) -> CellResult:
             box["result"] = run_shipped(shipped, cancel)
         except BaseException as exc:  # handed to the task's thread, which re-raises it to the driver
             box["error"] = exc
+        finally:
+            finished.set()
 
-    worker = threading.Thread(target=work, name="cell", daemon=True)
-    worker.start()
-    while worker.is_alive():
+    threading.Thread(target=work, name="cell", daemon=True).start()
+    # An Event, not Thread.join: a KeyboardInterrupt inside join() can leave is_alive() False while
+    # the thread still runs (CPython), and the row would be lost.
+    while True:
         try:
-            worker.join(WAIT_S)
+            if finished.wait(WAIT_S):
+                break
         except KeyboardInterrupt:  # ray.cancel: the cell winds down and still returns its row
             cancel.set()
     if "error" in box:
         raise box["error"]
     return box["result"]
+
+
+def _signal_handlers() -> dict[int, Any]:
+    return {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _restore_signal_handlers(handlers: dict[int, Any]) -> None:
+    """Ray's core worker installs a SIGTERM handler that aborts the driver (exit -6, rows unwritten):
+    the sweep's own handlers (cancel, exit 130) are put back."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig, handler in handlers.items():
+        if handler is not None:
+            signal.signal(sig, handler)
 
 
 def _probe(need: NodeRequirements) -> tuple[str, list[str]]:
@@ -207,21 +227,30 @@ class RayCells:
     """An open Ray connection that runs cells; ``close`` stops a local instance it started."""
 
     def __init__(self, spec: ExecutorSpec, *, workers: int, need: NodeRequirements) -> None:
-        self._ray = ray = import_ray()
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")  # forwarded cell lines stay plain text
+        # Under `uv run`, Ray would upload the driver's working directory to every node and run the
+        # cells from that copy; nodes run their own installed workflow-bench (checked: harness digest).
+        os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+        if spec.ray_address is None and "RAY_AUTH_MODE" not in os.environ and "ray" not in sys.modules:
+            # Ray listens on the machine's address even when asked for loopback: a private token per
+            # sweep keeps anyone else from submitting code to it, and nothing is written under $HOME.
+            # Set before the first `import ray`, which reads the mode once.
+            os.environ["RAY_AUTH_MODE"] = "token"
+            os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+        try:
+            import ray
+        except ImportError as exc:
+            raise ExecutorError(RAY_MISSING) from exc
+        self._ray = ray
         self.need = need
         self._temp: Path | None = None
         if ray.is_initialized():
             raise ExecutorError("a Ray connection is already open in this process")
-        os.environ.setdefault("RAY_COLOR_PREFIX", "0")  # forwarded cell lines stay plain text
         if spec.ray_address is None:
-            # Ray listens on the machine's address even when asked for loopback: a private token per
-            # sweep keeps anyone else from submitting code to it (never written under $HOME).
-            if "RAY_AUTH_MODE" not in os.environ:
-                os.environ["RAY_AUTH_MODE"] = "token"
-                os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
             # A short private directory: Ray's AF_UNIX sockets live under it (108-byte limit), and
             # the shared /tmp/ray of other users on this machine is never touched.
             self._temp = Path(tempfile.mkdtemp(prefix="wfbray-"))
+        handlers = _signal_handlers()
         try:
             if spec.ray_address is None:
                 ray.init(
@@ -239,6 +268,8 @@ class RayCells:
             raise ExecutorError(
                 f"could not start or join Ray ({spec.ray_address or 'local'}): {exc}"
             ) from exc
+        finally:
+            _restore_signal_handlers(handlers)
         self._remote = ray.remote(max_retries=0, num_cpus=0, resources={RESOURCE: 1})(_cell_task)
         self._probe = ray.remote(max_retries=0, num_cpus=0, resources={RESOURCE: 1})(_probe)
 
