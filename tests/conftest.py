@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,14 @@ def litellm_bin() -> Path:
         return locate_litellm()
     except GatewayError as exc:
         _missing(f"the LiteLLM proxy ({exc})")
+
+
+@pytest.fixture(scope="session")
+def ray_bin() -> Path:
+    """Ray (``uv sync --extra ray``) and its ``ray`` CLI beside this Python; ``./dev test`` installs it."""
+    import importlib.util
+
+    found = Path(sys.executable).parent / "ray"
+    if importlib.util.find_spec("ray") is None or not found.exists():
+        _missing("Ray (the ray extra: uv sync --extra ray)")
+    return found

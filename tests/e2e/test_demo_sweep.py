@@ -156,9 +156,8 @@ def test_no_credential_or_oracle_bytes_in_output(demo):
     assert b"Hidden oracle for task" not in data
 
 
-def test_the_demo_on_a_two_node_ray_cluster_gets_the_thread_pool_outcomes(demo, tmp_path):
+def test_the_demo_on_a_two_node_ray_cluster_gets_the_thread_pool_outcomes(demo, tmp_path, ray_bin):
     """--executor ray (head + worker node via `ray start` on loopback): same outcome per cell."""
-    pytest.importorskip("ray", reason="the ray extra (./dev installs it)")
     from .ray_demo import check_demo_on_a_two_node_cluster
 
     check_demo_on_a_two_node_cluster(demo[2], tmp_path)
