@@ -58,7 +58,6 @@ def _comm(pid: int) -> str:
         "packed-sigint",
         "waves-sigterm",
         "packed-sigterm-gateway",
-        "ray-packed-sigint",
         "ray-waves-sigterm",
     ],
 )
