@@ -118,53 +118,73 @@ def two_node_cluster(log_dir: Path, *, slots_per_node: int = 1) -> Iterator[Clus
         "RAY_AUTH_TOKEN": secrets.token_hex(32),
     }
     (gcs,) = free_ports(1)
+    address = f"127.0.0.1:{gcs}"
     resources = f'{{"wfbench_sandbox": {slots_per_node}}}'
     common = ["--num-cpus=1", f"--resources={resources}", f"--temp-dir={temp}"]
-    head = _start(
-        [
-            "--head",
-            f"--port={gcs}",
-            "--include-dashboard=false",
-            *common,
-            *_node_ports(),
-        ],
-        log_dir / "ray-head.log",
-        env,
-    )
-    worker = None
+    started: list[subprocess.Popen] = []
     try:
-        address = f"127.0.0.1:{gcs}"
-        worker = _start([f"--address={address}", *common, *_node_ports()], log_dir / "ray-worker.log", env)
-        _wait_for_nodes(address, 2, env, head, worker, log_dir)
+        head_argv = ["--head", f"--port={gcs}", "--include-dashboard=false", *common]
+        head = _start_node(head_argv, log_dir / "ray-head.log", env, address, started)
+        worker_argv = [f"--address={address}", *common]
+        worker = _start_node(worker_argv, log_dir / "ray-worker.log", env, address, started)
         yield Cluster(address=address, head=head, worker=worker, temp=temp, env=env)
     finally:
-        for proc in (worker, head):
-            if proc is not None:
-                _stop(proc)
+        for proc in reversed(started):
+            _stop(proc)
         shutil.rmtree(temp, ignore_errors=True)
 
 
+class NodeExited(RuntimeError):
+    pass
+
+
+def _start_node(
+    argv: list[str], log: Path, env: dict[str, str], address: str, started: list[subprocess.Popen]
+) -> subprocess.Popen:
+    """Start one node and wait until the cluster counts it. Ray gives a raylet a fixed 30 s to
+    register; on a loaded 2-core machine that can pass, and the node exits: started again (3 tries)."""
+    for attempt in range(3):
+        proc = _start([*argv, *_node_ports()], log, env)
+        try:
+            _wait_for_nodes(address, len(started) + 1, env, [*started, proc], log)
+        except NodeExited:
+            _stop(proc)
+            if attempt == 2 or any(p.poll() is not None for p in started):
+                raise
+            continue
+        started.append(proc)
+        return proc
+    raise AssertionError("unreachable")
+
+
 def _wait_for_nodes(
-    address: str, count: int, env, head, worker, log_dir: Path, timeout_s: float = 180
+    address: str, count: int, env, nodes: list[subprocess.Popen], log: Path, timeout_s: float = 180
 ) -> None:
+    """Until the newest node says it started and the cluster counts ``count`` sandbox nodes."""
     probe = (
         "import ray,sys; ray.init(address=sys.argv[1], log_to_driver=False); "
         "print(sum(1 for n in ray.nodes() if n['Alive'] and n['Resources'].get('wfbench_sandbox')))"
     )
     deadline = time.monotonic() + timeout_s
-    seen = ""
+    seen: object = ""
     while time.monotonic() < deadline:
-        for proc in (head, worker):
+        for proc in nodes:
             if proc.poll() is not None:
-                raise RuntimeError(f"a ray node exited early: {_logs(log_dir)}")
-        done = subprocess.run(
-            [sys.executable, "-c", probe, address], capture_output=True, text=True, env=env, timeout=120
-        )
+                raise NodeExited(f"a ray node exited early: {_logs(log.parent)}")
+        if "Ray runtime started" not in log.read_text(errors="replace"):
+            time.sleep(0.5)  # probing a GCS that is not up yet blocks for minutes
+            continue
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", probe, address], capture_output=True, text=True, env=env, timeout=60
+            )
+        except subprocess.TimeoutExpired:
+            continue
         seen = done.stdout.strip().splitlines()[-1:] or done.stderr[-500:]
         if done.returncode == 0 and seen == [str(count)]:
             return
         time.sleep(1)
-    raise RuntimeError(f"the cluster did not reach {count} nodes: {seen}; {_logs(log_dir)}")
+    raise RuntimeError(f"the cluster did not reach {count} nodes: {seen}; {_logs(log.parent)}")
 
 
 def _logs(log_dir: Path) -> str:

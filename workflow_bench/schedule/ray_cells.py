@@ -58,6 +58,7 @@ EXECUTORS: tuple[Executor, ...] = ("threads", "ray")
 RESOURCE = "wfbench_sandbox"  # a node advertises it (`ray start --resources`) when it can run cells
 WAIT_S = 0.2  # how often a driver thread looks at the cancel event while its task runs
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # rows and artifacts are small; the default takes 30 % of RAM
+LOCAL_START_ATTEMPTS = 2
 CONSOLE_LINE_CHARS = 2000  # as the driver's console: agent text (tool names) never drives a terminal
 _SETTINGS_KEPT_ON_DRIVER = ("access", "cancel", "progress")
 
@@ -253,14 +254,7 @@ class RayCells:
         handlers = _signal_handlers()
         try:
             if spec.ray_address is None:
-                ray.init(
-                    num_cpus=max(1, os.cpu_count() or 1),
-                    resources={RESOURCE: workers},
-                    include_dashboard=False,
-                    object_store_memory=LOCAL_OBJECT_STORE_BYTES,
-                    _temp_dir=str(self._temp),
-                    log_to_driver=True,
-                )
+                self._start_local(workers)
             else:
                 ray.init(address=spec.ray_address, log_to_driver=True)
         except Exception as exc:
@@ -272,6 +266,25 @@ class RayCells:
             _restore_signal_handlers(handlers)
         self._remote = ray.remote(max_retries=0, num_cpus=0, resources={RESOURCE: 1})(_cell_task)
         self._probe = ray.remote(max_retries=0, num_cpus=0, resources={RESOURCE: 1})(_probe)
+
+    def _start_local(self, workers: int) -> None:
+        # Ray gives a raylet a fixed 30 s to register; on a loaded machine that can pass: once more.
+        for attempt in range(LOCAL_START_ATTEMPTS):
+            try:
+                self._ray.init(
+                    num_cpus=max(1, os.cpu_count() or 1),
+                    resources={RESOURCE: workers},
+                    include_dashboard=False,
+                    object_store_memory=LOCAL_OBJECT_STORE_BYTES,
+                    _temp_dir=str(self._temp),
+                    log_to_driver=True,
+                )
+                return
+            except Exception:
+                with contextlib.suppress(Exception):
+                    self._ray.shutdown()
+                if attempt + 1 == LOCAL_START_ATTEMPTS:
+                    raise
 
     def preflight(self, *, workers: int) -> None:
         """Probe every node advertising the resource; raise ExecutorError unless all fit.
