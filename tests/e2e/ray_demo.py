@@ -54,6 +54,15 @@ def check_demo_on_a_two_node_cluster(thread_rows: list[dict], tmp_path: Path) ->
             assert proc.returncode == 0, text[-4000:]
             assert "bwrap" in seen["worker"], f"no cell ran on the worker node: {seen['worker']}"
             assert "bwrap" in seen["head"], f"no cell ran on the head node: {seen['head']}"
+            # Negative control for the node preflight: more workers than the cluster's 2 slots.
+            refused_out = tmp_path / "refused"
+            refused_argv = [*argv[: argv.index("--workers")], "--workers", "3", "--out", str(refused_out)]
+            refused = subprocess.run(
+                refused_argv, cwd=REPO_ROOT, capture_output=True, text=True, env=env, timeout=300
+            )
+            assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
+            assert "fewer than --workers 3" in refused.stdout + refused.stderr
+            assert not (refused_out / "results.jsonl").exists()
         rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
         assert _outcomes(rows) == _outcomes(thread_rows)
         # Observed on the driver, as with threads: the provider's per-cell ledger reached the rows.
