@@ -51,7 +51,7 @@ from .sandbox import (
     unsafe_host_warning,
 )
 from .schedule import flags as schedule_flags
-from .schedule.resume import ResumeError, check_lock, kept_rows, write_lock
+from .schedule.resume import ResumeError, check_lock, kept_rows
 from .schedule.reuse import ReuseError, load_prior_rows
 from .schedule.signals import cancel_on_signals, interrupt_on_sigterm
 from .sweep import EXIT_CANCELLED, SweepConfig, config_lock, plan_keys, run_sweep
@@ -170,6 +170,7 @@ def _sweep_config(
         script_digest=_script_digest(args),
         policy=schedule_flags.schedule_policy_from_args(args),
         executor=schedule_flags.executor_from_args(args),
+        resuming=args.resume is not None,
         budget=schedule_flags.budget_from_args(args),
         order=args.order,
         tasks=ready.bindings,
@@ -285,8 +286,6 @@ def _run_claimed(args: argparse.Namespace, prepared: list[PreparedInput], claims
             config = _sweep_config(
                 args, ready, out_dir=out_dir, model=model, done_rows=done_rows, prior_rows=prior_rows
             )
-            if args.resume is None:
-                write_lock(out_dir, config_lock(config))
             print(f"workflow-bench: {access.provider} provider, model {model}, CLI {ready.claude_version}")
             print(f"workflow-bench: writing to {out_dir}")
             _, exit_code = run_sweep(config, access=access, cancel=cancel)

@@ -34,7 +34,7 @@ from workflow_bench.schedule.order import Order, predicted_walls
 from workflow_bench.schedule.pool import WHY_BREAKER, SchedulePolicy, SweepOutcome, run_cells
 from workflow_bench.schedule.ray_cells import RESOURCE as RAY_RESOURCE
 from workflow_bench.schedule.ray_cells import ExecutorError, ExecutorSpec, RayCells, open_executor
-from workflow_bench.schedule.resume import harness_version, tree_digest
+from workflow_bench.schedule.resume import harness_version, tree_digest, write_lock
 from workflow_bench.schedule.reuse import Expected, expected_cell, materialize, runtime_digest, select_reuse
 from workflow_bench.tasks.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
@@ -79,6 +79,7 @@ class SweepConfig:
     provider: str = "anthropic"
     script_digest: str | None = None  # --provider scripted: sha256 of the script file
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)  # threads, or cells as Ray tasks
+    resuming: bool = False  # --resume: out_dir already holds its sweep.lock.json (checked by the runner)
 
 
 def plan_keys(config: SweepConfig) -> tuple[CellKey, ...]:
@@ -224,6 +225,8 @@ def run_sweep(
         return SweepOutcome("aborted", (), str(exc)), EXIT_USAGE
     if remote is not None:
         console(f"cells run as Ray tasks on nodes advertising {RAY_RESOURCE}")
+    if not config.resuming:  # after the executor's preflight: a refused sweep leaves no lock behind
+        write_lock(config.out_dir, config_lock(config))
     record = _start_record(config, access, started_at, output)
     rows: list[dict] = list(config.done_rows)
     done = {CellKey(task_id=r["task"], run=r["run"], arm=r["arm"]) for r in rows}

@@ -62,7 +62,7 @@ def check_demo_on_a_two_node_cluster(thread_rows: list[dict], tmp_path: Path) ->
             )
             assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
             assert "fewer than --workers 3" in refused.stdout + refused.stderr
-            assert not (refused_out / "results.jsonl").exists()
+            assert not refused_out.exists(), "a refused sweep leaves nothing behind (no lock, no rows)"
         rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
         assert _outcomes(rows) == _outcomes(thread_rows)
         # Observed on the driver, as with threads: the provider's per-cell ledger reached the rows.
