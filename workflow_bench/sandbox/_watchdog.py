@@ -134,7 +134,7 @@ class CellWatchdog:
         self.cell_dir = cell_dir
         self._marker = os.fsencode(f"{cell_dir}/")
         self._describe = describe  # bound name -> readable limit, e.g. "memory limit 768 MiB"
-        self._roots: dict[int, bool] = {}  # runner child pid -> belongs to this cell
+        self._roots: set[int] = set()  # runner child pids running this cell's sandboxes
         self._breaches: dict[str, str] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -166,12 +166,15 @@ class CellWatchdog:
             return list(self._breaches.values())
 
     def _cell_roots(self) -> list[int]:
+        """This runner's children whose argv names the cell directory.
+
+        Only a match is remembered: a child seen between fork and exec still shows the runner's
+        own argv, so a miss is read again on the next sample (a cached miss once hid a whole cell).
+        """
         children = set(_children(os.getpid()))
-        for gone in set(self._roots) - children:
-            del self._roots[gone]
-        for pid in children - set(self._roots):
-            self._roots[pid] = self._marker in _cmdline(pid)
-        return [pid for pid, ours in self._roots.items() if ours]
+        self._roots &= children
+        self._roots |= {pid for pid in children - self._roots if self._marker in _cmdline(pid)}
+        return sorted(self._roots)
 
     def sample(self) -> tuple[list[int], Usage]:
         """The cell's roots and what their trees use right now."""
@@ -203,7 +206,7 @@ class CellWatchdog:
 
     def _loop(self) -> None:
         budget = self.budget
-        next_disk = 0.0
+        next_disk = time.monotonic() + DISK_INTERVAL_S  # the clone alone is within its budget
         while not self._stop.wait(INTERVAL_S):
             roots, usage = self.sample()
             self.peak_memory_bytes = max(self.peak_memory_bytes, usage.memory_bytes)
