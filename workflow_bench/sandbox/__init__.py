@@ -41,6 +41,8 @@ from ._limits import (
     MIN_PIDS,
     CellLimits,
     CellResources,
+    collect_stale_cgroups,
+    release_stale_mounts,
 )
 
 __all__ = [
@@ -67,8 +69,10 @@ __all__ = [
     "SandboxError",
     "SandboxKind",
     "claude_environment",
+    "collect_stale_cgroups",
     "create_sandbox",
     "preflight",
+    "release_stale_mounts",
     "tool_environment",
     "write_runtime_dir",
 ]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -56,6 +57,7 @@ MIN_MEMORY_MIB, MIN_PIDS, MIN_DISK_MIB = 512, 64, 16
 _FULL_MARGIN_BYTES = MIB
 _EXT4_OVERHEAD = 0.05  # metadata of a journal-less ext4, with slack
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
+_CGROUP_NAME = re.compile(r"wfbench-([1-9][0-9]{0,6})-[0-9a-f]{8}")  # see CellResources.open
 # No journal (the volume dies with the cell), lazy init (20 ms for any size), an inode per 8 KiB.
 _MKFS = (
     "mkfs.ext4",
@@ -307,3 +309,60 @@ class CellResources:
             with contextlib.suppress(FileNotFoundError):
                 self.image.unlink()
         return problem
+
+
+def _unescape_mountinfo(field: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as \ooo octal
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mounts_under(root: Path) -> list[Path]:
+    """Mount points at or below ``root`` (this process's mount namespace), deepest first."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return []
+    prefix = os.fspath(root)
+    found = set()
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) > 4:
+            point = _unescape_mountinfo(fields[4])
+            if point == prefix or point.startswith(prefix + "/"):
+                found.add(point)
+    return [Path(p) for p in sorted(found, key=lambda p: (-p.count("/"), p))]
+
+
+def release_stale_mounts(root: Path) -> str | None:
+    """Unmount every cell volume left under ``root`` by a runner that was killed; a failure, or None.
+
+    Only for a root whose owner is dead (the caller proves it): nothing of the cell runs any
+    more (bwrap dies with its parent), so a plain unmount succeeds. The volumes were mounted
+    with ``-o loop``, which sets autoclear: unmounting detaches the loop device too.
+    """
+    problems = []
+    for point in mounts_under(root):
+        try:
+            run_checked(["umount", str(point)], what="unmount a stale cell volume", timeout_s=60)
+        except ProcessError as exc:
+            problems.append(f"{point}: {exc}")
+    return "; ".join(problems) or None
+
+
+def collect_stale_cgroups(owner_alive) -> list[str]:
+    """Remove the cell cgroups (``wfbench-<pid>-<hex>``) of runners that are gone; one message per failure."""
+    failed = []
+    for controller in ("memory", "pids"):
+        parent = _own_cgroup(controller)
+        if parent is None:
+            continue
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(parent):
+                match = _CGROUP_NAME.fullmatch(entry.name)
+                if match is None or owner_alive(int(match.group(1))) or not entry.is_dir():
+                    continue
+                group = _Cgroup(Path(entry.path))
+                group.close()
+                if group.directory.exists():
+                    failed.append(f"{group.directory}: still holds tasks")
+    return failed
