@@ -28,9 +28,9 @@ def _reply(msg_id: str, content: list, n: int) -> bytes:
     return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + body
 
 
-def _exchange(index, messages, reply, *, agent_id=None) -> Exchange:
+def _exchange(index, messages, reply, *, agent_id=None, delivered=False) -> Exchange:
     request = parse_request(json.dumps({"model": "m", "messages": messages}).encode())
-    return Exchange(index, agent_id, request, parse_response(reply), False)
+    return Exchange(index, agent_id, request, parse_response(reply), False, delivered)
 
 
 SKILL_CALL = [
@@ -81,6 +81,38 @@ def test_a_request_that_continues_nothing_is_tampering():
     # Negative control: the same request as the session's first one is the session itself.
     alone = _exchange(0, [{"role": "user", "content": "call Skill(work)"}], _reply("m3", SKILL_CALL, 5))
     assert analyse(_record([alone])).tampering == ()
+
+
+def _delivered(exchanges):
+    return [
+        Exchange(e.index, e.agent_id, e.request, e.response, e.response_overflow, True) for e in exchanges
+    ]
+
+
+def test_a_replay_of_an_answered_request_is_tampering_and_a_retry_is_not():
+    first, second = _delivered(_honest())
+    assert analyse(_record([first, second])).tampering == ()  # every reply delivered: honest
+    # A tool process re-sends the CLI's first request (byte-identical) after its reply reached the CLI.
+    replay = Exchange(2, None, first.request, parse_response(_reply("m3", SKILL_CALL, 10)), False, True)
+    wire = analyse(_record([first, second, replay]))
+    assert any("request 2 repeats request 0" in p and "replay" in p for p in wire.tampering), wire.tampering
+    between = Exchange(1, None, first.request, parse_response(_reply("m3", SKILL_CALL, 10)), False, True)
+    moved = Exchange(2, None, second.request, second.response, False, True)
+    assert analyse(_record([first, between, moved])).tampering  # mid-session, too
+    # Negative controls: the CLI's retries. The reply never reached it whole (it gave up on the
+    # stream), or the endpoint failed (a 529): repeating that request is not a replay.
+    earlier_call = [{"type": "tool_use", "id": "t0", "name": "Skill", "input": {"skill": "work"}}]
+    cut = Exchange(0, None, first.request, parse_response(_reply("m0", earlier_call, 10)), False, False)
+    retried = Exchange(1, None, first.request, first.response, False, True)
+    assert analyse(_record([cut, retried, moved])).tampering == ()
+    busy = parse_response(b"HTTP/1.1 529 Overloaded\r\nContent-Type: application/json\r\n\r\n{}")
+    failed = Exchange(0, None, first.request, busy, False, True)
+    assert (
+        analyse(
+            _record([failed, Exchange(1, None, first.request, first.response, False, True), moved])
+        ).tampering
+        == ()
+    )
 
 
 def test_a_result_for_a_call_the_model_never_made_is_tampering():

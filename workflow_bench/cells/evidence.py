@@ -7,7 +7,9 @@ wire, and the stream is a second view: any disagreement makes the session ``evid
 
 Conversation threads. Every request must continue one the session already had: its messages
 start with an earlier request's messages plus that request's reply (or repeat an earlier request
-exactly: a retry). A request that continues nothing may only open the session (the first request)
+exactly: a retry, allowed only while no earlier copy got its reply delivered whole — the CLI
+retries a failed request, never an answered one, so repeating an answered one is a replay). A
+request that continues nothing may only open the session (the first request)
 or a subagent (a new ``x-claude-code-agent-id`` while an Agent or Skill call the model made is
 still unanswered; for Agent, the subagent's first message must carry that call's prompt).
 Anything else is a conversation the model never had — e.g. a tool process talking to the relay.
@@ -81,6 +83,7 @@ def analyse(record: WireRecord) -> WireEvidence:
     exchanges = record.exchanges
     thread_of: dict[int, int] = {}
     by_messages: dict[tuple[str, ...], int] = {}
+    answered: dict[tuple[str, ...], int] = {}  # messages -> a request whose reply reached the CLI whole
     by_continuation: dict[tuple[str, ...], int] = {}
     consumed: set[int] = set()
     tool_uses: dict[str, ToolUse] = {}
@@ -90,6 +93,11 @@ def analyse(record: WireRecord) -> WireEvidence:
     thread_agent: dict[int, str | None] = {}
     for exchange in exchanges:
         i, request = exchange.index, exchange.request
+        if request.messages in answered:
+            tampering.append(
+                f"request {i} repeats request {answered[request.messages]}, whose reply was delivered "
+                "whole (a replay: the CLI retries only a failed request)"
+            )
         parent = by_messages.get(request.messages)
         if parent is None:
             for k in range(len(request.messages) - 1, 0, -1):
@@ -129,6 +137,8 @@ def analyse(record: WireRecord) -> WireEvidence:
         if response.status == 200 and response.parse_error:
             unverifiable.append(f"response {i}: {response.parse_error}")
         if response.reply_digest is not None and response.completed:
+            if exchange.delivered and request.messages:
+                answered.setdefault(request.messages, i)
             by_continuation.setdefault((*request.messages, response.reply_digest), i)
             for use in response.tool_uses:
                 if use.id in tool_uses:
