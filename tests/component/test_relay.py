@@ -114,7 +114,7 @@ def test_a_reply_the_client_left_before_is_not_delivered(relay):
     while time.monotonic() < deadline and not relay.record().exchanges:
         time.sleep(0.05)
     (exchange,) = relay.record().exchanges
-    assert exchange.response.completed and not exchange.delivered
+    assert not exchange.delivered  # (the relay stops reading the upstream once the client is gone)
 
 
 @pytest.mark.parametrize(

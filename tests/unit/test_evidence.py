@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -254,3 +255,52 @@ def test_a_session_with_nothing_served_matches_a_zero_result_only():
     zero = [{"type": "result", "is_error": True, "usage": _usage(0) | {"output_tokens": 0}}]
     assert cross_check(wire, zero) == []
     assert cross_check(wire, [{"type": "result", "is_error": True, "usage": _usage(5)}])
+
+
+# ── compaction: three real request bodies of CLI 2.1.332 (tests/unit/data) ──
+
+COMPACTION = json.loads((Path(__file__).parent / "data" / "compaction-requests.json").read_text())
+SUMMARY = "SUMMARY: ran echo one; nothing else to do."  # what the continued conversation quotes
+
+
+def _call_reply(msg_id: str) -> bytes:
+    (assistant,) = [m for m in COMPACTION["compaction"] if m["role"] == "assistant"]
+    return _reply(msg_id, assistant["content"], 196)
+
+
+def _compaction_session(*, summary=SUMMARY, continued=None, delivered=True) -> list[Exchange]:
+    text = [{"type": "text", "text": summary}]
+    return [
+        _exchange(0, COMPACTION["opening"], _call_reply("m1"), delivered=True),
+        _exchange(1, COMPACTION["compaction"], _reply("m2", text, 50), delivered=delivered),
+        _exchange(
+            2, continued or COMPACTION["continued"], _reply("m3", [{"type": "text", "text": "done"}], 7)
+        ),
+    ]
+
+
+def test_a_compacted_conversation_continues_its_thread_and_the_summary_is_not_reported():
+    wire = analyse(_record(_compaction_session()))
+    assert wire.tampering == ()
+    assert [line["thread"] for line in wire.summary] == [0, 0, 0]
+    assert [line["accepted"] for line in wire.summary] == [True, False, True]
+    assert wire.usage_main["input_tokens"] == 196 + 7 and wire.usage["input_tokens"] == 196 + 50 + 7
+    # A real model wraps it: <analysis>…</analysis><summary>…</summary>; the CLI quotes the summary.
+    tagged = f"<analysis>what happened</analysis>\n<summary>\n{SUMMARY}\n</summary>"
+    assert analyse(_record(_compaction_session(summary=tagged))).tampering == ()
+
+
+def test_a_new_conversation_that_quotes_no_summary_is_still_tampering():
+    other = json.loads(json.dumps(COMPACTION["continued"]).replace("ran echo one", "ran echo two"))
+    assert any(
+        "starts a conversation" in p for p in analyse(_record(_compaction_session(continued=other))).tampering
+    )
+    # the summary never reached the CLI whole: nothing may quote it
+    assert analyse(_record(_compaction_session(delivered=False))).tampering
+    # each summary anchors one continuation: a second conversation quoting it is someone else's
+    exchanges = _compaction_session()
+    second = [COMPACTION["continued"][0], {"role": "user", "content": "another conversation"}]
+    again = _exchange(3, second, _reply("m4", [{"type": "text", "text": "ok"}], 1), delivered=True)
+    assert any(
+        "request 3 starts a conversation" in p for p in analyse(_record([*exchanges, again])).tampering
+    )
