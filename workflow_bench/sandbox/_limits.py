@@ -354,8 +354,8 @@ def collect_stale_cgroups(owner_alive) -> list[str]:
     failed = []
     for controller in ("memory", "pids"):
         parent = _own_cgroup(controller)
-        if parent is None:
-            continue
+        if parent is None or not os.access(parent, os.W_OK):
+            continue  # not ours to clean (a non-root runner never made any)
         with contextlib.suppress(OSError):
             for entry in os.scandir(parent):
                 match = _CGROUP_NAME.fullmatch(entry.name)
