@@ -12,6 +12,7 @@ import os
 
 import pytest
 
+from tests.conftest import _missing
 from workflow_bench.sandbox import (
     CellLimits,
     CellResources,
@@ -30,7 +31,7 @@ SMALL = CellLimits(memory_mib=256, pids=64, disk_mib=16)
 @pytest.fixture
 def cell(tmp_path, bwrap_bin, monkeypatch):
     if not _watchdog.available():
-        pytest.skip("this kernel has no /proc/<pid>/task/<tid>/children")
+        _missing("/proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN)")
     monkeypatch.setattr(_limits, "_own_cgroup", lambda _controller: None)
     monkeypatch.setattr(_limits, "_can_mount", lambda: False)
     template = tmp_path / "template"

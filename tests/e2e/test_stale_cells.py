@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import _missing
 from workflow_bench.sandbox._limits import _own_cgroup, mounts_under
 
 from .conftest import REPO_ROOT
@@ -49,12 +50,11 @@ def _cgroups_of(pid: int) -> list[Path]:
     return found
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="cell volumes are loop mounts, which need root")
 def test_a_killed_runners_volume_loop_device_and_cgroups_are_released(
     task_file_for, tmp_path, tmp_path_factory, bwrap_bin
 ):
-    if not Path("/dev/loop-control").exists():
-        pytest.skip("no loop devices on this machine")
+    if os.geteuid() != 0 or not Path("/dev/loop-control").exists():
+        _missing("root and loop devices (cell volumes are loop mounts)")
     tasks = task_file_for("trivial-amount-grouping")
     tmpdir = tmp_path_factory.mktemp("t")  # short: the relay socket path must fit
     try:
