@@ -152,7 +152,8 @@ def test_without_root_the_process_count_falls_back_to_rlimit_nproc(tmp_path, bwr
     monkeypatch.setattr(_limits._watchdog, "available", lambda: False)  # the kernel backstop alone
     resources = CellResources(SMALL, tmp_path / "cell")
     resources.open(clone_source=tmp_path)
-    assert resources.prlimit_args() == ("--nproc=96",)  # twice the limit: the watchdog counts below it
+    assert resources.prlimit_args() == ("--nproc=48",)  # no watchdog: the kernel bound is the limit
+    assert resources.enforced()["pids"] == 48
     workspace = Path(tempfile.mkdtemp(prefix="wfbench-nproc-"))  # reachable by nobody, unlike tmp_path
     try:
         workspace.chmod(0o755)
@@ -169,7 +170,7 @@ def test_without_root_the_process_count_falls_back_to_rlimit_nproc(tmp_path, bwr
         as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
         result = run_process(as_nobody, timeout_s=60, env={"PATH": "/usr/bin:/bin"})
         assert result.stdout.startswith(b"refused"), result.describe()
-        assert int(result.stdout.split()[1]) < 96
+        assert int(result.stdout.split()[1]) < 48
         # negative control: the same run without the fallback starts all 200
         monkeypatch.setattr(_limits, "_is_root", lambda: True)
         argv = sandbox.argv(["python3", "-c", script], policy=RunPolicy(workspace_writable=False))

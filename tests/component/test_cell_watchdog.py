@@ -56,8 +56,12 @@ def _sh(sandbox, script: str, timeout_s: float = 60):
     return sandbox.run(["/bin/sh", "-c", script], policy=policy, timeout_s=timeout_s)
 
 
-def test_every_bound_is_sampled_and_a_benign_run_is_no_breach(cell):
+def test_every_bound_is_sampled_and_a_benign_run_is_no_breach(cell, monkeypatch):
     resources, sandbox = cell
+    real_is_root = _limits._is_root
+    monkeypatch.setattr(_limits, "_is_root", lambda: False)
+    assert resources.prlimit_args() == ("--nproc=128",)  # the kernel backstop, above the sampled 64
+    monkeypatch.setattr(_limits, "_is_root", real_is_root)
     sampled = ["memory", "pids", "disk"]
     assert resources.enforced() == {"memory_mib": 256, "pids": 64, "disk_mib": 16, "sampled": sampled}
     script = "head -c 4M /dev/zero > small; python3 -c 'import time; b = bytearray(64 << 20); time.sleep(.5)'"

@@ -243,12 +243,14 @@ class CellResources:
         RLIMIT_NPROC inside bwrap's user namespace counts only that sandbox's processes, and
         holds for a non-root invoker (measured: ``refused after 28`` of 30, two sandboxes at
         once each got their own 28). For root it is ignored (the sandbox uid maps to uid 0,
-        which the kernel exempts), so it is never the bound there: the pids cgroup is. Set at
-        twice the limit: the watchdog ends a tree that crosses the limit itself (and counts it),
-        the kernel only stops one that outruns a sampling interval.
+        which the kernel exempts), so it is never the bound there: the pids cgroup is. With the
+        watchdog counting tasks it is set at twice the limit: the watchdog ends a tree that
+        crosses the limit (and counts it), the kernel only stops one that outruns a sampling
+        interval. Without the watchdog it is the limit itself (a refusal is then not counted).
         """
         if self._pids is None and not _is_root():
-            return (f"--nproc={2 * self.limits.pids}",)
+            factor = 2 if self._watchdog is not None and self._watchdog.budget.tasks else 1
+            return (f"--nproc={factor * self.limits.pids}",)
         return ()
 
     def enforced(self) -> dict[str, int | list[str] | None]:
@@ -256,7 +258,7 @@ class CellResources:
         sampled = self._watchdog.budget if self._watchdog is not None else Budget()
         return {
             "memory_mib": self.limits.memory_mib if self._memory or sampled.memory_bytes else None,
-            "pids": self.limits.pids if self._pids or sampled.tasks else None,
+            "pids": self.limits.pids if self._pids or sampled.tasks or self.prlimit_args() else None,
             "disk_mib": self.limits.disk_mib if self._mounted or sampled.disk_bytes else None,
             "sampled": [
                 name
