@@ -40,6 +40,8 @@ class OutputClaim:
     created_dir: bool
     created_lock: bool
     _fd: int | None
+    resumed: bool = False
+    """Claimed to continue an existing sweep (``--resume``): its lock file, if new, goes on release."""
 
     def release(self, *, remove_if_unused: bool = False) -> None:
         """Unlock; ``remove_if_unused``: also remove what the claim created, if nothing else was written."""
@@ -47,7 +49,9 @@ class OutputClaim:
             return
         fd, self._fd = self._fd, None
         try:
-            if remove_if_unused and self.created_lock and _only_lock_file(self.root):
+            if self.resumed and self.created_lock:
+                os.unlink(self.root / LOCK_FILE)  # a refused resume leaves the directory as it was
+            elif remove_if_unused and self.created_lock and _only_lock_file(self.root):
                 os.unlink(self.root / LOCK_FILE)
                 if self.created_dir:
                     os.rmdir(self.root)
@@ -118,14 +122,20 @@ def _open_lock(path: Path) -> tuple[int, bool]:
         return os.open(path / LOCK_FILE, flags), False
 
 
-def claim_output_dir(path: Path) -> OutputClaim:
+def claim_output_dir(path: Path, *, resume: bool = False) -> OutputClaim:
     """Create (if needed) and lock ``path``; ``OutputDirError`` if it is in use, not empty or unusable.
 
+    ``resume``: ``path`` must be an existing sweep directory and may hold rows (``--resume``); it is
+    locked the same way, so a resumed sweep and a second runner never share it.
     On refusal nothing is left behind: a directory or lock file this call created is removed.
     """
     created = False
     try:
-        if not path.exists():
+        if resume and (path.is_symlink() or not path.is_dir()):
+            raise OutputDirError(f"--resume {path} is not an existing sweep directory")
+        if resume:
+            _refuse_if_held(path)
+        elif not path.exists():
             path.mkdir(parents=True)
             created = True
         elif path.is_symlink() or not path.is_dir():
@@ -140,7 +150,7 @@ def claim_output_dir(path: Path) -> OutputClaim:
         raise OutputDirError(
             f"--out {path}: cannot create the output directory: {err.strerror or err}"
         ) from None
-    claim = OutputClaim(root=path, created_dir=created, created_lock=lock_created, _fd=fd)
+    claim = OutputClaim(root=path, created_dir=created, created_lock=lock_created, _fd=fd, resumed=resume)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -150,7 +160,7 @@ def claim_output_dir(path: Path) -> OutputClaim:
     except OSError as err:
         claim.release(remove_if_unused=True)
         raise OutputDirError(f"--out {path}: cannot lock {LOCK_FILE}: {err.strerror or err}") from None
-    if others := _others(path):  # written between our check and our lock: another sweep's
+    if not resume and (others := _others(path)):  # written between our check and our lock: another sweep's
         claim.release(remove_if_unused=True)
         raise _not_empty(path, others)
     record = {

@@ -84,6 +84,12 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
         "sum of the CLI's total_cost_usd (includes subagents); null if any session lacked it",
     ),
     ("usage", "duration_s", "sum of the CLI's duration_ms / 1000 (process wall time when absent)"),
+    (
+        "usage",
+        "cell_wall_s",
+        "wall time of the whole cell on its executor (workspace, sessions, verify, oracle, capture), s; "
+        "what --order longest-first learns from",
+    ),
     ("usage", "num_turns", "sum of the CLI's num_turns"),
     (
         "usage",
@@ -130,7 +136,8 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     (
         "evidence",
         "tool_use_counts",
-        "tool name → number of tool calls the model made across sessions (wire record)",
+        "tool name → number of tool calls the model made across sessions (wire record); MCP tools "
+        "count per tool under their full name mcp__<server>__<tool>",
     ),
     (
         "evidence",
@@ -157,6 +164,19 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
         "the pipeline, not a model)",
     ),
     ("provenance", "claude_code_version", "version of the Claude Code CLI that ran the sessions"),
+    (
+        "provenance",
+        "runtime_digest",
+        "digest of what the cell ran on (CLI version, harness sources, sandbox backend, provider, script); "
+        "--reuse-results requires it equal",
+    ),
+    ("provenance", "reused", "true when copied from --reuse-results instead of paid in this sweep"),
+    ("provenance", "reused_from_dir", "the --reuse-results directory a reused row came from; else null"),
+    (
+        "provenance",
+        "reused_from_recorded_at",
+        "when a reused row was originally measured (its first recorded_at); else null",
+    ),
     ("provenance", "sandbox_backend", "'bwrap', or 'host-unsafe' for --unsafe-no-bwrap review sweeps"),
     (
         "provenance",
@@ -196,7 +216,12 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
         "toolkit_digest",
         "sha256 over toolkit.yaml and every file of its role skills; null for a toolkit built in code",
     ),
-    ("toolkit", "index_digest", "digest of the code-graph index the cell got; null when none"),
+    (
+        "toolkit",
+        "index_digest",
+        "digest of the code-graph index the cell got (reproducible: the toolkit's volatile index files "
+        "count by name, its digest command's dump by its sorted lines); null when none",
+    ),
     (
         "toolkit",
         "mcp_servers",

@@ -6,16 +6,15 @@ verify command and a hidden oracle staged only after the model exits.
 Writes results.jsonl (one fsynced row per cell), per-cell patches and
 redacted transcripts, and report.md into --out.
 
-Exit codes: 0 done; 1 outage breaker tripped or an arm produced no usable
+Exit codes: 0 done; 1 outage breaker tripped, a budget ended the sweep, or an arm produced no usable
 measurement; 2 bad arguments or input (nothing was run); 130 cancelled.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import hashlib
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,8 +28,9 @@ from workflow_bench.providers.options import ProviderOptions, ProviderOptionsErr
 from workflow_bench.providers.scripted import Script, ScriptError, load_script
 from workflow_bench.reports.promotion.flags import promotion_policy_from_args
 from workflow_bench.reports.promotion.policy import PromotionPolicy
-from workflow_bench.tasks.spec import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
-from workflow_bench.toolkit.comparator import ComparatorError, ComparatorPlugin, snapshot_comparator
+from workflow_bench.tasks.index_guard import bind_for_toolkit
+from workflow_bench.tasks.spec import TaskBinding, TaskFileError, load_task_file, select_tasks
+from workflow_bench.toolkit.comparator import ComparatorError, ComparatorPlugin, comparator_for_arms
 from workflow_bench.toolkit.manifest import load_toolkit
 from workflow_bench.toolkit.overlay import Overlay, OverlayError, candidate_overlay
 from workflow_bench.toolkit.spec import Toolkit, ToolkitError
@@ -42,19 +42,21 @@ from .claude_cli import ClaudeCliError, claude_version, locate_claude
 from .output import OutputDirError
 from .output_lock import OutputClaim, claim_output_dir
 from .runner_args import DEMO_SCRIPT
-from .sandbox import HOST_CHILD_UID, CellLimits, SandboxError, SandboxKind, preflight
+from .sandbox import (
+    CellLimits,
+    SandboxError,
+    SandboxKind,
+    check_unsafe_host_request,
+    preflight,
+    unsafe_host_warning,
+)
+from .schedule.flags import budget_from_args, schedule_policy_from_args, validate_schedule_args
+from .schedule.resume import ResumeError, check_lock, kept_rows, write_lock
+from .schedule.reuse import ReuseError, load_prior_rows
 from .schedule.signals import cancel_on_signals, interrupt_on_sigterm
-from .sweep import EXIT_CANCELLED, SweepConfig, run_sweep
+from .sweep import EXIT_CANCELLED, SweepConfig, config_lock, plan_keys, run_sweep
 
 EXIT_USAGE = 2
-# --unsafe-no-bwrap: the only arms it may run (the paired review arms: read-only workspace,
-# artifact outside it), and the warning it prints. Keep in sync with README "Isolation".
-UNSAFE_HOST_ARMS = frozenset({"ce_review", "review", "candidate_review"})
-UNSAFE_HOST_WARNING = (
-    "WARNING: --unsafe-no-bwrap runs every process directly on this host as "
-    "{who}. This is NOT a security boundary: no filesystem, network or PID isolation. "
-    "The agent's tools can read what that uid can read, reach any address and see host processes."
-)
 
 
 class UsageError(ValueError):
@@ -69,38 +71,16 @@ def _default_out() -> Path:
     return Path("results") / f"wfbench-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
 
 
-def _validate_unsafe_host(args: argparse.Namespace) -> None:
-    """``--unsafe-no-bwrap``: never under CI, only for the paired review arms, never with the canary."""
-    if os.environ.get("CI"):
-        raise UsageError("--unsafe-no-bwrap is refused when CI is set: CI must run inside bubblewrap")
-    if set(args.arms) != UNSAFE_HOST_ARMS:
-        raise UsageError(
-            f"--unsafe-no-bwrap only runs the paired review arms ({' '.join(sorted(UNSAFE_HOST_ARMS))}), "
-            f"got --arms {' '.join(args.arms)}"
-        )
-    if args.canary:
-        raise UsageError("--canary tests the bubblewrap boundary; it cannot run with --unsafe-no-bwrap")
-
-
-def _provider_options(args: argparse.Namespace) -> ProviderOptions:
-    return ProviderOptions(
-        provider=args.provider,
-        model=args.model,
-        script=args.script,
-        base_url=args.base_url,
-        via_gateway=args.via_gateway,
-        anthropic_api_key=args.anthropic_api_key,
-        auth_token=args.auth_token,
-        openai_api_key=args.openai_api_key,
-    )
-
-
 def _validate_args(args: argparse.Namespace) -> None:
+    try:
+        validate_schedule_args(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
     if args.unsafe_no_bwrap:
-        _validate_unsafe_host(args)
+        check_unsafe_host_request(args.arms, canary=args.canary)
     if len(set(args.arms)) != len(args.arms):
         raise UsageError(f"--arms lists an arm twice: {' '.join(args.arms)}")
-    _provider_options(args).validate()
+    ProviderOptions.from_args(args).validate()
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,16 +120,19 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     kind = SandboxKind.HOST_UNSAFE if args.unsafe_no_bwrap else SandboxKind.BWRAP
     bwrap = preflight(kind, bwrap_bin=args.bwrap_bin)
     if kind is SandboxKind.HOST_UNSAFE:
-        who = f"uid {HOST_CHILD_UID} (dropped from root)" if os.geteuid() == 0 else f"uid {os.geteuid()}"
-        print(UNSAFE_HOST_WARNING.format(who=who), file=sys.stderr, flush=True)
+        print(unsafe_host_warning(), file=sys.stderr, flush=True)
     claude_bin = locate_claude(args.claude_bin)
     version = claude_version(claude_bin)
     script = load_script(args.script or DEMO_SCRIPT) if args.provider == "scripted" else None
-    if _provider_options(args).needs_gateway:
+    if ProviderOptions.from_args(args).needs_gateway:
         locate_litellm()
     overlay = candidate_overlay(args.candidate_overlay, arms=args.arms, toolkit=toolkit)
-    bindings = bind_tasks(selected)
-    comparator = _comparator(args)
+    bindings = bind_for_toolkit(selected, toolkit)
+    comparator = comparator_for_arms(
+        {role for a in args.arms if ARMS[a].family == "comparator" for role in ARMS[a].skill_roles},
+        plugin_dir=args.ce_plugin_dir,
+        version=args.ce_plugin_version,
+    )
     return PreparedInput(
         toolkit=toolkit,
         bindings=bindings,
@@ -165,39 +148,40 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     )
 
 
-def _comparator(args: argparse.Namespace) -> ComparatorPlugin | None:
-    roles = {role for a in args.arms if ARMS[a].family == "comparator" for role in ARMS[a].skill_roles}
-    given = args.ce_plugin_dir is not None or args.ce_plugin_version is not None
-    if not roles:
-        if given:
-            raise UsageError("--ce-plugin-dir/--ce-plugin-version are only for ce_* arms")
+def _script_digest(args: argparse.Namespace) -> str | None:
+    if args.provider != "scripted":
         return None
-    if args.ce_plugin_dir is None or not args.ce_plugin_version:
-        raise UsageError("ce_* arms need both --ce-plugin-dir and --ce-plugin-version")
-    dest = Path(tempfile.mkdtemp(prefix="wfbench-comparator-")) / "plugin"
-    try:
-        return snapshot_comparator(args.ce_plugin_dir, version=args.ce_plugin_version, dest=dest, roles=roles)
-    except BaseException:
-        remove_tree(dest.parent)
-        raise
+    return hashlib.sha256((args.script or DEMO_SCRIPT).read_bytes()).hexdigest()
 
 
 def _sweep_config(
-    args: argparse.Namespace, ready: PreparedInput, *, out_dir: Path, model: str
+    args: argparse.Namespace,
+    ready: PreparedInput,
+    *,
+    out_dir: Path,
+    model: str,
+    done_rows: tuple[dict, ...] = (),
+    prior_rows: tuple[dict, ...] = (),
 ) -> SweepConfig:
     return SweepConfig(
+        done_rows=done_rows,
+        prior_rows=prior_rows,
+        reuse_from=args.reuse_results,
+        provider=args.provider,
+        script_digest=_script_digest(args),
+        policy=schedule_policy_from_args(args),
+        budget=budget_from_args(args),
+        order=args.order,
         tasks=ready.bindings,
         skipped_expensive=ready.skipped_expensive,
         arms=tuple(resolve_arm(a) for a in args.arms),
         runs=args.runs,
-        workers=args.workers,
         out_dir=out_dir,
         model=model,
         effort=args.effort,
         session_timeout_s=args.timeout,
         verify_timeout_s=args.verify_timeout,
         max_retries=args.max_retries,
-        outage_streak=args.outage_streak,
         claude_bin=ready.claude_bin,
         claude_version=ready.claude_version,
         bwrap_bin=ready.bwrap_bin,
@@ -241,28 +225,68 @@ def main(argv: Sequence[str] | None = None) -> int:
                 remove_tree(ready.comparator.snapshot.parent)
 
 
+def _resume_rows(
+    args: argparse.Namespace, ready: PreparedInput, out_dir: Path, claims: list[OutputClaim]
+) -> tuple[dict, ...]:
+    """Refuse a configuration that differs from the directory's lock; return the rows it keeps.
+
+    The configuration is checked before the directory is claimed (claiming rewrites the holder
+    record), so a refused resume changes nothing; the rows are read under the claim.
+    """
+    model = args.model or (ready.script.model if ready.script else None)
+    config = _sweep_config(args, ready, out_dir=out_dir, model=model)
+    check_lock(out_dir, config_lock(config))
+    claims.append(claim_output_dir(out_dir, resume=True))
+    return kept_rows(out_dir, plan_keys(config))
+
+
 def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
-    out_dir = args.out or _default_out()
-    claim: OutputClaim | None = None
+    claims: list[OutputClaim] = []
+    try:
+        return _run_claimed(args, prepared, claims)
+    finally:
+        # Held for the sweep's whole life, released on every path; a directory holding only the
+        # lock (nothing ran) goes, and a refused --resume leaves its directory as it was.
+        for claim in claims:
+            claim.release(remove_if_unused=True)
+
+
+def _run_claimed(args: argparse.Namespace, prepared: list[PreparedInput], claims: list[OutputClaim]) -> int:
+    out_dir = args.resume or args.out or _default_out()
+    done_rows: tuple[dict, ...] = ()
+    prior_rows: tuple[dict, ...] = ()
     try:
         ready = prepare(args)
         prepared.append(ready)  # main() removes the comparator snapshot whatever happens next
         if args.canary:
             _require_canary(ready)
-        claim = claim_output_dir(out_dir)
+        if args.reuse_results is not None:
+            prior_rows = load_prior_rows(args.reuse_results, out_dir=out_dir)
+        # --resume is locked too: a resumed sweep and a second runner never share a directory.
+        if args.resume is not None:
+            done_rows = _resume_rows(args, ready, out_dir, claims)
+        else:
+            claims.append(claim_output_dir(out_dir))
     except TaskFileError as exc:
         print(f"error: invalid task file:\n{exc}", file=sys.stderr)
         return EXIT_USAGE
     except (
         UsageError, SandboxError, ClaudeCliError, OutputDirError, ScriptError, GatewayError, OverlayError,
-        ComparatorError, ProviderOptionsError, ToolkitError, CellPathError,
+        ComparatorError, ProviderOptionsError, ToolkitError, CellPathError, ResumeError, ReuseError,
     ) as exc:  # fmt: skip
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     cancel = threading.Event()
     try:
-        with _provider_options(args).model_access(ready.script) as (access, model), cancel_on_signals(cancel):
-            config = _sweep_config(args, ready, out_dir=out_dir, model=model)
+        with (
+            ProviderOptions.from_args(args).model_access(ready.script) as (access, model),
+            cancel_on_signals(cancel),
+        ):
+            config = _sweep_config(
+                args, ready, out_dir=out_dir, model=model, done_rows=done_rows, prior_rows=prior_rows
+            )
+            if args.resume is None:
+                write_lock(out_dir, config_lock(config))
             print(f"workflow-bench: {access.provider} provider, model {model}, CLI {ready.claude_version}")
             print(f"workflow-bench: writing to {out_dir}")
             _, exit_code = run_sweep(config, access=access, cancel=cancel)
@@ -270,10 +294,6 @@ def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
     except GatewayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    finally:
-        # Held for the sweep's whole life; a directory holding only the lock (nothing ran) goes.
-        if claim is not None:
-            claim.release(remove_if_unused=True)
 
 
 if __name__ == "__main__":

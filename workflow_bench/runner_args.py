@@ -23,7 +23,8 @@ from .sandbox import (
     MIN_MEMORY_MIB,
     MIN_PIDS,
 )
-from .schedule.pool import DEFAULT_OUTAGE_STREAK, MAX_WORKERS
+from .schedule.order import ORDERS
+from .schedule.pool import DEFAULT_OUTAGE_STREAK, MAX_WORKERS, PACKED_WINDOW_MULTIPLIER, SCHEDULERS
 
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 DEMO_SCRIPT = CORPUS_DIR / "scripts" / "demo.yaml"
@@ -67,6 +68,13 @@ def _bounded_int(low: int, high: int):
         return number
 
     return parse
+
+
+def _positive_float(value: str) -> float:
+    number = float(value)
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number")
+    return number
 
 
 def _arm(value: str) -> str:
@@ -192,6 +200,61 @@ def _cell_bounds(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _scheduling(parser: argparse.ArgumentParser) -> None:
+    """How cells are scheduled, when a sweep stops early, and what it may skip (README: Scheduling)."""
+    parser.add_argument(
+        "--scheduler",
+        choices=SCHEDULERS,
+        default="packed",
+        help="packed: one pool across tasks, bounded by --window (less idle time); waves: one task at a "
+        "time in waves of --workers (idles on each wave's slowest cell; overrun ≤ workers−1); default packed",
+    )
+    parser.add_argument(
+        "--window",
+        type=_positive_int,
+        help=f"packed: a cell starts only while fewer than WINDOW cells ahead of the in-order fold; larger "
+        f"is faster but wastes up to WINDOW−1 paid cells after an outage (default {PACKED_WINDOW_MULTIPLIER}"
+        "×workers, never below workers)",
+    )
+    parser.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="plan",
+        help="packed: which allowed cell starts first; longest-first predicts each cell's wall from prior "
+        "rows (--resume/--reuse-results) or the task's expensive flag, so long cells do not trail; rows "
+        "and the breaker still fold in plan order (default plan)",
+    )
+    parser.add_argument(
+        "--max-cost-usd",
+        type=_positive_float,
+        metavar="X",
+        help="stop starting cells once spent + the arm's median cell cost would pass X (unknown costs are "
+        "estimated, never 0); ends the sweep as aborted, exit 1",
+    )
+    parser.add_argument(
+        "--max-runtime",
+        type=_positive_float,
+        metavar="S",
+        help="start no cell more than S seconds after the sweep began; running cells finish; aborted, exit 1",
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        metavar="DIR",
+        help="continue an interrupted sweep in DIR in place: the same arguments are required (checked "
+        "against DIR/sweep.lock.json, exit 2 naming what differs); finished cells whose transcripts still "
+        "match their sha256 are kept, the rest run",
+    )
+    parser.add_argument(
+        "--reuse-results",
+        type=Path,
+        metavar="DIR",
+        help="copy clean incumbent/comparator rows of an earlier sweep in DIR instead of paying for them "
+        "when every reuse condition holds (README: Scheduling); candidate arms are always paid, and one cell "
+        "per fully reusable arm is paid as a canary",
+    )
+
+
 def _binaries(parser: argparse.ArgumentParser) -> None:
     """The Claude Code CLI and the sandbox backend (the last two are for tests only)."""
     parser.add_argument(
@@ -265,7 +328,17 @@ def _promotion(parser: argparse.ArgumentParser) -> None:
 
 
 # Order = the order of --help; keep it when adding a group.
-GROUPS = (_sweep_shape, _model_choice, _limits, _binaries, _credentials, _skills, _promotion, _safety)
+GROUPS = (
+    _sweep_shape,
+    _model_choice,
+    _limits,
+    _scheduling,
+    _binaries,
+    _credentials,
+    _skills,
+    _promotion,
+    _safety,
+)
 
 
 def build_parser(*, description: str | None) -> argparse.ArgumentParser:

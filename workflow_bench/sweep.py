@@ -9,26 +9,31 @@ module is entered: no clone, no session and no output exist on bad input.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext, prepare_task_context
-from workflow_bench.cells.index import build_index
+from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext
 from workflow_bench.cells.paths import collect_stale_work_roots, make_work_root
 from workflow_bench.cells.run import run_cell
+from workflow_bench.cells.templates import TemplateCache
 from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.providers.access import CellKey, ModelAccess
+from workflow_bench.reports.console import Console, cell_summary
 from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
 from workflow_bench.reports.promotion.apply import CANDIDATE_OVERLAY_DIR
 from workflow_bench.reports.promotion.policy import PromotionPolicy
 from workflow_bench.reports.render import render_reports
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
-from workflow_bench.schedule.pool import SweepOutcome, run_cells
+from workflow_bench.schedule.budget import Budget, BudgetGuard
+from workflow_bench.schedule.not_run import NOT_RUN_FILE, not_run_record, schedule_record
+from workflow_bench.schedule.order import Order, predicted_walls
+from workflow_bench.schedule.pool import WHY_BREAKER, SchedulePolicy, SweepOutcome, run_cells
+from workflow_bench.schedule.resume import harness_version, tree_digest
+from workflow_bench.schedule.reuse import Expected, expected_cell, materialize, runtime_digest, select_reuse
 from workflow_bench.tasks.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
 from workflow_bench.toolkit.overlay import Overlay
@@ -39,7 +44,6 @@ from .output import OutputDir, OutputWriteError
 from .sandbox import CellLimits, SandboxKind, write_runtime_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
-CONSOLE_LINE_CHARS = 2000  # one live line at most; longer agent text is cut with "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,14 +52,13 @@ class SweepConfig:
     skipped_expensive: tuple[str, ...]
     arms: tuple[ArmSpec, ...]
     runs: int
-    workers: int
+    policy: SchedulePolicy
     out_dir: Path
     model: str
     effort: str | None
     session_timeout_s: float
     verify_timeout_s: float
     max_retries: int
-    outage_streak: int
     claude_bin: Path
     claude_version: str
     bwrap_bin: str
@@ -66,89 +69,107 @@ class SweepConfig:
     promotion_policy: PromotionPolicy | None = None
     """The gate's policy; the default policy when candidate arms run and none was given."""
     limits: CellLimits = field(default_factory=CellLimits)
+    budget: Budget = field(default_factory=Budget)
+    order: Order = "plan"
+    prior_rows: tuple[dict, ...] = ()  # rows from --reuse-results: what longest-first learns from
+    done_rows: tuple[dict, ...] = ()  # --resume: rows already kept in out_dir; their cells do not run again
+    reuse_from: Path | None = None  # --reuse-results: prior_rows came from here
+    provider: str = "anthropic"
+    script_digest: str | None = None  # --provider scripted: sha256 of the script file
+
+
+def plan_keys(config: SweepConfig) -> tuple[CellKey, ...]:
+    """The plan's cell identities, task-major, then run, then arm (reference order)."""
+    return tuple(
+        CellKey(task_id=t.spec.task_id, run=r, arm=a.name)
+        for t in config.tasks
+        for r in range(config.runs)
+        for a in config.arms
+    )
+
+
+def config_lock(config: SweepConfig) -> dict[str, object]:
+    """What ``sweep.lock.json`` pins: everything that makes a resumed sweep's rows comparable."""
+    comparator = config.comparator
+    return {
+        "model": config.model,
+        "effort": config.effort,
+        "provider": config.provider,
+        "script_digest": config.script_digest,
+        "arms": [a.name for a in config.arms],
+        "runs": config.runs,
+        "task_binding_digests": {t.spec.task_id: t.binding_digest for t in config.tasks},
+        "oracle_digests": {t.spec.task_id: t.oracle.digest for t in config.tasks},
+        "skill_digest": tree_digest(Path(config.toolkit.root) / "skills"),
+        "overlay_digest": config.overlay.digest if config.overlay else None,
+        "comparator": [comparator.version, comparator.manifest_digest] if comparator else None,
+        "claude_code_version": config.claude_version,
+        "harness_version": harness_version(),
+        "sandbox_backend": config.sandbox_kind.value,
+        "scheduler": config.policy.scheduler,
+    }
 
 
 @dataclass(frozen=True, slots=True)
 class PlannedCell:
-    task: TaskContext
+    binding: TaskBinding
     arm: ArmSpec
     key: CellKey
+    templates: TemplateCache
+
+    @property
+    def task(self) -> TaskContext:
+        """The task's context; waits for its (shared) template to be built."""
+        return self.templates.context(self.binding)
 
 
-def plan_cells(tasks: Sequence[TaskContext], arms: Sequence[ArmSpec], runs: int) -> tuple[PlannedCell, ...]:
+def plan_cells(
+    tasks: Sequence[TaskBinding], arms: Sequence[ArmSpec], runs: int, templates: TemplateCache
+) -> tuple[PlannedCell, ...]:
     """Task-major, then run, then arm (reference order)."""
     return tuple(
-        PlannedCell(task=t, arm=a, key=CellKey(task_id=t.binding.spec.task_id, run=r, arm=a.name))
+        PlannedCell(
+            binding=t, arm=a, key=CellKey(task_id=t.spec.task_id, run=r, arm=a.name), templates=templates
+        )
         for t in tasks
         for r in range(runs)
         for a in arms
     )
 
 
-class _Console:
-    """Thread-safe live progress lines with elapsed time."""
-
-    def __init__(self, started: float, secrets: Sequence[str]) -> None:
-        self._lock = threading.Lock()
-        self._started = started
-        self._secrets = tuple(secrets)
-
-    def __call__(self, line: str) -> None:
-        from .redaction import printable, redact_text
-
-        with self._lock:  # printable: agent text (tool names, error tails) must not drive the terminal
-            print(printable(redact_text(line, self._secrets), CONSOLE_LINE_CHARS), flush=True)
-
-    def elapsed(self) -> str:
-        seconds = int(time.monotonic() - self._started)
-        return f"{seconds // 60}m{seconds % 60:02d}s"
+def timed_cell(settings: SweepSettings, cell: PlannedCell, runtime: str) -> CellResult:
+    """Run one cell on the executor; record its whole wall time and what it ran on."""
+    began = time.monotonic()
+    result = run_cell(settings, cell.task, cell.arm, cell.key)
+    row = {
+        **result.row,
+        "cell_wall_s": round(time.monotonic() - began, 3),
+        "runtime_digest": runtime,
+        "reused": False,
+    }
+    return CellResult(row=row, artifacts=result.artifacts)
 
 
-def _task_contexts(config: SweepConfig, work_root: Path, console: _Console) -> list[TaskContext]:
-    contexts = []
-    indexes: dict[tuple[str, str], TaskContext] = {}  # (repository, SHA) → the task that built it
-    for binding in config.tasks:
-        context = prepare_task_context(
-            binding, toolkit=config.toolkit, dest=work_root / "templates" / binding.spec.task_id
-        )
-        snapshot, base = context.sanitized_sha[:12], binding.resolved_sha[:12]
-        console(f"[{binding.spec.task_id}] sanitized snapshot {snapshot} of {base}")
-        if config.toolkit.index is not None:
-            context = _with_index(config, context, indexes, console)
-        contexts.append(context)
-    return contexts
+def _runtime(config: SweepConfig) -> str:
+    return runtime_digest(
+        claude_code_version=config.claude_version,
+        sandbox_backend=config.sandbox_kind.value,
+        provider=config.provider,
+        script_digest=config.script_digest,
+    )
 
 
-def _with_index(config: SweepConfig, context: TaskContext, built: dict, console: _Console) -> TaskContext:
-    """The toolkit's index on the template: built once per (repository, SHA), copied for the rest."""
-    binding = context.binding
-    key = (str(binding.repo_path), binding.resolved_sha)
-    first = built.get(key)
-    if first is not None and first.index is not None and first.index.digest is not None:
-        shutil.copytree(
-            first.template / first.index.output, context.template / first.index.output, symlinks=True
-        )
-        console(f"[{binding.spec.task_id}] index reused from {first.binding.spec.task_id}")
-        return replace(context, index=first.index)
-    index = build_index(context.template, toolkit=config.toolkit, bwrap_bin=config.bwrap_bin)
-    if index is not None and index.digest is not None:
-        built[key] = replace(context, index=index)
-        console(f"[{binding.spec.task_id}] index built: {index.output} {index.digest[:19]}")
-    elif index is not None:
-        console(f"[{binding.spec.task_id}] index build FAILED: its cells will be infra-error")
-    return replace(context, index=index)
-
-
-def cell_summary(key: CellKey, row: dict) -> str:
-    def show(value, fmt="{}"):
-        return "n/a" if value is None else fmt.format(value)
-
-    return (
-        f"{key.label} resolved={row.get('resolved')} authored={row.get('authored_tests_passed')} "
-        f"oracle={row.get('oracle_passed')} in={show(row.get('input_tokens'))} "
-        f"out={show(row.get('output_tokens'))} cost={show(row.get('cost_usd'), '${:.4f}')} "
-        f"took={show(row.get('duration_s'), '{:.1f}s')} turns={show(row.get('num_turns'))} "
-        f"error_kind={row.get('error_kind') or 'none'}"
+def _expected(config: SweepConfig, cell: PlannedCell, runtime: str) -> Expected:
+    """What a --reuse-results row must match to stand in for ``cell``."""
+    sweep_values = {
+        "model": config.model,
+        "effort": config.effort,
+        "sandbox_backend": config.sandbox_kind.value,
+        "provider": config.provider,
+        "runtime_digest": runtime,
+    }
+    return expected_cell(
+        cell.key, cell.task, cell.arm, comparator=config.comparator, sweep_values=sweep_values
     )
 
 
@@ -159,7 +180,7 @@ def run_sweep(
     cancel: threading.Event,
 ) -> tuple[SweepOutcome, int]:
     started_at, started = datetime.now(UTC), time.monotonic()
-    console = _Console(started, access.static_secrets)
+    console = Console(started, access.static_secrets)
     output = OutputDir(config.out_dir)
     removed, failed = collect_stale_work_roots()
     for path in removed:
@@ -188,16 +209,45 @@ def run_sweep(
         limits=config.limits,
     )
     record = _start_record(config, access, started_at, output)
-    rows: list[dict] = []
+    rows: list[dict] = list(config.done_rows)
+    done = {CellKey(task_id=r["task"], run=r["run"], arm=r["arm"]) for r in rows}
     write_failures: list[OutputWriteError] = []
+    guard = BudgetGuard(config.budget, started=started)
+    for row in rows:
+        guard.finished(row["arm"], row)
+    templates = TemplateCache(
+        toolkit=config.toolkit, root=work_root / "templates", bwrap_bin=config.bwrap_bin, progress=console
+    )
     try:
-        cells = plan_cells(_task_contexts(config, work_root, console), config.arms, config.runs)
-        console(
-            f"{len(cells)} cells: {len(config.tasks)} tasks × {config.runs} runs × {len(config.arms)} arms"
-        )
+        planned = plan_cells(config.tasks, config.arms, config.runs, templates)
+        total = len(plan_keys(config))
+        console(f"{total} cells: {len(config.tasks)} tasks × {config.runs} runs × {len(config.arms)} arms")
+        if done:
+            console(f"resuming: {len(done)} cell(s) already done")
+        runtime = _runtime(config)
+        if config.reuse_from is not None:
+            todo = [c for c in planned if c.key not in done]
+            chosen = select_reuse(
+                [_expected(config, c, runtime) for c in todo], config.prior_rows, log=console
+            )
+
+            def keep(key: CellKey, row: dict, artifacts: dict[str, bytes]) -> None:
+                rows.append(output.persist(key.slug, row, artifacts))
+
+            reused = materialize(chosen, source=config.reuse_from, persist=keep, log=console)
+            done |= reused
+            console(f"reused {len(reused)} row(s) from {config.reuse_from}")
+        cells = [c for c in planned if c.key not in done]
+        task_ids = list(dict.fromkeys(c.key.task_id for c in cells))
+        bindings = {b.spec.task_id: b for b in config.tasks}
+        if cells:
+            templates.prefetch(cells[0].binding)
 
         def on_start(cell: PlannedCell, index: int) -> None:
             console(f"{cell.key.label} starting ({index + 1}/{len(cells)}, {console.elapsed()} elapsed)")
+            position = task_ids.index(cell.key.task_id)
+            if position + 1 < len(task_ids):  # build the next task's template while this one's cells run
+                templates.prefetch(bindings[task_ids[position + 1]])
 
         def persist(cell: PlannedCell, result: CellResult) -> None:
             if write_failures:
@@ -212,25 +262,41 @@ def run_sweep(
                 cancel.set()
                 return
             rows.append(stored)
-            console(cell_summary(cell.key, stored) + f" ({len(rows)}/{len(cells)} done, {console.elapsed()})")
+            guard.finished(cell.arm.name, stored)
+            console(cell_summary(cell.key, stored) + f" ({len(rows)}/{total} done, {console.elapsed()})")
             if stored.get("error_kind") and stored.get("error_detail"):
                 console(f"{cell.key.label} detail: {str(stored['error_detail'])[:1200]}")
 
+        priority = None
+        if config.order == "longest-first":
+            keys = [(c.key.task_id, c.arm.name, c.binding.spec.expensive) for c in cells]
+            priority = predicted_walls(keys, config.prior_rows + config.done_rows)
         outcome = run_cells(
             cells,
-            execute=lambda c: run_cell(settings, c.task, c.arm, c.key),
+            execute=lambda c: timed_cell(settings, c, runtime),
+            priority=priority,
             persist=persist,
             row_of=lambda r: r.row,
-            workers=config.workers,
+            policy=config.policy,
             cancel=cancel,
-            outage_streak=config.outage_streak,
+            group_of=lambda c: c.key.task_id,
+            may_start=lambda c: guard.check(c.arm.name),
             on_start=on_start,
         )
     finally:
+        templates.close()  # joins a build still running before its directory goes
         with contextlib.suppress(OSError):
             remove_tree(work_root)  # deep-safe: a cell's leftovers may be any depth
     if outcome.status == "aborted":
-        console(f"[systemic-outage] {outcome.detail}; sweep aborted, partial evidence kept")
+        # Reference wording for the breaker, so log scrapers keep finding it.
+        label = "[systemic-outage]" if outcome.why == WHY_BREAKER else f"[{outcome.why}]"
+        console(f"{label} {outcome.detail}; sweep aborted, partial evidence kept")
+    not_run = tuple((cells[index].key, why) for index, why in outcome.not_run)
+    if not_run:
+        output.write_jsonl(NOT_RUN_FILE, [not_run_record(key, why) for key, why in not_run])
+        console(f"{len(not_run)} planned cell(s) not run ({not_run[0][1]}); listed in {NOT_RUN_FILE}")
+    else:
+        (output.root / NOT_RUN_FILE).unlink(missing_ok=True)  # a resumed sweep ran what an earlier one left
     if write_failures:
         console(
             f"error: the output directory failed: {write_failures[0]}. {len(rows)} rows were written "
@@ -281,6 +347,7 @@ def _start_record(
         started_at=started_at.isoformat(),
         policy=None if policy is None else policy.to_json(),
         overlay=overlay,
+        schedule=schedule_record(config.policy, order=config.order),
     )
     output.write_text(SWEEP_RECORD_FILE, record.to_text())
     return record
@@ -293,7 +360,9 @@ def _write_reports(
     output.write_text(SWEEP_RECORD_FILE, record.to_text())
     results_path = output.root / "results.jsonl"
     results_text = results_path.read_text(encoding="utf-8") if results_path.exists() else ""
-    rendered = render_reports(record, results_text)
+    not_run_path = output.root / NOT_RUN_FILE
+    not_run_text = not_run_path.read_text(encoding="utf-8") if not_run_path.exists() else ""
+    rendered = render_reports(record, results_text, not_run_text)
     written = [output.write_text(name, text) for name, text in rendered.files.items()]
     console(f"wrote {len(rows)} rows to {results_path} and {', '.join(p.name for p in written)}")
     if rendered.promotion is not None:

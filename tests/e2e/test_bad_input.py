@@ -186,3 +186,27 @@ def test_anthropic_provider_without_credentials(tmp_path, capsys, monkeypatch):
     path = _write_corpus(tmp_path, [_task()])
     code, err, _ = _run(["--tasks", str(path), "--model", "m", "--out", str(tmp_path / "out")], capsys)
     assert code == 2 and "--anthropic-api-key" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--scheduler", "waves", "--window", "4"],
+        ["--workers", "3", "--window", "2"],
+        ["--scheduler", "waves", "--order", "longest-first"],
+        ["--max-cost-usd", "0"],
+        ["--max-runtime", "-5"],
+        ["--max-cost-usd", "nan"],
+    ],
+    ids=["window-with-waves", "window-below-workers", "longest-first-with-waves", "zero-cost",
+         "negative-runtime", "nan-cost"],
+)  # fmt: skip
+def test_bad_schedule_arguments_exit_2(argv, tmp_path, capsys):
+    path = _write_corpus(tmp_path, [_task()])
+    out = tmp_path / "out"
+    try:
+        code = runner.main(["--tasks", str(path), "--provider", "scripted", "--out", str(out), *argv])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    assert code == 2
+    assert not out.exists()

@@ -108,7 +108,20 @@ def _git_dir(repo: Path) -> Path:
 
 
 def copy_clone(template: Path, dest: Path) -> None:
-    """A self-contained copy (no alternates, no hardlinks) of a template for one cell."""
+    """A self-contained copy (no alternates, no hardlinks to the template) of a template for one cell.
+
+    ``cp -a --reflink=auto`` shares blocks copy-on-write where the filesystem can (btrfs, xfs)
+    and copies otherwise; without a usable ``cp`` the copy is made in Python.
+    """
+    cp = shutil.which("cp")
+    if cp is not None:
+        try:
+            run_checked(
+                [cp, "-a", "--reflink=auto", "--", str(template), str(dest)], what="copy the template"
+            )
+            return
+        except ProcessError:
+            shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(template, dest, symlinks=True)
 
 

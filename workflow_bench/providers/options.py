@@ -42,6 +42,20 @@ class ProviderOptions:
     auth_token: str | None = field(default=None, repr=False)
     openai_api_key: str | None = field(default=None, repr=False)
 
+    @classmethod
+    def from_args(cls, args) -> ProviderOptions:
+        """The provider flags of a parsed runner argv (``runner_args``)."""
+        return cls(
+            provider=args.provider,
+            model=args.model,
+            script=args.script,
+            base_url=args.base_url,
+            via_gateway=args.via_gateway,
+            anthropic_api_key=args.anthropic_api_key,
+            auth_token=args.auth_token,
+            openai_api_key=args.openai_api_key,
+        )
+
     @property
     def scripted(self) -> bool:
         return self.provider == "scripted"

@@ -54,7 +54,7 @@ _STATUS_LINES = {
 }
 _STATUS_CAUSES = {
     "complete": "every planned cell ran",
-    "aborted": "the outage breaker tripped",
+    "aborted": "stopped early by the outage breaker or a budget",
     "cancelled": "SIGINT/SIGTERM",
 }
 

@@ -1,9 +1,10 @@
 """Render every report of a sweep from `results.jsonl` text and `sweep.json`: one pure function.
 
-`render_reports(record, results_text)` returns file name → text for report.md, report.html,
-stats.json and (when candidate arms ran) promotion.json, plus the per-arm health the exit code
-is decided from. The sweep driver and `python -m workflow_bench.report DIR` both call it on the
-bytes of the stored `results.jsonl`, so a re-render is byte-identical when nothing changed.
+`render_reports(record, results_text, not_run_text)` returns file name → text for report.md,
+report.html, stats.json and (when candidate arms ran) promotion.json, plus the per-arm health the
+exit code is decided from. The sweep driver and `python -m workflow_bench.report DIR` both call it
+on the bytes of the stored `results.jsonl` and `not-run.jsonl` (the Scheduling section), so a
+re-render is byte-identical when nothing changed.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from workflow_bench.reports.promotion.document import (
 )
 from workflow_bench.reports.stats import STATS_FILE, paired_statistics, stats_text
 from workflow_bench.reports.sweep_record import SweepRecord
+from workflow_bench.schedule.not_run import read_not_run, schedule_section
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,7 @@ def promotion_inputs(record: SweepRecord) -> PromotionInputs:
     )
 
 
-def render_reports(record: SweepRecord, results_text: str) -> Rendered:
+def render_reports(record: SweepRecord, results_text: str, not_run_text: str = "") -> Rendered:
     lines = results_lines(results_text)
     rows = [json.loads(line) for line in lines]
     tasks, arms = list(record.task_ids), list(record.arms)
@@ -82,7 +84,13 @@ def render_reports(record: SweepRecord, results_text: str) -> Rendered:
         results,
         provenance=provenance,
         accounting=usage_accounting(ordered),
-        extra_sections=[*promotion_section(promotion), *stats_section(stats)],
+        extra_sections=[
+            *promotion_section(promotion),
+            *stats_section(stats),
+            *schedule_section(
+                record.schedule, read_not_run(not_run_text), reused=[r for r in ordered if r.get("reused")]
+            ),
+        ],
     )
     html = render_html(
         results=results,

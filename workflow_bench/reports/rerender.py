@@ -1,5 +1,5 @@
 """`python -m workflow_bench.report DIR`: re-render report.md, report.html, stats.json and
-promotion.json from DIR/results.jsonl and DIR/sweep.json.
+promotion.json from DIR/results.jsonl, DIR/not-run.jsonl (when present) and DIR/sweep.json.
 
 Byte-identical to the sweep's own output when nothing changed (both go through
 `render.render_reports` on the stored bytes). Prints the files written and one
@@ -17,6 +17,7 @@ from pathlib import Path
 from workflow_bench.reports.health import health_line
 from workflow_bench.reports.render import render_reports
 from workflow_bench.reports.sweep_record import SweepRecordError, read_sweep_record
+from workflow_bench.schedule.not_run import NOT_RUN_FILE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -27,7 +28,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         record = read_sweep_record(args.dir)
         results = args.dir / "results.jsonl"
         text = results.read_text(encoding="utf-8") if results.exists() else ""
-        rendered = render_reports(record, text)
+        not_run = args.dir / NOT_RUN_FILE
+        not_run_text = not_run.read_text(encoding="utf-8") if not_run.exists() else ""
+        rendered = render_reports(record, text, not_run_text)
     except (SweepRecordError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,10 +1,11 @@
 """`sweep.json`: the sweep's provenance, written at sweep start and finalised at its end.
 
-Everything a report needs besides `results.jsonl` lives here (model, provider, task bindings,
-arms, runs, timing, status, promotion policy, candidate overlay identity and the toolkit files'
-base digests at sweep start), so `python -m workflow_bench.report DIR` re-renders byte-identical
-reports from the directory alone. Written twice by the sweep driver: with status `running` before
-any cell (a crash still leaves provenance beside the rows), then with the final status.
+Everything a report needs besides `results.jsonl` and `not-run.jsonl` lives here (model, provider,
+task bindings, arms, runs, timing, status, scheduling policy and order, promotion policy, candidate
+overlay identity and the toolkit files' base digests at sweep start), so
+`python -m workflow_bench.report DIR` re-renders byte-identical reports from the directory alone.
+Written twice by the sweep driver: with status `running` before any cell (a crash still leaves
+provenance beside the rows), then with the final status.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from workflow_bench.reports.provenance import ReportProvenance
 SWEEP_RECORD_FILE = "sweep.json"
 SWEEP_RECORD_SCHEMA = 1
 RUNNING = "running"
+OPTIONAL_FIELDS = frozenset({"schedule"})
 
 
 class SweepRecordError(ValueError):
@@ -41,6 +43,7 @@ class SweepRecord:
     started_at: str  # ISO-8601 UTC
     policy: Mapping[str, Any] | None  # PromotionPolicy.to_json() when candidate arms run
     overlay: Mapping[str, Any] | None  # overlay_record() when a candidate overlay runs
+    schedule: Mapping[str, Any] | None = None  # schedule.not_run.schedule_record(): scheduler, order
     status: str = RUNNING
     status_detail: str | None = None
     finished_at: str | None = None
@@ -71,7 +74,8 @@ class SweepRecord:
                 f"{source}: schema_version {raw.get('schema_version')!r}, want {SWEEP_RECORD_SCHEMA}"
             )
         fields = set(cls.__slots__)
-        if set(raw) != fields:
+        # `schedule` arrived after schema 1 shipped; a record without it renders no Scheduling section.
+        if set(raw) != fields and set(raw) | OPTIONAL_FIELDS != fields:
             raise SweepRecordError(
                 f"{source}: keys differ: unknown {sorted(set(raw) - fields)}, missing"
                 f" {sorted(fields - set(raw))}"

@@ -31,7 +31,14 @@ from ._environment import (
     tool_environment,
     write_runtime_dir,
 )
-from ._host import HOST_CHILD_UID, HostSandbox, preflight_host
+from ._host import (
+    HOST_CHILD_UID,
+    UNSAFE_HOST_ARMS,
+    HostSandbox,
+    check_unsafe_host_request,
+    preflight_host,
+    unsafe_host_warning,
+)
 from ._limits import (
     DEFAULT_DISK_MIB,
     DEFAULT_MEMORY_MIB,
@@ -60,6 +67,7 @@ __all__ = [
     "SANDBOX_HOME",
     "SANDBOX_WORKSPACE",
     "TMP_SIZE_BYTES",
+    "UNSAFE_HOST_ARMS",
     "CellLimits",
     "CellResources",
     "Mount",
@@ -68,12 +76,14 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SandboxKind",
+    "check_unsafe_host_request",
     "claude_environment",
     "collect_stale_cgroups",
     "create_sandbox",
     "preflight",
     "release_stale_mounts",
     "tool_environment",
+    "unsafe_host_warning",
     "write_runtime_dir",
 ]
 

@@ -324,3 +324,32 @@ def preflight_host() -> str:
     if missing:
         raise SandboxError(f"the host-unsafe backend needs {', '.join(missing)} (util-linux)")
     return needed[-1]
+
+
+# --unsafe-no-bwrap: the only arms it may run (the paired review arms: read-only workspace,
+# artifact outside it), and the warning it prints. Keep in sync with README "Isolation".
+UNSAFE_HOST_ARMS = frozenset({"ce_review", "review", "candidate_review"})
+UNSAFE_HOST_WARNING = (
+    "WARNING: --unsafe-no-bwrap runs every process directly on this host as "
+    "{who}. This is NOT a security boundary: no filesystem, network or PID isolation. "
+    "The agent's tools can read what that uid can read, reach any address and see host processes."
+)
+
+
+def check_unsafe_host_request(arms: Sequence[str], *, canary: bool) -> None:
+    """``--unsafe-no-bwrap``: never under CI, only the paired review arms, never with the canary."""
+    if os.environ.get("CI"):
+        raise SandboxError("--unsafe-no-bwrap is refused when CI is set: CI must run inside bubblewrap")
+    if set(arms) != UNSAFE_HOST_ARMS:
+        raise SandboxError(
+            f"--unsafe-no-bwrap only runs the paired review arms ({' '.join(sorted(UNSAFE_HOST_ARMS))}), "
+            f"got --arms {' '.join(arms)}"
+        )
+    if canary:
+        raise SandboxError("--canary tests the bubblewrap boundary; it cannot run with --unsafe-no-bwrap")
+
+
+def unsafe_host_warning() -> str:
+    """The warning naming the uid every host child runs as."""
+    who = f"uid {HOST_CHILD_UID} (dropped from root)" if os.geteuid() == 0 else f"uid {os.geteuid()}"
+    return UNSAFE_HOST_WARNING.format(who=who)

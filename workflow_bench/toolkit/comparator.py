@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,3 +115,25 @@ def snapshot_comparator(plugin_dir: Path, *, version: str, dest: Path, roles: se
     return ComparatorPlugin(
         snapshot=dest, name=manifest["name"], version=version, manifest_digest=canonical_digest(entries)
     )
+
+
+def comparator_for_arms(
+    roles: set[str], *, plugin_dir: Path | None, version: str | None
+) -> ComparatorPlugin | None:
+    """The snapshot the ``ce_*`` arms (needing ``roles``) run, in a fresh temp dir; None without them.
+
+    The plugin flags are required with a ``ce_*`` arm and refused without one (ComparatorError).
+    The caller removes ``snapshot.parent`` when the sweep ends.
+    """
+    if not roles:
+        if plugin_dir is not None or version is not None:
+            raise ComparatorError("--ce-plugin-dir/--ce-plugin-version are only for ce_* arms")
+        return None
+    if plugin_dir is None or not version:
+        raise ComparatorError("ce_* arms need both --ce-plugin-dir and --ce-plugin-version")
+    dest = Path(tempfile.mkdtemp(prefix="wfbench-comparator-")) / "plugin"
+    try:
+        return snapshot_comparator(plugin_dir, version=version, dest=dest, roles=roles)
+    except BaseException:
+        shutil.rmtree(dest.parent, ignore_errors=True)
+        raise

@@ -1,0 +1,35 @@
+"""The scheduling flags (--scheduler, --workers, --window, --order, --outage-streak, budgets,
+--resume/--out) turned into a ``SchedulePolicy`` and a ``Budget``; ``ValueError`` on a bad mix.
+
+The flags themselves are declared in ``runner_args._scheduling``; the runner calls these.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from workflow_bench.schedule.budget import Budget
+from workflow_bench.schedule.pool import SchedulePolicy
+
+
+def schedule_policy_from_args(args: argparse.Namespace) -> SchedulePolicy:
+    return SchedulePolicy(
+        scheduler=args.scheduler, workers=args.workers, window=args.window, outage_streak=args.outage_streak
+    )
+
+
+def budget_from_args(args: argparse.Namespace) -> Budget:
+    return Budget(max_cost_usd=args.max_cost_usd, max_runtime_s=args.max_runtime)
+
+
+def validate_schedule_args(args: argparse.Namespace) -> None:
+    if args.order != "plan" and args.scheduler != "packed":
+        raise ValueError(
+            f"--order {args.order} needs --scheduler packed: a wave starts all its cells at once"
+        )
+    if args.window is not None and args.scheduler != "packed":
+        raise ValueError(f"--window applies to --scheduler packed, not {args.scheduler}")
+    if args.window is not None and args.window < args.workers:
+        raise ValueError(f"--window {args.window} is below --workers {args.workers}: workers would idle")
+    if args.resume is not None and args.out is not None and args.out.resolve() != args.resume.resolve():
+        raise ValueError(f"--resume {args.resume} continues in place; drop --out {args.out}")
