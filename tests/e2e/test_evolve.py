@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from workflow_bench.evolve.bench import BenchError, gate_verdict
 from workflow_bench.evolve.cli import main as evolve_main
 
 from .conftest import REPO_ROOT
@@ -90,6 +91,15 @@ def test_readme_command_promotes_verifies_and_applies(evolve_env, tmp_path, bwra
     assert session["ok"] and session["tool_use_counts"] == {"Read": 3, "Write": 2}
     record = json.loads((out / "evolve.json").read_text())
     assert record["generations"][0]["status"] == "promoted" and record["generations"][0]["applied"]
+    # Negative controls of the driver's own gate reading: another overlay digest, or task bindings
+    # other than those pinned before generation 0, make the same verified evidence untrusted.
+    digest, pinned = record["generations"][0]["overlay_digest"], record["pinned_tasks"]
+    assert gate_verdict(gen / "bench", overlay_digest=digest, pinned_tasks=pinned).promoted
+    with pytest.raises(BenchError, match="not the frozen"):
+        gate_verdict(gen / "bench", overlay_digest="0" * 64, pinned_tasks=pinned)
+    moved = [{**pinned[0], "resolved_sha": "f" * 40}, *pinned[1:]]
+    with pytest.raises(BenchError, match="task bindings differ"):
+        gate_verdict(gen / "bench", overlay_digest=digest, pinned_tasks=moved)
 
 
 def test_kept_generation_feeds_the_next_one_which_pays_only_candidates_and_a_canary(
