@@ -15,8 +15,10 @@ import json
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -203,3 +205,40 @@ def test_runtime_cap_too_short_stops_before_the_generation_and_keeps_the_seed(
     assert record["generations"] == [
         {"generation": 0, "status": "stopped", "reason": record["generations"][0]["reason"]}
     ]
+
+
+def _processes_naming(text: str) -> list[int]:
+    """Live processes whose command line names ``text`` (a path private to this test)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_sigterm_mid_benchmark_cancels_the_runner_and_keeps_its_rows(
+    evolve_env, task_file_for, tmp_path, bwrap_bin, claude_bin
+):
+    tasks = task_file_for("trivial-amount-grouping")
+    out = tmp_path / "evolve"
+    argv = [sys.executable, "-m", "workflow_bench.evolve", "--tasks", str(tasks), "--runs", "3",
+            "--provider", "scripted", "--script", str(SCRIPTS / "slow.yaml"),
+            "--proposer-script", str(PROPOSER), "--out-root", str(out)]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    results = out / "gen-0" / "bench" / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (results.exists() and results.read_text().strip()):
+        time.sleep(0.2)
+    assert results.exists(), "no benchmark row before the deadline"
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, output.decode()[-2000:]
+    rows = _lines(results)
+    assert 1 <= len(rows) < 6  # the finished rows stay; the sweep stopped early
+    assert _processes_naming(str(out)) == []  # no runner or session outlives the driver
+    record = json.loads((out / "evolve.json").read_text())
+    assert record["generations"][0]["status"] == "cancelled"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -83,8 +84,13 @@ def runner_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return out
 
 
-def run_bench(argv: Sequence[str], *, timeout_s: float) -> int:
-    """Run the runner, echoing its output live; returns its exit code (BenchError if it never exited)."""
+def run_bench(argv: Sequence[str], *, timeout_s: float, cancel: threading.Event | None = None) -> int:
+    """Run the runner, echoing its output live; returns its exit code (BenchError if it never exited).
+
+    ``cancel`` (set by SIGINT/SIGTERM) sends the runner's group SIGTERM, so it records its in-flight
+    cells as cancelled, then SIGKILL after ``process.TERMINATE_GRACE_S``; every row it had already
+    written is fsynced and stays.
+    """
 
     def echo(line: bytes) -> None:
         text = line.decode("utf-8", "replace")
@@ -97,9 +103,12 @@ def run_bench(argv: Sequence[str], *, timeout_s: float) -> int:
         env=runner_environment(),
         max_stdout_bytes=MAX_RUNNER_STDOUT,
         on_stdout_line=echo,
+        cancel=cancel,
     )
     if result.stderr_tail.strip():
         sys.stderr.write(result.stderr_tail[-4000:].rstrip() + "\n")
+    if result.state == "cancelled":
+        raise KeyboardInterrupt("benchmark cancelled")
     if result.state != "exited" or result.returncode is None:
         raise BenchError(f"runner did not finish: {result.describe()}")
     return result.returncode

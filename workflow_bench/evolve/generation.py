@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from workflow_bench.providers.scripted import load_script
+from workflow_bench.schedule.signals import cancel_on_signals
 
 from .args import EvolveConfig
 from .bench import BenchError, apply_to, gate_verdict, run_bench, runner_argv
@@ -88,11 +90,31 @@ def run_loop(
     config.out_root.mkdir(parents=True, exist_ok=True)
     outcomes: list[dict[str, Any]] = []
     _write_record(config, checked, outcomes)
+    cancel = threading.Event()
+    try:
+        with cancel_on_signals(cancel):
+            return _loop(config, checked, tools=tools, say=say, outcomes=outcomes, cancel=cancel)
+    except KeyboardInterrupt:
+        if outcomes and "status" not in outcomes[-1]:
+            outcomes[-1].update(status="cancelled")
+        _write_record(config, checked, outcomes)
+        raise
+
+
+def _loop(
+    config: EvolveConfig,
+    checked: CheckedInput,
+    *,
+    tools: tuple[Path, str] | None,
+    say: Callable[[str], None],
+    outcomes: list[dict[str, Any]],
+    cancel: threading.Event,
+) -> LoopResult:
     for n in range(config.generations):
         outcome: dict[str, Any] = {"generation": n}
         outcomes.append(outcome)
         try:
-            promoted = _generation(config, checked, n, tools=tools, outcome=outcome, say=say)
+            promoted = _generation(config, checked, n, tools=tools, outcome=outcome, say=say, cancel=cancel)
         except RuntimeCapReached as exc:
             outcome.update(status="stopped", reason=str(exc))
             say(f"STOPPED before gen-{n}: {exc}")
@@ -118,6 +140,7 @@ def _generation(
     tools: tuple[Path, str] | None,
     outcome: dict[str, Any],
     say: Callable[[str], None],
+    cancel: threading.Event,
 ) -> bool:
     gen = gen_dir(config, n)
     manual = n == 0 and config.initial_overlay is not None
@@ -130,7 +153,7 @@ def _generation(
         )
         outcome["origin"] = "manual-initial-overlay"
     else:
-        overlay = _propose(config, checked, n, gen, tools=tools)
+        overlay = _propose(config, checked, n, gen, tools=tools, cancel=cancel)
         outcome["origin"] = "model-proposer"
     frozen = freeze(overlay, gen / "overlay", toolkit=checked.toolkit, incumbents=config.incumbents)
     outcome["overlay_digest"] = frozen.digest
@@ -141,7 +164,7 @@ def _generation(
     argv = planned_argv(config, n)
     (gen / "runner-argv.json").write_text(json.dumps(argv, indent=1) + "\n", encoding="utf-8")
     say(f"[evolve] gen-{n}: benchmark: {' '.join(argv[1:])}")
-    code = run_bench(argv, timeout_s=timeout)
+    code = run_bench(argv, timeout_s=timeout, cancel=cancel)
     outcome["runner_exit"] = code
     if code != 0:
         raise GenerationFailed(
@@ -169,7 +192,13 @@ def _generation(
 
 
 def _propose(
-    config: EvolveConfig, checked: CheckedInput, n: int, gen: Path, *, tools: tuple[Path, str] | None
+    config: EvolveConfig,
+    checked: CheckedInput,
+    n: int,
+    gen: Path,
+    *,
+    tools: tuple[Path, str] | None,
+    cancel: threading.Event,
 ):
     if tools is None:
         raise GenerationFailed("no Claude Code binary or bwrap for the proposer")
@@ -205,6 +234,7 @@ def _propose(
             claude_bin=tools[0],
             bwrap_bin=tools[1],
             gen_dir=gen,
+            cancel=cancel,
         )
         run_proposer(run, collect=collect)
     (gen / "proposal.md").write_bytes(accepted["proposal"])

@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import stat
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,7 @@ class ProposerRun:
     bwrap_bin: str
     gen_dir: Path
     """Where the transcript and ``proposer-session.json`` are written."""
+    cancel: threading.Event | None = None
 
 
 def sanitized_clone(toolkit: Toolkit, dest: Path) -> None:
@@ -132,6 +134,8 @@ def run_proposer(run: ProposerRun, *, collect) -> SessionOutcome:
         )
         outcome = _session(run, sandbox, policy, socket_path)
         _save(run, outcome, resources.breaches())
+        if run.cancel is not None and run.cancel.is_set():
+            raise KeyboardInterrupt("proposer cancelled")
         if not outcome.ok:
             raise ProposerError(f"proposer session failed: {outcome.error_kind}: {_detail(outcome)}")
         breaches = resources.breaches()
@@ -178,7 +182,9 @@ def _session(run: ProposerRun, sandbox, policy: RunPolicy, socket_path: Path) ->
     )
     print(f"[evolve] gen-{run.generation}: proposer session starting ({run.model})", flush=True)
     with relay:
-        outcome = run_session(sandbox, request, policy=policy, secrets=secrets, session_id=session_id)
+        outcome = run_session(
+            sandbox, request, policy=policy, secrets=secrets, session_id=session_id, cancel=run.cancel
+        )
         outcome = attribute_session(outcome, relay.endpoint)
     return apply_wire(outcome, relay.record(), expected_skill=None)
 
