@@ -179,6 +179,12 @@ def test_a_proposer_breaking_the_rules_fails_the_generation_closed(
         not (gen / "overlay").exists() and not (gen / "bench").exists() and not (gen / "proposal.md").exists()
     )
     assert {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()} == before
+    manifest = json.loads((gen / "evidence" / "manifest.json").read_text())
+    bundle_names = sorted(p.name for p in (gen / "evidence").iterdir())
+    assert bundle_names == sorted([*manifest["files"], "manifest.json"])
+    if script == "proposer-outside-overlay.yaml":  # its writes to /evidence and the clone hit EROFS
+        transcript = (gen / "proposer-transcript.jsonl").read_text()
+        assert transcript.count("EROFS") >= 2, transcript[-3000:]
     record = json.loads((out / "evolve.json").read_text())
     assert record["generations"][0]["status"] == "failed" and reason in record["generations"][0]["reason"]
 
