@@ -25,8 +25,9 @@ import pytest
 
 from workflow_bench.evolve.bench import BenchError, gate_verdict
 from workflow_bench.evolve.cli import main as evolve_main
+from workflow_bench.evolve.learnings import append_learning
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, left_behind, recorded_tempdirs
 
 pytestmark = pytest.mark.e2e
 CORPUS = REPO_ROOT / "workflow_bench" / "corpus"
@@ -109,11 +110,22 @@ def test_kept_generation_feeds_the_next_one_which_pays_only_candidates_and_a_can
 ):
     tasks = task_file_for("trivial-amount-grouping", "bug-negative-amounts")
     out = tmp_path / "evolve"
+    learnings = tmp_path / "learnings.jsonl"
+    for skill in ("plan", "review"):
+        note = {"skill": skill, "date": "2026-11-30", "task": "trivial-amount-grouping",
+                "friction": f"{skill} friction", "suggestion": f"{skill} hint"}  # fmt: skip
+        append_learning(learnings, note)
     argv = ["--tasks", str(tasks), "--generations", "2", "--runs", "1", "--provider", "scripted",
             "--script", str(DEMO_SCRIPT), "--proposer-script", str(PROPOSER),
-            "--out-root", str(out)]  # fmt: skip
-    assert evolve_main(argv) == 0  # runs 1 < min_runs 3: insufficient evidence, never promoted
+            "--learnings", str(learnings), "--out-root", str(out)]  # fmt: skip
+    with recorded_tempdirs() as made:
+        assert evolve_main(argv) == 0  # runs 1 < min_runs 3: insufficient evidence, never promoted
+    assert left_behind(made, "wfb-") == []  # the proposers' sandboxes are gone
     printed = capsys.readouterr().out
+    # The proposer may change only the plan skill: it sees the plan note, never the review one.
+    for n in (0, 1):
+        notes = json.loads((out / f"gen-{n}" / "evidence" / "learnings.json").read_text())
+        assert [note["suggestion"] for note in notes] == ["plan hint"]
     assert printed.count("NOT PROMOTED — gen-") == 2 and "No candidate cleared the gate" in printed
 
     first = _lines(out / "gen-0" / "bench" / "results.jsonl")
