@@ -117,7 +117,8 @@ def _loop(
             promoted = _generation(config, checked, n, tools=tools, outcome=outcome, say=say, cancel=cancel)
         except RuntimeCapReached as exc:
             outcome.update(status="stopped", reason=str(exc))
-            say(f"STOPPED before gen-{n}: {exc}")
+            where = "in" if gen_dir(config, n).exists() else "before"
+            say(f"STOPPED {where} gen-{n}: {exc}")
             _write_record(config, checked, outcomes)
             return LoopResult(1, tuple(outcomes))
         except (GenerationFailed, ProposerError, OverlayRejected, BenchError, EvidenceError) as exc:
@@ -142,6 +143,7 @@ def _generation(
     say: Callable[[str], None],
     cancel: threading.Event,
 ) -> bool:
+    _stop_if_cancelled(cancel)
     gen = gen_dir(config, n)
     manual = n == 0 and config.initial_overlay is not None
     envelope = config.bench_timeout_s + (0 if manual else config.proposer_timeout_s)
@@ -182,6 +184,7 @@ def _generation(
     outcome["status"] = "promoted"
     say(f"PROMOTED — gen-{n}: {gen / 'bench' / 'promotion.json'}")
     if checked.target is not None:
+        _stop_if_cancelled(cancel)  # a signal during verification must not be followed by a write
         recheck(frozen, toolkit=checked.toolkit, incumbents=config.incumbents)
         written = apply_to(gen / "bench", target=checked.target)
         outcome["applied"] = [str(p) for p in written]
@@ -189,6 +192,11 @@ def _generation(
             say(f"applied {path}")
         say("Next: review the diff, run the toolkit's tests, open a pull request citing promotion.json")
     return True
+
+
+def _stop_if_cancelled(cancel: threading.Event) -> None:
+    if cancel.is_set():
+        raise KeyboardInterrupt("evolve cancelled")
 
 
 def _propose(
