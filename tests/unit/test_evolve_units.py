@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from workflow_bench.evolve.overlay_freeze import (
     recheck,
     validate_overlay,
 )
+from workflow_bench.evolve.proposer import sanitized_clone
 from workflow_bench.evolve.runtime_cap import RuntimeCapReached, derive_cap
 from workflow_bench.toolkit.manifest import load_toolkit
 
@@ -285,3 +287,20 @@ def test_frozen_overlay_is_read_only_and_any_change_is_caught(tmp_path, toolkit)
     skill.chmod(0o444)
     with pytest.raises(OverlayRejected, match="changed: digest"):
         recheck(frozen, toolkit=toolkit, incumbents=("workflow",))
+
+
+def test_the_proposer_clone_holds_only_the_role_skills_regular_files(tmp_path):
+    kit = tmp_path / "kit"
+    shutil.copytree(REPO / "workflow_bench/corpus/toolkit", kit)
+    (kit / "tasks.yaml").write_text("tasks: []\n")  # beside the skills: never copied
+    (kit / "skills/plan/notes.md").write_text("extra prose\n")
+    os.symlink("/etc/passwd", kit / "skills/plan/leak.md")
+    clone = tmp_path / "clone"
+    sanitized_clone(load_toolkit(kit), clone)
+    files = sorted(p.relative_to(clone).as_posix() for p in clone.rglob("*") if not p.is_dir())
+    assert files == [
+        ".claude/skills/plan/SKILL.md",
+        ".claude/skills/plan/notes.md",
+        ".claude/skills/review/SKILL.md",
+        ".claude/skills/work/SKILL.md",
+    ]
