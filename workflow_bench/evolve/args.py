@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "Exit codes: 0 done (PROMOTED, or no candidate cleared the gate); 1 a generation failed "
             "(proposer, overlay, benchmark, verification) or the runtime cap stopped the loop, "
-            "evidence kept; 2 bad arguments or input (nothing run)."
+            "evidence kept; 2 bad arguments or input (nothing run); 130 cancelled (SIGINT/SIGTERM)."
         ),
     )
     parser.add_argument("--tasks", type=Path, required=True, help="task file (as for the runner)")
