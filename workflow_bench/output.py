@@ -37,6 +37,26 @@ class OutputWriteError(OSError):
     """
 
 
+def jsonl_text(records) -> str:
+    """One sorted-key JSON line per record: the one spelling of every JSON-lines file we write."""
+    return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``: a fsynced temporary file renamed over it, directory fsynced."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     """Unbuffered write of every byte, then fsync (no buffer left to flush half-way on close)."""
     view = memoryview(data)
@@ -127,14 +147,8 @@ class OutputDir:
 
     def write_jsonl(self, name: str, records: list[Mapping[str, Any]]) -> Path:
         """Replace ``name`` with one JSON line per record (atomic rename, fsynced)."""
-        text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
         path = self.root / name
-        tmp = path.with_name(f".{name}.tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        atomic_write_text(path, jsonl_text(records))
         return path
 
     def write_text(self, name: str, text: str) -> Path:

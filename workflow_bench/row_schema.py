@@ -136,7 +136,8 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     (
         "evidence",
         "tool_use_counts",
-        "tool name → number of tool calls the model made across sessions (wire record)",
+        "tool name → number of tool calls the model made across sessions (wire record); MCP tools "
+        "count per tool under their full name mcp__<server>__<tool>",
     ),
     (
         "evidence",
@@ -214,7 +215,12 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
         "toolkit_digest",
         "sha256 over toolkit.yaml and every file of its role skills; null for a toolkit built in code",
     ),
-    ("toolkit", "index_digest", "digest of the code-graph index the cell got; null when none"),
+    (
+        "toolkit",
+        "index_digest",
+        "digest of the code-graph index the cell got (reproducible: the toolkit's volatile index files "
+        "count by name, its digest command's dump by its sorted lines); null when none",
+    ),
     (
         "toolkit",
         "mcp_servers",

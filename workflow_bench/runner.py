@@ -28,7 +28,8 @@ from workflow_bench.providers.options import ProviderOptions, ProviderOptionsErr
 from workflow_bench.providers.scripted import Script, ScriptError, load_script
 from workflow_bench.reports.promotion.flags import promotion_policy_from_args
 from workflow_bench.reports.promotion.policy import PromotionPolicy
-from workflow_bench.tasks.spec import TaskBinding, TaskFileError, bind_tasks, load_task_file, select_tasks
+from workflow_bench.tasks.index_guard import bind_for_toolkit
+from workflow_bench.tasks.spec import TaskBinding, TaskFileError, load_task_file, select_tasks
 from workflow_bench.toolkit.comparator import ComparatorError, ComparatorPlugin, comparator_for_arms
 from workflow_bench.toolkit.manifest import load_toolkit
 from workflow_bench.toolkit.overlay import Overlay, OverlayError, candidate_overlay
@@ -126,7 +127,7 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     if ProviderOptions.from_args(args).needs_gateway:
         locate_litellm()
     overlay = candidate_overlay(args.candidate_overlay, arms=args.arms, toolkit=toolkit)
-    bindings = bind_tasks(selected)
+    bindings = bind_for_toolkit(selected, toolkit)
     comparator = comparator_for_arms(
         {role for a in args.arms if ARMS[a].family == "comparator" for role in ARMS[a].skill_roles},
         plugin_dir=args.ce_plugin_dir,

@@ -14,7 +14,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -211,14 +210,13 @@ def test_the_proxy_dies_with_a_sigkilled_runner(task_file_for, tmp_path, bwrap_b
 
 
 def test_a_gateway_that_is_not_ready_in_time_stops_the_sweep_before_any_cell(
-    task_file_for, tmp_path, bwrap_bin, claude_bin, litellm_bin, monkeypatch, capsys
+    task_file_for, tmp_path, private_tmpdir, bwrap_bin, claude_bin, litellm_bin, monkeypatch, capsys
 ):
     monkeypatch.setenv("WORKFLOW_BENCH_GATEWAY_READY_TIMEOUT_S", "0.5")
     # The gateway's own dir (on its supervisor's command line) lands in this test's private temp
     # dir, so the check below sees only this test's supervisors, not other sweeps on the machine.
-    private_tmp = tmp_path / "tmp"
-    private_tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
+    # The fixture's path is short: a long TMPDIR is refused (cell sockets) before the gateway starts.
+    private_tmp = private_tmpdir
     out = tmp_path / "out"
     tasks = str(task_file_for("trivial-amount-grouping"))
     argv = [

@@ -3,7 +3,8 @@
 One sweep on the real CLI in bwrap: the index is built once in the sandbox on the sanitized
 template (digest in the rows), ``baseline`` calls ``impact``/``context``/``detect_changes`` and the
 real ``gitnexus mcp`` answers from that index, ``rename`` is refused by the CLI; ``baseline_nomcp``
-has no server and no index digest. A task repository that already holds ``.gitnexus/`` is refused.
+has no server and no index digest. A task repository whose commit already holds ``.gitnexus``
+(a directory or a symlink) exits 2 at bind time, in the runner and in ``tasks check``.
 """
 
 from __future__ import annotations
@@ -14,13 +15,17 @@ import subprocess
 import pytest
 
 from workflow_bench import runner
+from workflow_bench.tasks.__main__ import main as tasks_main
+from workflow_bench.tasks.index_guard import committed_index_problems
+from workflow_bench.tasks.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.manifest import load_toolkit
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, recorded_tempdirs
 from .test_mcp_toolkit import REFUSED, init_event, tool_results
 
 pytestmark = pytest.mark.e2e
 SCRIPT = REPO_ROOT / "tests" / "e2e" / "scripts" / "gitnexus.yaml"
+GRAPH_DEMO = REPO_ROOT / "workflow_bench" / "corpus" / "scripts" / "graph-demo.yaml"
 READ_ONLY = ("mcp__gitnexus__impact", "mcp__gitnexus__context", "mcp__gitnexus__detect_changes")
 
 
@@ -58,21 +63,101 @@ def test_gitnexus_toolkit_answers_from_its_index(task_file_for, tmp_path, bwrap_
         assert (is_error, text) == (True, REFUSED.format(name))
 
 
-def test_task_repo_with_an_index_is_refused(task_file_for, tmp_path, bwrap_bin, claude_bin, capsys):
+def _repo_with_planted(tmp_path, planted: str):
+    """A clone of the demo repo whose HEAD commits ``.gitnexus`` as a directory or as a symlink."""
     repo = tmp_path / "repo"
     subprocess.run(
         ["git", "clone", "-q", str(REPO_ROOT / "workflow_bench/corpus/demo-target.bundle"), str(repo)],
         check=True,
     )
-    (repo / ".gitnexus").mkdir()
-    (repo / ".gitnexus" / "meta.json").write_text("{}")
+    if planted == "dir":
+        (repo / ".gitnexus").mkdir()
+        (repo / ".gitnexus" / "meta.json").write_text("{}")
+    else:
+        (repo / ".gitnexus").symlink_to("/tmp")
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "planted index"], check=True)
+    return repo
+
+
+@pytest.mark.parametrize("planted", ["dir", "symlink"])
+def test_task_repo_with_an_index_exits_2_before_anything_runs(
+    planted, task_file_for, tmp_path, private_tmpdir, capsys
+):
+    repo = _repo_with_planted(tmp_path, planted)
     tasks = task_file_for("trivial-amount-grouping", repo=str(repo), ref="HEAD")
     out = tmp_path / "out"
     argv = ["--tasks", str(tasks), "--provider", "scripted", "--script", str(SCRIPT), "--toolkit", "gitnexus"]
-    runner.main([*argv, "--arms", "baseline", "--out", str(out)])
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert [r["error_kind"] for r in rows] == ["infra-error"]
-    assert "already contains .gitnexus/" in rows[0]["error_detail"]
+    with recorded_tempdirs() as made:
+        code = runner.main([*argv, "--arms", "baseline", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"{tasks}: task 'trivial-amount-grouping': ref:" in err and "already contains .gitnexus" in err, (
+        err
+    )
+    assert not out.exists() and not [p for p in made if p.exists()]  # no output, no clone, no cell
+    assert list(private_tmpdir.iterdir()) == []
+
+    with recorded_tempdirs() as made:
+        code = tasks_main(["check", "--tasks", str(tasks), "--toolkit", "gitnexus"])
+    err = capsys.readouterr().err
+    assert code == 2 and "task 'trivial-amount-grouping': ref:" in err and ".gitnexus" in err, err
+    assert not [p for p in made if p.exists()]
+
+    # Control: the same repository one commit earlier (no index) binds under the same toolkit.
+    assert committed_index_problems(bind_tasks(load_task_file(tasks)), load_toolkit("gitnexus"))
+    clean = task_file_for("trivial-amount-grouping", repo=str(repo), ref="HEAD~1")
+    assert committed_index_problems(bind_tasks(load_task_file(clean)), load_toolkit("gitnexus")) == []
+    assert committed_index_problems(bind_tasks(load_task_file(tasks)), load_toolkit("demo")) == []
+
+
+def test_graph_demo_script_drives_the_real_graph_and_still_resolves(
+    task_file_for, tmp_path, bwrap_bin, claude_bin, capsys
+):
+    """``./dev demo --toolkit gitnexus --script .../graph-demo.yaml``, kept short: one task, two arms."""
+    tasks = task_file_for("trivial-amount-grouping")
+    out = tmp_path / "out"
+    argv = [
+        "--tasks",
+        str(tasks),
+        "--provider",
+        "scripted",
+        "--script",
+        str(GRAPH_DEMO),
+        "--toolkit",
+        "gitnexus",
+    ]
+    code = runner.main([*argv, "--arms", "workflow", "baseline_nomcp", "--runs", "1", "--out", str(out)])
+    console = capsys.readouterr().out
+    assert code == 0, console
+    rows = {r["arm"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    flow, nomcp = rows["workflow"], rows["baseline_nomcp"]
+    assert flow["resolved"] is True and nomcp["resolved"] is True, (
+        flow["error_detail"],
+        nomcp["error_detail"],
+    )
+    assert flow["toolkit_name"] == "gitnexus" and flow["toolkit_version"] == "1.6.12"
+    assert flow["index_digest"].startswith("sha256:") and flow["mcp_servers"] == ["gitnexus"]
+    assert {k: v for k, v in flow["tool_use_counts"].items() if k.startswith("mcp__")} == dict.fromkeys(
+        READ_ONLY, 1
+    )
+    results: dict[str, tuple[bool, str]] = {}
+    for artifact in flow["transcript_artifacts"]:  # plan session, then work session
+        transcript = out / artifact["path"]
+        servers = [(s.get("name"), s.get("status")) for s in init_event(transcript).get("mcp_servers") or []]
+        assert servers == [("gitnexus", "connected")], servers
+        results.update(tool_results(transcript))
+    for name in READ_ONLY:
+        assert results[name][0] is False, (name, results[name])
+    assert "Function:ledger/money.py:format_amount" in results["mcp__gitnexus__impact"][1]
+    assert "Function:ledger/money.py:format_amount" in results["mcp__gitnexus__context"][1]
+    assert '"changed_symbols"' in results["mcp__gitnexus__detect_changes"][1]  # it saw the session's edit
+    for name in READ_ONLY:  # live progress shows each MCP result
+        assert f"[trivial-amount-grouping][workflow][run 0] plan: {name} ok:" in console or (
+            f"[trivial-amount-grouping][workflow][run 0] work: {name} ok:" in console
+        ), name
+
+    assert nomcp["mcp_servers"] == [] and nomcp["index_digest"] is None
+    assert not any(k.startswith("mcp__") for k in nomcp["tool_use_counts"])
+    assert init_event(out / nomcp["transcript_artifacts"][0]["path"]).get("mcp_servers") == []

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import mcp
 import pytest
+import yaml
 
 from workflow_bench import runner
 from workflow_bench.toolkit.manifest import CORPUS_TOOLKIT
+
+from .conftest import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
 MINI = Path(__file__).resolve().parent / "toolkits" / "mini"
@@ -28,8 +32,11 @@ SITE_PACKAGES = Path(mcp.__file__).resolve().parents[1]
 REFUSED = "<tool_use_error>Error: No such tool available: {}</tool_use_error>"  # CLI 2.1.332
 
 
-def mini_toolkit(tmp_path: Path) -> Path:
-    """The ``mini`` toolkit: the demo skills plus the SDK server, the venv's packages mounted read-only."""
+def mini_toolkit(tmp_path: Path, *, index: bool = False) -> Path:
+    """The ``mini`` toolkit: the demo skills plus the SDK server, the venv's packages mounted read-only.
+
+    ``index=True`` adds its index step (``toolkits/mini/index.py``, output ``.mini-index``).
+    """
     root = tmp_path / "mini-toolkit"
     shutil.copytree(CORPUS_TOOLKIT / "skills", root / "skills")
     manifest = {
@@ -52,6 +59,15 @@ def mini_toolkit(tmp_path: Path) -> Path:
             {"source": str(SITE_PACKAGES), "target": "/opt/mini-site"},
         ],
     }
+    if index:
+        manifest["index"] = {
+            "command": ["/usr/bin/python3", "/opt/mini/index.py"],
+            "output": ".mini-index",
+            "digest": {
+                "volatile": ["built.json"],
+                "command": ["/usr/bin/python3", "/opt/mini/index.py", "--dump"],
+            },
+        }
     (root / "toolkit.yaml").write_text(json.dumps(manifest, indent=2))  # JSON is YAML
     return root
 
@@ -62,7 +78,8 @@ def tool_results(transcript: Path) -> dict[str, tuple[bool, str]]:
     results: dict[str, tuple[bool, str]] = {}
     for line in transcript.read_text().splitlines():
         event: dict[str, Any] = json.loads(line)
-        content = (event.get("message") or {}).get("content")
+        message = event.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
         for block in content if isinstance(content, list) else []:
             if block.get("type") == "tool_use":
                 names[block["id"]] = block["name"]
@@ -134,3 +151,48 @@ def test_mini_toolkit_server_answers_in_baseline_and_is_absent_in_nomcp(
     }
     for name, (is_error, text) in results.items():
         assert (is_error, text) == (True, REFUSED.format(name))
+
+
+def test_index_is_built_once_per_commit_however_many_tasks_and_cells_share_it(
+    task_file_for, tmp_path, bwrap_bin, claude_bin, capsys
+):
+    """The demo corpus's three default tasks start at one commit: one index build for all six cells.
+
+    The third task also copies an untracked working-tree file (``sandbox_copy``), so it gets a
+    template of its own: the index is copied into it, not built again.
+    """
+    repo = tmp_path / "repo"
+    subprocess.run(
+        ["git", "clone", "-q", str(REPO_ROOT / "workflow_bench/corpus/demo-target.bundle"), str(repo)]
+    )
+    (repo / "NOTES.txt").write_text("an untracked asset\n")
+    tasks = task_file_for(
+        "trivial-amount-grouping", "bug-negative-amounts", "feature-report-filter", repo=str(repo)
+    )
+    corpus = yaml.safe_load(tasks.read_text())
+    corpus["tasks"][2]["sandbox_copy"] = ["NOTES.txt"]
+    tasks.write_text(yaml.safe_dump(corpus, sort_keys=False))
+    out = tmp_path / "out"
+    argv = [
+        "--tasks",
+        str(tasks),
+        "--provider",
+        "scripted",
+        "--toolkit",
+        str(mini_toolkit(tmp_path, index=True)),
+    ]
+    code = runner.main([*argv, "--arms", "baseline", "baseline_nomcp", "--workers", "2", "--out", str(out)])
+    console = capsys.readouterr().out
+    assert code in (0, 1), console
+    assert console.count("sanitized snapshot") == 2, console  # two templates ...
+    assert console.count("index built: .mini-index") == 1, console  # ... one index build
+    assert console.count("index reused from trivial-amount-grouping") == 1, console
+    assert "index build FAILED" not in console
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 6 and {r["task"] for r in rows} == {
+        "trivial-amount-grouping", "bug-negative-amounts", "feature-report-filter",
+    }  # fmt: skip
+    assert all(r["error_kind"] != "infra-error" for r in rows), [r["error_detail"] for r in rows]
+    digests = {r["index_digest"] for r in rows if r["arm"] == "baseline"}
+    assert len(digests) == 1 and next(iter(digests)).startswith("sha256:"), digests
+    assert {r["index_digest"] for r in rows if r["arm"] == "baseline_nomcp"} == {None}

@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "workflow_bench"
 LAYERS = {
     "usage": 0, "process": 0, "redaction": 0, "judging.outcomes": 0, "row_schema": 0, "providers.access": 0,
     "input_files": 0, "review": 0, "toolkit.spec": 0, "arms": 0, "toolkit.mcp": 1,
-    "tasks": 1, "relay": 1, "claude_cli": 1, "sandbox": 1,
+    "tasks": 1, "tasks.index_guard": 1, "relay": 1, "claude_cli": 1, "sandbox": 1,
     "providers.scripted": 1, "corpus": 1, "providers.gateway": 1, "toolkit.overlay": 1,
     "toolkit.comparator": 1, "cells.stream_usage": 1,
     "cells.skill_evidence": 1,

@@ -14,6 +14,7 @@ from workflow_bench.claude_cli import ClaudeCliError, claude_version, locate_cla
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 
 from ._suite import CANARY_TASKS, render_table, run_suite
+from .attacks_graphs import run_graph_suite
 from .attacks_judging import run_judging_suite
 from .attacks_limits import run_limit_cells
 
@@ -34,6 +35,7 @@ def run_canary(
     verdicts = run_suite(**cli)
     verdicts += run_limit_cells(**cli)  # attacks_limits.py: one cell per resource bound, own limits
     verdicts += run_judging_suite(**cli, canary_tasks=CANARY_TASKS)  # attacks_judging.py
+    verdicts += run_graph_suite(**cli)  # attacks_graphs.py: MCP servers, the index, tool grants
     table = render_table(verdicts)
     return (EXIT_OK if all(v.blocked for v in verdicts) else EXIT_ESCAPED), table
 

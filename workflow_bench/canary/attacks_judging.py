@@ -32,7 +32,7 @@ from workflow_bench.judging.outcomes import is_excluded, is_systemic_failure
 from workflow_bench.providers.access import CellKey
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
 from workflow_bench.sandbox import write_runtime_dir
-from workflow_bench.schedule.pool import run_cells
+from workflow_bench.schedule.pool import SchedulePolicy, run_cells
 from workflow_bench.tasks.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 
@@ -281,7 +281,7 @@ def run_judging_suite(
                 execute=execute,
                 persist=lambda _attack, _result: None,
                 row_of=lambda result: result.row,
-                workers=2,
+                policy=SchedulePolicy(workers=2),
                 cancel=threading.Event(),
             )
         return _verdicts(outcome.status, outcome.results, outcome.detail)

@@ -3,14 +3,17 @@
 Public surface: ``IndexResult``, ``build_index``, ``index_digest``. The toolkit's index step runs
 inside the sandbox over the template (no network, the toolkit's runtime mounts read-only, a
 private HOME that vanishes), before any cell is copied from it; the output directory is then
-digested. Cells get the index read-only (``cells/run.py`` binds it over the clone's copy;
-``baseline_nomcp`` gets an empty dir there). A task repository that already holds the output
-directory is refused: a committed index could leak answers or be tampered with. A failed build is
+digested, reproducibly: files the toolkit declares volatile count by name, and its optional
+read-only dump command stands in for their content (``IndexStep``). Cells get the index
+read-only (``cells/run.py`` binds it over the clone's copy; ``baseline_nomcp`` gets an empty dir
+there). A task repository that already holds the output directory is refused at bind time
+(``tasks/index_guard.py``, exit 2); the check here is a second line. A failed build is
 recorded, not raised: that task's cells become ``infra-error`` with the log tail; other tasks run.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -33,8 +36,12 @@ class IndexResult:
     error: str | None
 
 
-def index_digest(root: Path) -> str:
-    """sha256 over every file under ``root`` (relative path, bytes); symlinks by target."""
+def index_digest(root: Path, *, volatile: tuple[str, ...] = (), canonical: bytes | None = None) -> str:
+    """sha256 over every file under ``root`` (relative path, bytes); symlinks by target.
+
+    Files matching a ``volatile`` glob count by name only (their bytes differ between two builds
+    of the same commit); ``canonical`` (a dump of their content) counts by its sorted lines.
+    """
     h = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
@@ -43,9 +50,14 @@ def index_digest(root: Path) -> str:
             rel = full.relative_to(root).as_posix()
             if full.is_symlink():
                 entry = ["link", rel, os.readlink(full)]
+            elif any(fnmatch.fnmatchcase(rel, pattern) for pattern in volatile):
+                entry = ["volatile", rel]
             else:
                 entry = ["file", rel, hashlib.sha256(full.read_bytes()).hexdigest()]
             h.update(json.dumps(entry).encode())
+    if canonical is not None:
+        lines = sorted(canonical.decode("utf-8", "replace").splitlines())
+        h.update(json.dumps(["canonical", hashlib.sha256("\n".join(lines).encode()).hexdigest()]).encode())
     return "sha256:" + h.hexdigest()
 
 
@@ -74,4 +86,19 @@ def build_index(template: Path, *, toolkit: Toolkit, bwrap_bin: str) -> IndexRes
     if not result.ok or not output.is_dir() or output.is_symlink():
         tail = (result.describe() + "\n" + log)[-LOG_TAIL_CHARS:]
         return IndexResult(step.output, None, f"index build failed ({' '.join(step.command[-4:])}): {tail}")
-    return IndexResult(step.output, index_digest(output), None)
+    canonical = None
+    if step.digest_command is not None:
+        # Read-only: the dump describes the index as built, and cannot change it.
+        dump = sandbox.run(
+            list(step.digest_command),
+            policy=RunPolicy(workspace_writable=False, mounts=mounts),
+            env=tool_environment(step.env),
+            timeout_s=INDEX_TIMEOUT_S,
+        )
+        if not dump.ok:
+            tail = (dump.describe() + "\n" + dump.stdout.decode("utf-8", "replace"))[-LOG_TAIL_CHARS:]
+            return IndexResult(step.output, None, f"index digest command failed: {tail}")
+        canonical = dump.stdout
+    return IndexResult(
+        step.output, index_digest(output, volatile=step.digest_volatile, canonical=canonical), None
+    )

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -30,7 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from workflow_bench.output import RESULTS_FILE
+from workflow_bench.output import RESULTS_FILE, atomic_write_text, jsonl_text
 from workflow_bench.providers.access import CellKey
 
 LOCK_FILE = "sweep.lock.json"
@@ -64,7 +63,7 @@ def harness_version() -> str:
 
 
 def write_lock(out_dir: Path, lock: Mapping[str, Any]) -> None:
-    _atomic_write(out_dir / LOCK_FILE, json.dumps(dict(lock), indent=2, sort_keys=True) + "\n")
+    atomic_write_text(out_dir / LOCK_FILE, json.dumps(dict(lock), indent=2, sort_keys=True) + "\n")
 
 
 def check_lock(out_dir: Path, lock: Mapping[str, Any]) -> None:
@@ -145,9 +144,9 @@ def kept_rows(out_dir: Path, planned: Sequence[CellKey], *, log=print) -> tuple[
         _move_artifacts(out_dir, key, aside)
     if superseded:
         aside.mkdir(parents=True, exist_ok=True)
-        _atomic_write(aside / RESULTS_FILE, "".join(s + "\n" for s in superseded))
+        atomic_write_text(aside / RESULTS_FILE, "".join(s + "\n" for s in superseded))
     ordered = [kept[k] for k in planned if k in kept]
-    _atomic_write(results, "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in ordered))
+    atomic_write_text(results, jsonl_text(ordered))
     return tuple(ordered)
 
 
@@ -166,17 +165,3 @@ def _move_artifacts(out_dir: Path, key: CellKey, aside: Path) -> None:
 
 def _existing(out_dir: Path, names: Iterable[str]) -> list[str]:
     return [n for n in names if (out_dir / n).exists() or (out_dir / n).is_symlink()]
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

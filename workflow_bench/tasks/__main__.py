@@ -23,6 +23,7 @@ from workflow_bench.toolkit.spec import ToolkitError
 from .agents import AGENTS, AgentScriptError, agent_script
 from .check import DEFAULT_REPEATS, CheckSettings, check_tasks, render_table
 from .deps import DependencyBuildError, build_dependencies
+from .index_guard import refuse_committed_index
 from .spec import TaskFileError, bind_tasks, load_task_file
 
 
@@ -73,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"wrote the {args.agent} agent for {len(script['cells'])} task(s) to {args.out}")
             return 0
         toolkit = load_toolkit(args.toolkit)
+        refuse_committed_index(bindings, toolkit)
         check_paths_fit()
         bwrap = preflight(SandboxKind.BWRAP, bwrap_bin=args.bwrap_bin)
     except TaskFileError as exc:

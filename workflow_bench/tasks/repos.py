@@ -125,6 +125,15 @@ def resolve_ref(repo: Path, ref: str) -> str | None:
     return output if ok and SHA_PATTERN.fullmatch(output) else None
 
 
+def tree_entry_type(repo: Path, sha: str, path: str) -> str | None:
+    """The object type (``tree``, ``blob``, ``commit``) at ``path`` in commit ``sha``, or ``None``."""
+    ok, output = _git(["ls-tree", "--end-of-options", sha, "--", path], cwd=repo)
+    if not ok or not output:
+        return None
+    fields = output.splitlines()[0].split(None, 3)
+    return fields[1] if len(fields) == 4 and fields[3] == path else None
+
+
 def repo_ref_problem(location: Path, ref: str | None) -> tuple[str, str] | None:
     """``("repo" | "ref", problem)`` for the repository at ``location`` and ``ref``, or ``None``.
 

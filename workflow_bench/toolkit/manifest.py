@@ -20,6 +20,7 @@ Schema (all paths relative to the toolkit directory unless absolute)::
         read_only_tools: [lookup]   # granted as mcp__graph__lookup
         mutating_tools: [rename]    # never granted; listed so they can be refused by name
     index: {command: [tool, analyze], output: .index, env: {K: v}}   # optional
+    #   digest: {volatile: [meta.json], command: [tool, dump]}        # optional, see IndexStep
     runtime_mounts: [{source: "{cache}/node", target: /opt/node}]   # optional, read-only
 """
 
@@ -219,8 +220,9 @@ def _index(value: Any, fail) -> IndexStep | None:
         "command",
         "output",
         "env",
+        "digest",
     }:
-        raise fail("index", f"want a mapping with command, output and optionally env, got {value!r}")
+        raise fail("index", f"want a mapping with command, output and optionally env, digest, got {value!r}")
     env = value.get("env", {})
     if not isinstance(env, Mapping) or not all(
         isinstance(k, str) and _ENV_NAME.match(k) and isinstance(v, str) for k, v in env.items()
@@ -233,7 +235,37 @@ def _index(value: Any, fail) -> IndexStep | None:
         raise fail("index.output", f"want a relative path inside the clone (not .git), got {output!r}")
     if not command:
         raise fail("index.command", "empty command")
-    return IndexStep(command=command, output=pure.as_posix(), env=dict(env))
+    volatile, digest_command = _index_digest(value.get("digest"), fail)
+    return IndexStep(
+        command=command,
+        output=pure.as_posix(),
+        env=dict(env),
+        digest_volatile=volatile,
+        digest_command=digest_command,
+    )
+
+
+def _index_digest(value: Any, fail) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+    """``index.digest: {volatile: [glob, ...], command: [...]}`` (both optional)."""
+    if value is None:
+        return (), None
+    if not isinstance(value, Mapping) or not set(value) <= {"volatile", "command"}:
+        raise fail("index.digest", f"want a mapping with volatile and/or command, got {value!r}")
+    volatile = (
+        _strings(value.get("volatile", []), "index.digest.volatile", fail) if value.get("volatile") else ()
+    )
+    for pattern in volatile:
+        pure = PurePosixPath(pattern)
+        if not pattern or pure.is_absolute() or ".." in pure.parts:
+            raise fail(
+                "index.digest.volatile", f"want glob patterns relative to index.output, got {pattern!r}"
+            )
+    command = None
+    if "command" in value:
+        command = _strings(value["command"], "index.digest.command", fail)
+        if not command:
+            raise fail("index.digest.command", "empty command")
+    return volatile, command
 
 
 def _mounts(value: Any, root: Path, fail) -> tuple[RuntimeMount, ...]:

@@ -46,11 +46,19 @@ class IndexStep:
 
     ``env`` is added to the sandbox's tool environment (e.g. where the tool keeps its registry,
     pointed inside ``output`` so the snapshot carries it).
+
+    The index digest must be reproducible (same commit, same toolkit → same digest), so files
+    whose bytes change from build to build (timestamps, a database's page layout) are named in
+    ``digest_volatile`` (glob patterns relative to ``output``) and left out of it; when those
+    files carry content, ``digest_command`` (run read-only in the sandbox after the build) prints
+    a canonical dump of it, whose lines, sorted, stand in for them in the digest.
     """
 
     command: tuple[str, ...]
     output: str
     env: Mapping[str, str] = field(default_factory=dict)
+    digest_volatile: tuple[str, ...] = ()
+    digest_command: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
