@@ -109,7 +109,8 @@ def test_dry_run_prints_each_exact_runner_argv_and_creates_nothing(tmp_path, cap
     lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
     assert len(lines) == 2
     for n, line in enumerate(lines):
-        assert f"--candidate-overlay {out}/gen-{n}/overlay --out {out}/gen-{n}/bench" in line
+        overlay = f"--candidate-overlay {out}/gen-{n}/overlay --candidate-origin model-proposer"
+        assert f"{overlay} --out {out}/gen-{n}/bench" in line
         assert "--arms workflow candidate_workflow" in line
     assert lines[0].endswith(f"--reuse-results {seed}")
     assert lines[1].endswith(f"--reuse-results {out}/gen-0/bench")

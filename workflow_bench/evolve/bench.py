@@ -47,10 +47,13 @@ class Verdict:
     """One line per decision with its reasons."""
 
 
-def runner_argv(config: EvolveConfig, *, overlay: Path, out: Path, reuse: Path | None) -> list[str]:
+def runner_argv(
+    config: EvolveConfig, *, overlay: Path, out: Path, reuse: Path | None, origin: str
+) -> list[str]:
     argv = [sys.executable, "-m", "workflow_bench.runner", "--tasks", str(config.tasks)]
     argv += ["--runs", str(config.runs), "--workers", str(config.workers), "--arms", *config.arms]
-    argv += ["--candidate-overlay", str(overlay), "--out", str(out), "--toolkit", config.toolkit]
+    argv += ["--candidate-overlay", str(overlay), "--candidate-origin", origin]
+    argv += ["--out", str(out), "--toolkit", config.toolkit]
     argv += ["--provider", config.provider]
     if config.script is not None:
         argv += ["--script", str(config.script)]

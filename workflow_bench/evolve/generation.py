@@ -57,9 +57,17 @@ def evidence_source(config: EvolveConfig, n: int) -> Path | None:
     return gen_dir(config, n - 1) / "bench" if n > 0 else config.seed_results
 
 
+def overlay_origin(config: EvolveConfig, n: int) -> str:
+    """Generation 0 with --initial-overlay runs the operator's overlay; every other one a proposer's."""
+    return "manual-initial-overlay" if n == 0 and config.initial_overlay is not None else "model-proposer"
+
+
 def planned_argv(config: EvolveConfig, n: int) -> list[str]:
     gen = gen_dir(config, n)
-    return runner_argv(config, overlay=gen / "overlay", out=gen / "bench", reuse=evidence_source(config, n))
+    reuse = evidence_source(config, n)
+    return runner_argv(
+        config, overlay=gen / "overlay", out=gen / "bench", reuse=reuse, origin=overlay_origin(config, n)
+    )
 
 
 def _write_record(config: EvolveConfig, checked: CheckedInput, outcomes: list[dict[str, Any]]) -> None:
@@ -145,7 +153,7 @@ def _generation(
 ) -> bool:
     _stop_if_cancelled(cancel)
     gen = gen_dir(config, n)
-    manual = n == 0 and config.initial_overlay is not None
+    manual = overlay_origin(config, n) == "manual-initial-overlay"
     envelope = config.bench_timeout_s + (0 if manual else config.proposer_timeout_s)
     checked.cap.require(envelope, what=f"gen-{n} (proposer + benchmark)")
     gen.mkdir(parents=True)
@@ -153,10 +161,9 @@ def _generation(
         overlay = validate_overlay(
             config.initial_overlay, toolkit=checked.toolkit, incumbents=config.incumbents
         )
-        outcome["origin"] = "manual-initial-overlay"
     else:
         overlay = _propose(config, checked, n, gen, tools=tools, cancel=cancel)
-        outcome["origin"] = "model-proposer"
+    outcome["origin"] = overlay_origin(config, n)
     frozen = freeze(overlay, gen / "overlay", toolkit=checked.toolkit, incumbents=config.incumbents)
     outcome["overlay_digest"] = frozen.digest
     files = ", ".join(p for p, _ in overlay.files)
