@@ -71,9 +71,11 @@ def _default_out() -> Path:
     return Path("results") / f"wfbench-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
 
 
-def _validate_args(args: argparse.Namespace) -> None:
+def _validate_args(args: argparse.Namespace) -> PromotionPolicy | None:
+    """Flag-level checks (exit 2); returns the promotion gate's policy (None without candidate arms)."""
     try:
         schedule_flags.validate_schedule_args(args)
+        policy = promotion_policy_from_args(args, has_candidates=any(ARMS[a].candidate_of for a in args.arms))
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     if args.unsafe_no_bwrap:
@@ -81,6 +83,7 @@ def _validate_args(args: argparse.Namespace) -> None:
     if len(set(args.arms)) != len(args.arms):
         raise UsageError(f"--arms lists an arm twice: {' '.join(args.arms)}")
     ProviderOptions.from_args(args).validate()
+    return policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,17 +103,9 @@ class PreparedInput:
     promotion_policy: PromotionPolicy | None = None
 
 
-def _promotion_policy(args: argparse.Namespace) -> PromotionPolicy | None:
-    try:
-        return promotion_policy_from_args(args, has_candidates=any(ARMS[a].candidate_of for a in args.arms))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-
-
 def prepare(args: argparse.Namespace) -> PreparedInput:
     """Everything that can reject the input, in order; creates nothing but the repo cache."""
-    _validate_args(args)
-    promotion_policy = _promotion_policy(args)
+    promotion_policy = _validate_args(args)
     toolkit = load_toolkit(args.toolkit)
     specs = load_task_file(args.tasks)
     selected, skipped = select_tasks(specs, include_expensive=args.include_expensive)
@@ -126,7 +121,9 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     script = load_script(args.script or DEMO_SCRIPT) if args.provider == "scripted" else None
     if ProviderOptions.from_args(args).needs_gateway:
         locate_litellm()
-    overlay = candidate_overlay(args.candidate_overlay, arms=args.arms, toolkit=toolkit)
+    overlay = candidate_overlay(
+        args.candidate_overlay, arms=args.arms, toolkit=toolkit, origin=args.candidate_origin
+    )
     bindings = bind_for_toolkit(selected, toolkit)
     comparator = comparator_for_arms(
         {role for a in args.arms if ARMS[a].family == "comparator" for role in ARMS[a].skill_roles},

@@ -319,6 +319,12 @@ def _skills(parser: argparse.ArgumentParser) -> None:
         help="candidate skill overlay dir (Markdown under skills/<skill>/); requires exactly the paired arms "
         "its skills imply (e.g. review: ce_review review candidate_review)",
     )
+    parser.add_argument(
+        "--candidate-origin",
+        choices=("manual-initial-overlay", "model-proposer"),
+        help="who wrote --candidate-overlay, recorded in sweep.json and promotion.json (default "
+        "manual-initial-overlay; the evolve driver passes model-proposer for a proposer's overlay)",
+    )
     parser.add_argument("--ce-plugin-dir", type=Path, help="external comparator plugin dir (ce_* arms)")
     parser.add_argument(
         "--ce-plugin-version", help="the comparator plugin's exact version (must match its manifest)"

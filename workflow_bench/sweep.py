@@ -351,6 +351,7 @@ def _start_record(
             files=config.overlay.files,
             roles=sorted(config.overlay.roles),
             toolkit_root=Path(config.toolkit.root),
+            origin=config.overlay.origin,
         )
         for relative, data in config.overlay.files:
             target = output.root / CANDIDATE_OVERLAY_DIR / relative
