@@ -73,6 +73,17 @@ def litellm_bin() -> Path:
         _missing(f"the LiteLLM proxy ({exc})")
 
 
+@pytest.fixture(scope="session")
+def ray_bin() -> Path:
+    """Ray (``uv sync --extra ray``) and its ``ray`` CLI beside this Python; ``./dev test`` installs it."""
+    import importlib.util
+
+    found = Path(sys.executable).parent / "ray"
+    if importlib.util.find_spec("ray") is None or not found.exists():
+        _missing("Ray (the ray extra: uv sync --extra ray)")
+    return found
+
+
 def _venv_tool(name: str) -> Path | None:
     """A console script of the locked dev extra: beside this interpreter, else on PATH."""
     beside = Path(sys.executable).parent / name

@@ -181,8 +181,9 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     (
         "provenance",
         "resource_limits",
-        "kernel bounds the cell ran under: {memory_mib, pids, disk_mib} (disk = room over the clone); "
-        "null for a bound this machine could not enforce (needs root)",
+        "bounds the cell ran under: {memory_mib, pids, disk_mib, sampled} (disk = room over the clone); "
+        "a bound is enforced by the kernel (cgroup, loop volume: root) or, listed in sampled, by the "
+        "host-side watchdog (non-root); null for a bound not enforced at all",
     ),
     ("provenance", "task_ref", "the ref named in the task file"),
     ("provenance", "task_base_sha", "the immutable commit the ref resolved to"),

@@ -50,8 +50,8 @@ from .sandbox import (
     preflight,
     unsafe_host_warning,
 )
-from .schedule.flags import budget_from_args, schedule_policy_from_args, validate_schedule_args
-from .schedule.resume import ResumeError, check_lock, kept_rows, write_lock
+from .schedule import flags as schedule_flags
+from .schedule.resume import ResumeError, check_lock, kept_rows
 from .schedule.reuse import ReuseError, load_prior_rows
 from .schedule.signals import cancel_on_signals, interrupt_on_sigterm
 from .sweep import EXIT_CANCELLED, SweepConfig, config_lock, plan_keys, run_sweep
@@ -71,9 +71,11 @@ def _default_out() -> Path:
     return Path("results") / f"wfbench-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
 
 
-def _validate_args(args: argparse.Namespace) -> None:
+def _validate_args(args: argparse.Namespace) -> PromotionPolicy | None:
+    """Flag-level checks (exit 2); returns the promotion gate's policy (None without candidate arms)."""
     try:
-        validate_schedule_args(args)
+        schedule_flags.validate_schedule_args(args)
+        policy = promotion_policy_from_args(args, has_candidates=any(ARMS[a].candidate_of for a in args.arms))
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     if args.unsafe_no_bwrap:
@@ -81,6 +83,7 @@ def _validate_args(args: argparse.Namespace) -> None:
     if len(set(args.arms)) != len(args.arms):
         raise UsageError(f"--arms lists an arm twice: {' '.join(args.arms)}")
     ProviderOptions.from_args(args).validate()
+    return policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,17 +103,9 @@ class PreparedInput:
     promotion_policy: PromotionPolicy | None = None
 
 
-def _promotion_policy(args: argparse.Namespace) -> PromotionPolicy | None:
-    try:
-        return promotion_policy_from_args(args, has_candidates=any(ARMS[a].candidate_of for a in args.arms))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-
-
 def prepare(args: argparse.Namespace) -> PreparedInput:
     """Everything that can reject the input, in order; creates nothing but the repo cache."""
-    _validate_args(args)
-    promotion_policy = _promotion_policy(args)
+    promotion_policy = _validate_args(args)
     toolkit = load_toolkit(args.toolkit)
     specs = load_task_file(args.tasks)
     selected, skipped = select_tasks(specs, include_expensive=args.include_expensive)
@@ -126,7 +121,9 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     script = load_script(args.script or DEMO_SCRIPT) if args.provider == "scripted" else None
     if ProviderOptions.from_args(args).needs_gateway:
         locate_litellm()
-    overlay = candidate_overlay(args.candidate_overlay, arms=args.arms, toolkit=toolkit)
+    overlay = candidate_overlay(
+        args.candidate_overlay, arms=args.arms, toolkit=toolkit, origin=args.candidate_origin
+    )
     bindings = bind_for_toolkit(selected, toolkit)
     comparator = comparator_for_arms(
         {role for a in args.arms if ARMS[a].family == "comparator" for role in ARMS[a].skill_roles},
@@ -149,9 +146,8 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
 
 
 def _script_digest(args: argparse.Namespace) -> str | None:
-    if args.provider != "scripted":
-        return None
-    return hashlib.sha256((args.script or DEMO_SCRIPT).read_bytes()).hexdigest()
+    scripted = args.provider == "scripted"
+    return hashlib.sha256((args.script or DEMO_SCRIPT).read_bytes()).hexdigest() if scripted else None
 
 
 def _sweep_config(
@@ -169,8 +165,10 @@ def _sweep_config(
         reuse_from=args.reuse_results,
         provider=args.provider,
         script_digest=_script_digest(args),
-        policy=schedule_policy_from_args(args),
-        budget=budget_from_args(args),
+        policy=schedule_flags.schedule_policy_from_args(args),
+        executor=schedule_flags.executor_from_args(args),
+        resuming=args.resume is not None,
+        budget=schedule_flags.budget_from_args(args),
         order=args.order,
         tasks=ready.bindings,
         skipped_expensive=ready.skipped_expensive,
@@ -285,8 +283,6 @@ def _run_claimed(args: argparse.Namespace, prepared: list[PreparedInput], claims
             config = _sweep_config(
                 args, ready, out_dir=out_dir, model=model, done_rows=done_rows, prior_rows=prior_rows
             )
-            if args.resume is None:
-                write_lock(out_dir, config_lock(config))
             print(f"workflow-bench: {access.provider} provider, model {model}, CLI {ready.claude_version}")
             print(f"workflow-bench: writing to {out_dir}")
             _, exit_code = run_sweep(config, access=access, cancel=cancel)

@@ -25,6 +25,8 @@ from .sandbox import (
 )
 from .schedule.order import ORDERS
 from .schedule.pool import DEFAULT_OUTAGE_STREAK, MAX_WORKERS, PACKED_WINDOW_MULTIPLIER, SCHEDULERS
+from .schedule.ray_cells import EXECUTORS
+from .schedule.ray_cells import RESOURCE as RAY_RESOURCE
 
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 DEMO_SCRIPT = CORPUS_DIR / "scripts" / "demo.yaml"
@@ -238,6 +240,20 @@ def _scheduling(parser: argparse.ArgumentParser) -> None:
         help="start no cell more than S seconds after the sweep began; running cells finish; aborted, exit 1",
     )
     parser.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="threads",
+        help="where cells run: threads in this process, or ray: one Ray task per cell on nodes advertising "
+        f"the {RAY_RESOURCE} resource; with a loopback model upstream (scripted provider, local gateway) "
+        "every such node must be this machine, checked before any cell (README: Ray) (default threads)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="--executor ray: join the Ray cluster at ADDR (e.g. 127.0.0.1:6390) instead of starting and "
+        "stopping a private local instance",
+    )
+    parser.add_argument(
         "--resume",
         type=Path,
         metavar="DIR",
@@ -302,6 +318,12 @@ def _skills(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="candidate skill overlay dir (Markdown under skills/<skill>/); requires exactly the paired arms "
         "its skills imply (e.g. review: ce_review review candidate_review)",
+    )
+    parser.add_argument(
+        "--candidate-origin",
+        choices=("manual-initial-overlay", "model-proposer"),
+        help="who wrote --candidate-overlay, recorded in sweep.json and promotion.json (default "
+        "manual-initial-overlay; the evolve driver passes model-proposer for a proposer's overlay)",
     )
     parser.add_argument("--ce-plugin-dir", type=Path, help="external comparator plugin dir (ce_* arms)")
     parser.add_argument(

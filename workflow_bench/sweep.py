@@ -32,7 +32,9 @@ from workflow_bench.schedule.budget import Budget, BudgetGuard
 from workflow_bench.schedule.not_run import NOT_RUN_FILE, not_run_record, schedule_record
 from workflow_bench.schedule.order import Order, predicted_walls
 from workflow_bench.schedule.pool import WHY_BREAKER, SchedulePolicy, SweepOutcome, run_cells
-from workflow_bench.schedule.resume import harness_version, tree_digest
+from workflow_bench.schedule.ray_cells import RESOURCE as RAY_RESOURCE
+from workflow_bench.schedule.ray_cells import ExecutorError, ExecutorSpec, RayCells, open_executor
+from workflow_bench.schedule.resume import harness_version, tree_digest, write_lock
 from workflow_bench.schedule.reuse import Expected, expected_cell, materialize, runtime_digest, select_reuse
 from workflow_bench.tasks.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
@@ -43,7 +45,7 @@ from .arms import ArmSpec
 from .output import OutputDir, OutputWriteError
 from .sandbox import CellLimits, SandboxKind, write_runtime_dir
 
-EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,8 @@ class SweepConfig:
     reuse_from: Path | None = None  # --reuse-results: prior_rows came from here
     provider: str = "anthropic"
     script_digest: str | None = None  # --provider scripted: sha256 of the script file
+    executor: ExecutorSpec = field(default_factory=ExecutorSpec)  # threads, or cells as Ray tasks
+    resuming: bool = False  # --resume: out_dir already holds its sweep.lock.json (checked by the runner)
 
 
 def plan_keys(config: SweepConfig) -> tuple[CellKey, ...]:
@@ -137,10 +141,15 @@ def plan_cells(
     )
 
 
-def timed_cell(settings: SweepSettings, cell: PlannedCell, runtime: str) -> CellResult:
-    """Run one cell on the executor; record its whole wall time and what it ran on."""
+def timed_cell(
+    settings: SweepSettings, cell: PlannedCell, runtime: str, *, remote: RayCells | None = None
+) -> CellResult:
+    """Run one cell here or as a Ray task; record its whole wall time and what it ran on."""
     began = time.monotonic()
-    result = run_cell(settings, cell.task, cell.arm, cell.key)
+    if remote is None:
+        result = run_cell(settings, cell.task, cell.arm, cell.key)
+    else:
+        result = remote.run(settings, cell.task, cell.arm, cell.key)
     row = {
         **result.row,
         "cell_wall_s": round(time.monotonic() - began, 3),
@@ -208,6 +217,16 @@ def run_sweep(
         sandbox_kind=config.sandbox_kind,
         limits=config.limits,
     )
+    try:
+        remote = open_executor(config.executor, settings, workers=config.policy.workers)
+    except ExecutorError as exc:
+        remove_tree(work_root)
+        console(f"error: {exc}; nothing was run")
+        return SweepOutcome("aborted", (), str(exc)), EXIT_USAGE
+    if remote is not None:
+        console(f"cells run as Ray tasks on nodes advertising {RAY_RESOURCE}")
+    if not config.resuming:  # after the executor's preflight: a refused sweep leaves no lock behind
+        write_lock(config.out_dir, config_lock(config))
     record = _start_record(config, access, started_at, output)
     rows: list[dict] = list(config.done_rows)
     done = {CellKey(task_id=r["task"], run=r["run"], arm=r["arm"]) for r in rows}
@@ -273,7 +292,7 @@ def run_sweep(
             priority = predicted_walls(keys, config.prior_rows + config.done_rows)
         outcome = run_cells(
             cells,
-            execute=lambda c: timed_cell(settings, c, runtime),
+            execute=lambda c: timed_cell(settings, c, runtime, remote=remote),
             priority=priority,
             persist=persist,
             row_of=lambda r: r.row,
@@ -285,6 +304,8 @@ def run_sweep(
         )
     finally:
         templates.close()  # joins a build still running before its directory goes
+        if remote is not None:
+            remote.close()  # a local Ray instance stops here, its workers with it
         with contextlib.suppress(OSError):
             remove_tree(work_root)  # deep-safe: a cell's leftovers may be any depth
     if outcome.status == "aborted":
@@ -330,6 +351,7 @@ def _start_record(
             files=config.overlay.files,
             roles=sorted(config.overlay.roles),
             toolkit_root=Path(config.toolkit.root),
+            origin=config.overlay.origin,
         )
         for relative, data in config.overlay.files:
             target = output.root / CANDIDATE_OVERLAY_DIR / relative

@@ -56,7 +56,7 @@ def _sh(sandbox, script: str):
 @needs_root
 def test_every_bound_is_enforced_and_a_benign_run_is_no_breach(cell):
     resources, sandbox = cell
-    assert resources.enforced() == {"memory_mib": 128, "pids": 48, "disk_mib": 16}
+    assert resources.enforced() == {"memory_mib": 128, "pids": 48, "disk_mib": 16, "sampled": []}
     result = _sh(sandbox, "head -c 4M /dev/zero > small; python3 -c 'bytearray(16 * 2**20)'; echo ok")
     assert result.ok and result.stdout == b"ok\n", result.describe()
     assert resources.breaches() == []
@@ -128,9 +128,10 @@ def test_a_bound_that_cannot_be_enforced_is_never_claimed(tmp_path, monkeypatch)
     monkeypatch.setattr(_limits, "_is_root", lambda: True)  # root: no RLIMIT_NPROC fallback either
     monkeypatch.setattr(_limits, "_own_cgroup", lambda _controller: None)
     monkeypatch.setattr(_limits, "_can_mount", lambda: False)
+    monkeypatch.setattr(_limits._watchdog, "available", lambda: False)  # no way to find the cell's processes
     resources = CellResources(SMALL, tmp_path / "cell")
     resources.open(clone_source=tmp_path)
-    assert resources.enforced() == {"memory_mib": None, "pids": None, "disk_mib": None}
+    assert resources.enforced() == {"memory_mib": None, "pids": None, "disk_mib": None, "sampled": []}
     assert resources.wrap(["/bin/true"]) == ["/bin/true"]
     assert resources.breaches() == [] and resources.close() is None
     assert not os.path.ismount(tmp_path / "cell")
@@ -148,9 +149,11 @@ def test_without_root_the_process_count_falls_back_to_rlimit_nproc(tmp_path, bwr
     monkeypatch.setattr(_limits, "_own_cgroup", lambda _controller: None)
     monkeypatch.setattr(_limits, "_can_mount", lambda: False)
     monkeypatch.setattr(_limits, "_is_root", lambda: False)
+    monkeypatch.setattr(_limits._watchdog, "available", lambda: False)  # the kernel backstop alone
     resources = CellResources(SMALL, tmp_path / "cell")
     resources.open(clone_source=tmp_path)
-    assert resources.enforced()["pids"] == 48 and resources.prlimit_args() == ("--nproc=48",)
+    assert resources.prlimit_args() == ("--nproc=48",)  # no watchdog: the kernel bound is the limit
+    assert resources.enforced()["pids"] == 48
     workspace = Path(tempfile.mkdtemp(prefix="wfbench-nproc-"))  # reachable by nobody, unlike tmp_path
     try:
         workspace.chmod(0o755)

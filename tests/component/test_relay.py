@@ -35,10 +35,12 @@ REPLY = {
 
 class _Model(BaseHTTPRequestHandler):
     seen: ClassVar[list[tuple[str, str, dict]]] = []
+    delay_s: ClassVar[float] = 0.0
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         _Model.seen.append((self.path, self.headers.get("x-api-key", ""), json.loads(body)))
+        time.sleep(_Model.delay_s)
         data = json.dumps(REPLY).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -52,7 +54,7 @@ class _Model(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def relay(tmp_path):
-    _Model.seen = []
+    _Model.seen, _Model.delay_s = [], 0.0
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Model)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     upstream = f"http://127.0.0.1:{server.server_address[1]}"
@@ -99,6 +101,20 @@ def test_the_sessions_own_request_is_forwarded_with_the_real_key_and_recorded(re
     record = relay.record()
     assert record.refused == 0 and len(record.exchanges) == 1
     assert record.exchanges[0].response.usage["input_tokens"] == 5
+    assert record.exchanges[0].delivered  # the whole reply reached the client
+
+
+def test_a_reply_the_client_left_before_is_not_delivered(relay):
+    """What tells a CLI retry (its reply never arrived whole) from a replay (evidence.py)."""
+    _Model.delay_s = 0.5
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.connect(str(relay.socket_path))
+        client.sendall(_request(GOOD))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not relay.record().exchanges:
+        time.sleep(0.05)
+    (exchange,) = relay.record().exchanges
+    assert not exchange.delivered  # (the relay stops reading the upstream once the client is gone)
 
 
 @pytest.mark.parametrize(

@@ -244,7 +244,9 @@ def test_task_file_declares_the_review_cases(
     for spec in specs.values():
         assert (spec.repo, spec.ref) == (scenario_repo, scenario_ref)  # the same bundle and pinned SHA
         assert bindings[spec.task_id].resolved_sha == spec.ref
-        assert spec.verify == check and spec.oracle.command == check
+        # verify proves its two tests with an outcome report (test_review_check.py); the oracle is the labels
+        assert spec.verify == 'python3 -I -B "$WORKFLOW_BENCH_REVIEW_CHECK"' and spec.verify_min_tests == 2
+        assert spec.oracle.command == check
         assert [f.target for f in spec.oracle.files] == [REVIEW_LABELS_TARGET]
         assert (
             spec.oracle.files[0].source == f"workflow_bench/corpus/review/labels/{spec.task_id}.labels.json"
@@ -427,20 +429,40 @@ def test_script_loads_with_the_provider() -> None:
 
 @pytest.mark.parametrize("arm", ["review", "ce_review"])
 def test_verify_passes_only_once_an_artifact_was_written(
-    arm: str, specs: dict[str, TaskSpec], script: dict[str, Any], tmp_path: Path
+    arm: str, specs: dict[str, TaskSpec], script: dict[str, Any], tmp_path: Path, bwrap_bin: str
 ) -> None:
+    """The task's own verify, judged like a cell judges it: in bwrap, on its outcome report."""
+    import threading
+
+    from workflow_bench.judging.judge import run_verify
+    from workflow_bench.review.contract import REVIEW_OUTPUT_DIR, REVIEW_OUTPUT_PATH
+    from workflow_bench.sandbox import Mount, SandboxKind, create_sandbox
+
     spec = specs["review-report-prefix-defect"]
-    target = tmp_path / "review-output.json"
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "out").mkdir()
+    target = tmp_path / "out" / REVIEW_OUTPUT_PATH.rsplit("/", 1)[1]
+    sandbox = create_sandbox(
+        SandboxKind.BWRAP, workspace=tmp_path / "ws", claude_bin=None, bwrap_bin=bwrap_bin
+    )
 
-    def verify() -> int:
-        env = {"PATH": "/usr/bin:/bin", REVIEW_OUTPUT_ENV_VAR: str(target)}
-        return subprocess.run(["/bin/sh", "-c", spec.verify], env=env, cwd=tmp_path).returncode
+    def verify() -> bool:
+        return run_verify(
+            sandbox,
+            spec.verify,
+            scratch=tmp_path,
+            min_tests=spec.verify_min_tests,
+            timeout_s=60,
+            cancel=threading.Event(),
+            mounts=(Mount(source=tmp_path / "out", target=REVIEW_OUTPUT_DIR),),
+            env_extra={REVIEW_OUTPUT_ENV_VAR: REVIEW_OUTPUT_PATH},
+        ).passed
 
-    assert verify() != 0  # never written
+    assert not verify()  # never written
     target.write_bytes(b"")
-    assert verify() != 0  # empty
+    assert not verify()  # empty
     target.write_bytes(scripted_artifact(script, spec.task_id, arm))
-    assert verify() == 0
+    assert verify()
 
 
 def test_the_review_skill_names_the_contract_verdicts() -> None:

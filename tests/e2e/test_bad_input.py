@@ -132,8 +132,16 @@ def test_every_defect_is_reported_at_once(tmp_path, capsys):
         ["--runs", "0"],
         ["--arms", "baseline", "baseline"],
         ["--base-url", "http://127.0.0.1:1"],
+        ["--candidate-origin", "model-proposer"],
     ],
-    ids=["unknown-arm", "too-many-workers", "zero-runs", "duplicate-arm", "scripted-with-base-url"],
+    ids=[
+        "unknown-arm",
+        "too-many-workers",
+        "zero-runs",
+        "duplicate-arm",
+        "scripted-with-base-url",
+        "origin-without-overlay",
+    ],
 )
 def test_bad_arguments_exit_2(argv, tmp_path, capsys):
     path = _write_corpus(tmp_path, [_task()])

@@ -154,3 +154,10 @@ def test_no_credential_or_oracle_bytes_in_output(demo):
     for oracle in (DEMO_TASKS.parent / "workflow_bench/corpus/oracles").glob("*.oracle_test.py"):
         assert oracle.read_text().startswith('"""Hidden oracle for task')
     assert b"Hidden oracle for task" not in data
+
+
+def test_the_demo_on_a_two_node_ray_cluster_gets_the_thread_pool_outcomes(demo, tmp_path, ray_bin):
+    """--executor ray (head + worker node via `ray start` on loopback): same outcome per cell."""
+    from .ray_demo import check_demo_on_a_two_node_cluster
+
+    check_demo_on_a_two_node_cluster(demo[2], tmp_path)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from workflow_bench import runner
+from workflow_bench.cells.paths import collect_stale_work_roots
 
 from .conftest import REPO_ROOT
 
@@ -45,7 +46,8 @@ def test_resume_after_kill_9_completes_with_one_row_per_cell(
     # A SIGKILLed runner cannot remove its cell dir: give it a private TMPDIR we remove ourselves
     # (short: the relay's Unix socket path lives under it and AF_UNIX paths are limited to 108 bytes).
     private_tmp = Path(tempfile.mkdtemp(prefix="wfr-"))
-    request.addfinalizer(lambda: shutil.rmtree(private_tmp, ignore_errors=True))
+    # The killed runner's cell volume is still mounted there: unmount it (frees its loop device) first.
+    request.addfinalizer(lambda: (collect_stale_work_roots(private_tmp), shutil.rmtree(private_tmp, True)))
     helper = subprocess.Popen(
         [sys.executable, str(HELPER), str(log), "--", sys.executable, "-m", "workflow_bench.runner", *args,
          "--out", str(out)],

@@ -62,7 +62,8 @@ def _relay_response(payload: bytes) -> str | None:
     client, sink = socket.socketpair()
     threading.Thread(target=lambda: (far.sendall(payload), far.close()), daemon=True).start()
     try:
-        kept, overflow = _pipe(upstream, client)
+        kept, overflow, delivered = _pipe(upstream, client)
+        assert delivered  # the client end stays open: every byte reached it
         return _endpoint_fault(kept, parse_response(kept), overflow)
     finally:
         for s in (upstream, client, sink):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -28,9 +29,9 @@ def _reply(msg_id: str, content: list, n: int) -> bytes:
     return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + body
 
 
-def _exchange(index, messages, reply, *, agent_id=None) -> Exchange:
+def _exchange(index, messages, reply, *, agent_id=None, delivered=False) -> Exchange:
     request = parse_request(json.dumps({"model": "m", "messages": messages}).encode())
-    return Exchange(index, agent_id, request, parse_response(reply), False)
+    return Exchange(index, agent_id, request, parse_response(reply), False, delivered)
 
 
 SKILL_CALL = [
@@ -81,6 +82,38 @@ def test_a_request_that_continues_nothing_is_tampering():
     # Negative control: the same request as the session's first one is the session itself.
     alone = _exchange(0, [{"role": "user", "content": "call Skill(work)"}], _reply("m3", SKILL_CALL, 5))
     assert analyse(_record([alone])).tampering == ()
+
+
+def _delivered(exchanges):
+    return [
+        Exchange(e.index, e.agent_id, e.request, e.response, e.response_overflow, True) for e in exchanges
+    ]
+
+
+def test_a_replay_of_an_answered_request_is_tampering_and_a_retry_is_not():
+    first, second = _delivered(_honest())
+    assert analyse(_record([first, second])).tampering == ()  # every reply delivered: honest
+    # A tool process re-sends the CLI's first request (byte-identical) after its reply reached the CLI.
+    replay = Exchange(2, None, first.request, parse_response(_reply("m3", SKILL_CALL, 10)), False, True)
+    wire = analyse(_record([first, second, replay]))
+    assert any("request 2 repeats request 0" in p and "replay" in p for p in wire.tampering), wire.tampering
+    between = Exchange(1, None, first.request, parse_response(_reply("m3", SKILL_CALL, 10)), False, True)
+    moved = Exchange(2, None, second.request, second.response, False, True)
+    assert analyse(_record([first, between, moved])).tampering  # mid-session, too
+    # Negative controls: the CLI's retries. The reply never reached it whole (it gave up on the
+    # stream), or the endpoint failed (a 529): repeating that request is not a replay.
+    earlier_call = [{"type": "tool_use", "id": "t0", "name": "Skill", "input": {"skill": "work"}}]
+    cut = Exchange(0, None, first.request, parse_response(_reply("m0", earlier_call, 10)), False, False)
+    retried = Exchange(1, None, first.request, first.response, False, True)
+    assert analyse(_record([cut, retried, moved])).tampering == ()
+    busy = parse_response(b"HTTP/1.1 529 Overloaded\r\nContent-Type: application/json\r\n\r\n{}")
+    failed = Exchange(0, None, first.request, busy, False, True)
+    assert (
+        analyse(
+            _record([failed, Exchange(1, None, first.request, first.response, False, True), moved])
+        ).tampering
+        == ()
+    )
 
 
 def test_a_result_for_a_call_the_model_never_made_is_tampering():
@@ -222,3 +255,52 @@ def test_a_session_with_nothing_served_matches_a_zero_result_only():
     zero = [{"type": "result", "is_error": True, "usage": _usage(0) | {"output_tokens": 0}}]
     assert cross_check(wire, zero) == []
     assert cross_check(wire, [{"type": "result", "is_error": True, "usage": _usage(5)}])
+
+
+# ── compaction: three real request bodies of CLI 2.1.332 (tests/unit/data) ──
+
+COMPACTION = json.loads((Path(__file__).parent / "data" / "compaction-requests.json").read_text())
+SUMMARY = "SUMMARY: ran echo one; nothing else to do."  # what the continued conversation quotes
+
+
+def _call_reply(msg_id: str) -> bytes:
+    (assistant,) = [m for m in COMPACTION["compaction"] if m["role"] == "assistant"]
+    return _reply(msg_id, assistant["content"], 196)
+
+
+def _compaction_session(*, summary=SUMMARY, continued=None, delivered=True) -> list[Exchange]:
+    text = [{"type": "text", "text": summary}]
+    return [
+        _exchange(0, COMPACTION["opening"], _call_reply("m1"), delivered=True),
+        _exchange(1, COMPACTION["compaction"], _reply("m2", text, 50), delivered=delivered),
+        _exchange(
+            2, continued or COMPACTION["continued"], _reply("m3", [{"type": "text", "text": "done"}], 7)
+        ),
+    ]
+
+
+def test_a_compacted_conversation_continues_its_thread_and_the_summary_is_not_reported():
+    wire = analyse(_record(_compaction_session()))
+    assert wire.tampering == ()
+    assert [line["thread"] for line in wire.summary] == [0, 0, 0]
+    assert [line["accepted"] for line in wire.summary] == [True, False, True]
+    assert wire.usage_main["input_tokens"] == 196 + 7 and wire.usage["input_tokens"] == 196 + 50 + 7
+    # A real model wraps it: <analysis>…</analysis><summary>…</summary>; the CLI quotes the summary.
+    tagged = f"<analysis>what happened</analysis>\n<summary>\n{SUMMARY}\n</summary>"
+    assert analyse(_record(_compaction_session(summary=tagged))).tampering == ()
+
+
+def test_a_new_conversation_that_quotes_no_summary_is_still_tampering():
+    other = json.loads(json.dumps(COMPACTION["continued"]).replace("ran echo one", "ran echo two"))
+    assert any(
+        "starts a conversation" in p for p in analyse(_record(_compaction_session(continued=other))).tampering
+    )
+    # the summary never reached the CLI whole: nothing may quote it
+    assert analyse(_record(_compaction_session(delivered=False))).tampering
+    # each summary anchors one continuation: a second conversation quoting it is someone else's
+    exchanges = _compaction_session()
+    second = [COMPACTION["continued"][0], {"role": "user", "content": "another conversation"}]
+    again = _exchange(3, second, _reply("m4", [{"type": "text", "text": "ok"}], 1), delivered=True)
+    assert any(
+        "request 3 starts a conversation" in p for p in analyse(_record([*exchanges, again])).tampering
+    )

@@ -38,6 +38,7 @@ LAYERS = {
     "reports": 6, "report": 6,
     "sweep": 7, "canary": 7,
     "runner": 8, "runner_args": 8, "promotion": 8, "tasks.__main__": 8,
+    "evolve": 9,
 }  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from workflow_bench.reports.promotion.cli import main as promotion_main
 from workflow_bench.reports.promotion.policy import PromotionPolicy
 from workflow_bench.reports.promotion.verify import VerifyError, verify_promotion
 
-from .sweep_fixtures import FINISHED, record, runs, write_sweep
+from .sweep_fixtures import FINISHED, make_toolkit, overlay_for, record, runs, write_sweep
 
 pytestmark = pytest.mark.unit
 NOW = datetime.fromisoformat(FINISHED) + timedelta(days=1)
@@ -131,3 +131,22 @@ def test_run_status_cannot_be_upgraded(tmp_path: Path) -> None:
     assert doc["decisions"][0]["decision"] == "insufficient_evidence"
     edit_json(out / "promotion.json", lambda d: d.update(run_status="complete"))
     fails(out, "decision")
+
+
+@pytest.mark.parametrize("origin", ["manual-initial-overlay", "model-proposer"])
+def test_candidate_origin_comes_from_the_overlay_record_and_cannot_be_edited(tmp_path: Path, origin) -> None:
+    overlay = {**overlay_for(make_toolkit(tmp_path / "toolkit")), "origin": origin}
+    rows = runs(3, "t1", "workflow") + runs(3, "t1", "candidate_workflow", cost_usd=0.9)
+    out = write_sweep(tmp_path / "out", record(overlay=overlay), rows)
+    assert verify_promotion(out, now=NOW)["candidate_origin"] == origin
+    other = "model-proposer" if origin == "manual-initial-overlay" else "manual-initial-overlay"
+    edit_json(out / "promotion.json", lambda d: d.update(candidate_origin=other))
+    fails(out, "candidate_origin differs from the overlay origin sweep.json recorded")
+
+
+def test_an_overlay_digest_other_than_sweep_json_fails(tmp_path: Path) -> None:
+    overlay = overlay_for(make_toolkit(tmp_path / "toolkit"))
+    rows = runs(3, "t1", "workflow") + runs(3, "t1", "candidate_workflow", cost_usd=0.9)
+    out = write_sweep(tmp_path / "out", record(overlay=overlay), rows)
+    edit_json(out / "promotion.json", lambda d: d["candidate_overlay"].update(digest="sha256:" + "0" * 64))
+    fails(out, "candidate_overlay differs from the overlay sweep.json recorded")

@@ -280,3 +280,35 @@ def test_unknown_usage_is_zero_on_the_wire_and_cache_fields_are_omitted() -> Non
 def test_turn_rejects_empty_text() -> None:
     with pytest.raises(ScriptError, match="text"):
         Turn(text="")
+
+
+def test_scale_usage_scales_every_declared_count_and_keeps_unknown_unknown() -> None:
+    data = {
+        "schema_version": 1,
+        "model": "m",
+        "cells": [
+            {
+                "match": {"arm": "candidate_workflow"},
+                "scale_usage": 0.8,
+                "sessions": [{"turns": [{"text": "t", "usage": {"input_tokens": 1000, "output_tokens": 7}}]}],
+            }
+        ],
+    }
+    usage = parse_script(data, source="s.yaml").cells[0].sessions[0].turns[0].usage
+    assert usage == Usage(input_tokens=800, output_tokens=5)  # cache fields stay None (unknown)
+    for bad in (0, -1, 11, "0.8", True, float("nan")):
+        data["cells"][0]["scale_usage"] = bad
+        with pytest.raises(ScriptError, match=r"cells\[0\].*scale_usage"):
+            parse_script(data, source="s.yaml")
+
+
+def test_demo_candidate_workflow_declares_fewer_tokens_than_workflow() -> None:
+    # The evolve demo promotes on this (README "Evolve"); the tool calls must stay identical.
+    script = load_script(Path(__file__).parents[2] / "workflow_bench/corpus/scripts/demo.yaml")
+    for task in ("trivial-amount-grouping", "bug-negative-amounts", "feature-report-filter"):
+        inc = script.cell_for(task=task, arm="workflow")
+        cand = script.cell_for(task=task, arm="candidate_workflow")
+        assert inc is not cand and len(inc.sessions) == len(cand.sessions)
+        for a, b in zip(inc.sessions, cand.sessions, strict=True):
+            assert [t.tool_calls for t in a.turns] == [t.tool_calls for t in b.turns]
+            assert sum(t.usage.output_tokens for t in b.turns) < sum(t.usage.output_tokens for t in a.turns)

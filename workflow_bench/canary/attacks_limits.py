@@ -18,10 +18,12 @@ echoed in the transcript never judges itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from typing import Any
 from workflow_bench.arms import resolve_arm
 from workflow_bench.cells.context import SweepSettings, prepare_task_context
 from workflow_bench.cells.run import run_cell
-from workflow_bench.providers.access import CellKey
+from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider
 from workflow_bench.redaction import REDACTED
 from workflow_bench.sandbox import HOME_SIZE_BYTES, TMP_SIZE_BYTES, CellLimits, write_runtime_dir
@@ -279,6 +281,10 @@ LIMIT_CELLS: tuple[LimitCell, ...] = (TEXT_AND_TMPFS, MEMORY, PIDS, DISK)
 LIMIT_ATTACKS: tuple[LimitAttack, ...] = tuple(a for c in LIMIT_CELLS for a in c.attacks)
 
 
+def _direct_route(provider: ScriptedProvider, _work_root: Path) -> AbstractContextManager[ModelAccess]:
+    return contextlib.nullcontext(scripted_canary_access(provider))
+
+
 def run_limit_cells(
     *,
     claude_bin: Path,
@@ -286,8 +292,13 @@ def run_limit_cells(
     bwrap_bin: str,
     progress=print,
     cells: Sequence[LimitCell] = LIMIT_CELLS,
+    route: Callable[[ScriptedProvider, Path], AbstractContextManager[ModelAccess]] | None = None,
 ) -> list[Verdict]:
-    """One attacker cell per ``LimitCell``; one verdict per attack, in table order."""
+    """One attacker cell per ``LimitCell``; one verdict per attack, in table order.
+
+    ``route``: the model route of each cell, given its provider and the work root (default: the
+    provider itself; ``attacks_replay`` puts a capturing forwarder in between).
+    """
     binding = bind_tasks(load_task_file(CANARY_TASKS))[0]
     toolkit = Toolkit(
         root=str(CORPUS / "toolkit"), roles={"plan": "plan", "work": "work", "review": "review"}
@@ -305,8 +316,10 @@ def run_limit_cells(
                     _console.append(line)
                     progress(line)
 
-                with ScriptedProvider(attacker_script(cell.attacks, plant)) as provider:
-                    access = scripted_canary_access(provider)
+                with (
+                    ScriptedProvider(attacker_script(cell.attacks, plant)) as provider,
+                    (route or _direct_route)(provider, work_root) as access,
+                ):
                     settings = SweepSettings(
                         model=CANARY_MODEL,
                         effort=None,

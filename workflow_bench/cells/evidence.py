@@ -1,5 +1,6 @@
-"""Evidence of record for one session: derived from the relay's wire record, then the CLI's stream
-checked against it (DESIGN §4 "Evidence has a trust level").
+"""Evidence of record for one session: the relay's wire record, the CLI's stream checked against it.
+Over 400 lines on purpose: the thread rules (retry, replay, subagent, compaction) read one record together.
+(DESIGN §4 "Evidence has a trust level".)
 
 The agent controls its tools' processes and could append events to the CLI's stdout; it cannot
 touch the relay, which runs on the host. So usage, tool counts and skill evidence come from the
@@ -7,18 +8,26 @@ wire, and the stream is a second view: any disagreement makes the session ``evid
 
 Conversation threads. Every request must continue one the session already had: its messages
 start with an earlier request's messages plus that request's reply (or repeat an earlier request
-exactly: a retry). A request that continues nothing may only open the session (the first request)
+exactly: a retry, allowed only while no earlier copy got its reply delivered whole — the CLI
+retries a failed request, never an answered one, so repeating an answered one is a replay). A
+request that continues nothing may only open the session (the first request)
 or a subagent (a new ``x-claude-code-agent-id`` while an Agent or Skill call the model made is
 still unanswered; for Agent, the subagent's first message must carry that call's prompt).
 Anything else is a conversation the model never had — e.g. a tool process talking to the relay.
 
-Known limit: automatic compaction (not reached in any measured session) rewrites the
-conversation and would read as tampering.
+Compaction (measured on CLI 2.1.332 with its auto-compact threshold lowered): the CLI sends the
+conversation plus a "summarize" message, gets a text-only reply nobody continues, then opens a
+new conversation whose first message quotes that summary. That new conversation is the old one
+continued: it joins the thread of the compaction request when its first message carries the
+text (or the ``<summary>`` part) of such a reply — completed, delivered whole, text only, under
+the same agent, to a request that itself continued the thread, not continued since — each reply
+once. The compaction exchange is spend (``usage_wire``), never part of what the CLI reports.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -32,6 +41,8 @@ from .sessions import SessionOutcome
 from .skill_evidence import TOOL_NAME_CHARS, skill_evidence
 
 _SUBAGENT_TOOLS = frozenset({"agent", "task", "skill"})
+_SUMMARY_BLOCK = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
+MIN_SUMMARY_CHARS = 16  # a shorter quote proves nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +92,7 @@ def analyse(record: WireRecord) -> WireEvidence:
     exchanges = record.exchanges
     thread_of: dict[int, int] = {}
     by_messages: dict[tuple[str, ...], int] = {}
+    answered: dict[tuple[str, ...], int] = {}  # messages -> a request whose reply reached the CLI whole
     by_continuation: dict[tuple[str, ...], int] = {}
     consumed: set[int] = set()
     tool_uses: dict[str, ToolUse] = {}
@@ -88,8 +100,15 @@ def analyse(record: WireRecord) -> WireEvidence:
     anchors_used: set[str] = set()
     agents_seen: set[str] = set()
     thread_agent: dict[int, str | None] = {}
+    summaries: dict[int, tuple[str, ...]] = {}  # candidate compaction replies: index -> quotable texts
+    compacted: set[int] = set()
     for exchange in exchanges:
         i, request = exchange.index, exchange.request
+        if request.messages in answered:
+            tampering.append(
+                f"request {i} repeats request {answered[request.messages]}, whose reply was delivered "
+                "whole (a replay: the CLI retries only a failed request)"
+            )
         parent = by_messages.get(request.messages)
         if parent is None:
             for k in range(len(request.messages) - 1, 0, -1):
@@ -97,10 +116,19 @@ def analyse(record: WireRecord) -> WireEvidence:
                 if parent is not None:
                     consumed.add(parent)
                     break
+        anchor = (
+            None
+            if parent is not None
+            else _compaction_anchor(exchange, summaries, consumed, thread_agent, thread_of)
+        )
         if parent is not None:
             thread_of[i] = thread_of[parent]
             if exchange.agent_id != thread_agent[thread_of[i]]:
                 tampering.append(f"request {i} continues a conversation under another agent id")
+        elif anchor is not None:
+            thread_of[i] = thread_of[anchor]  # the compacted conversation, continued
+            compacted.add(anchor)
+            del summaries[anchor]
         else:
             thread_of[i] = i
             thread_agent[i] = exchange.agent_id
@@ -129,12 +157,35 @@ def analyse(record: WireRecord) -> WireEvidence:
         if response.status == 200 and response.parse_error:
             unverifiable.append(f"response {i}: {response.parse_error}")
         if response.reply_digest is not None and response.completed:
+            if exchange.delivered and request.messages:
+                answered.setdefault(request.messages, i)
+                if parent is not None and not response.tool_uses and (quotes := _quotable(response.text)):
+                    summaries[i] = quotes
             by_continuation.setdefault((*request.messages, response.reply_digest), i)
             for use in response.tool_uses:
                 if use.id in tool_uses:
                     tampering.append(f"response {i} repeats tool call id {printable(use.id, 64)}")
                 tool_uses.setdefault(use.id, use)
-    return _evidence(record, thread_of, consumed, tool_uses, tool_results, tampering, unverifiable)
+    return _evidence(
+        record, thread_of, consumed - compacted, tool_uses, tool_results, tampering, unverifiable, compacted
+    )
+
+
+def _quotable(text: str) -> tuple[str, ...]:
+    """What of a reply a post-compaction first message quotes: the whole text, or its summary."""
+    found = [text.strip(), *(m.strip() for m in _SUMMARY_BLOCK.findall(text))]
+    return tuple(t for t in dict.fromkeys(found) if len(t) >= MIN_SUMMARY_CHARS)
+
+
+def _compaction_anchor(exchange, summaries, consumed, thread_agent, thread_of) -> int | None:
+    """The compaction reply this new conversation continues from, if any (see the module doc)."""
+    opening = "\n".join(exchange.request.first_user_texts)
+    for index, quotes in summaries.items():
+        if index in consumed or thread_agent[thread_of[index]] != exchange.agent_id:
+            continue
+        if any(quote in opening for quote in quotes):
+            return index
+    return None
 
 
 def _new_thread_problem(
@@ -161,7 +212,9 @@ def _new_thread_problem(
     return f"request {exchange.index} starts a conversation the session never had"
 
 
-def _evidence(record, thread_of, consumed, tool_uses, tool_results, tampering, unverifiable):
+def _evidence(
+    record, thread_of, consumed, tool_uses, tool_results, tampering, unverifiable, compacted=frozenset()
+):
     exchanges = record.exchanges
     main = thread_of[exchanges[0].index] if exchanges else None
     last_in_thread: dict[int, int] = {}
@@ -170,7 +223,7 @@ def _evidence(record, thread_of, consumed, tool_uses, tool_results, tampering, u
             last_in_thread[thread_of[exchange.index]] = exchange.index
     # Accepted: a reply the CLI continued from, or the last one of its conversation. A reply
     # that was retried away is spend (usage_wire) but not part of what the CLI reports.
-    accepted = set(consumed) | set(last_in_thread.values())
+    accepted = (set(consumed) | set(last_in_thread.values())) - set(compacted)
     seen_ids: set[str] = set()
     spend, main_usage, summary = [], [], []
     counts: dict[str, int] = {}

@@ -11,7 +11,9 @@ the socket past the limit and every such cell became an ``infra-error``. Now onl
 varies, so one check before any clone proves every cell fits.
 
 Why the pid in the name: a runner killed by SIGKILL cannot remove its work root; the next run
-(or ``./dev clean``) removes roots whose owner pid no longer exists. A live pid is never
+(or ``./dev clean``) removes roots whose owner pid no longer exists: first unmounting the cell
+volumes still mounted under them (and so their loop devices), and removing the cell cgroups
+that carry the dead pid in their name, then the tree. A live pid is never
 touched, so parallel runners on one machine are safe. Pid reuse can only make us keep a stale
 root longer, never remove a live one.
 
@@ -26,6 +28,8 @@ import re
 import secrets
 import tempfile
 from pathlib import Path
+
+from workflow_bench.sandbox import collect_stale_cgroups, release_stale_mounts
 
 from .workspace import remove_tree
 
@@ -129,9 +133,17 @@ def stale_work_roots(tmpdir: str | Path | None = None) -> list[Path]:
 
 
 def collect_stale_work_roots(tmpdir: str | Path | None = None) -> tuple[list[Path], list[str]]:
-    """Remove every stale work root; (removed paths, one message per root that could not be removed)."""
-    removed, failed = [], []
+    """Remove every stale work root; (removed paths, one message per root that could not be removed).
+
+    Also removes the cell cgroups of dead runners. A root whose volumes will not unmount is
+    left whole (deleting through a mount would not free it) and reported.
+    """
+    removed, failed = [], list(collect_stale_cgroups(_pid_alive))
     for path in stale_work_roots(tmpdir):
+        unmount_failure = release_stale_mounts(path)
+        if unmount_failure is not None:
+            failed.append(f"{path}: {unmount_failure}")
+            continue
         try:
             remove_tree(path)
         except OSError as exc:

@@ -38,8 +38,9 @@ from workflow_bench.process import ProcessError
 from workflow_bench.sandbox import BwrapSandbox, Mount, RunPolicy, Sandbox, tool_environment
 
 KIT = Path(__file__).resolve().parent / "kit"
-KIT_FILES = ("judge_runner.py", "unittest_shim.py")
+KIT_FILES = ("judge_runner.py", "unittest_shim.py", "review_check.py")
 UNITTEST_ENV_VAR = "WORKFLOW_BENCH_UNITTEST"
+REVIEW_CHECK_ENV_VAR = "WORKFLOW_BENCH_REVIEW_CHECK"  # the review tasks' authored verify
 REPORT_NAME = "outcome.json"
 MAX_REPORT_BYTES = 64 * 1024
 OUTPUT_TAIL_CHARS = 4000
@@ -92,7 +93,11 @@ def run_with_report(
             # kill(-1) is safe only inside a PID namespace of its own (never under --unsafe-no-bwrap).
             "reap": isinstance(sandbox, BwrapSandbox),
         }
-        env = {**(env_extra or {}), UNITTEST_ENV_VAR: f"{kit_target}/unittest_shim.py"}
+        env = {
+            **(env_extra or {}),
+            UNITTEST_ENV_VAR: f"{kit_target}/unittest_shim.py",
+            REVIEW_CHECK_ENV_VAR: f"{kit_target}/review_check.py",
+        }
         result = sandbox.run(
             ["python3", "-I", "-B", f"{kit_target}/judge_runner.py"],
             policy=RunPolicy(

@@ -130,6 +130,8 @@ class Exchange:
     request: RequestFacts
     response: ResponseFacts
     response_overflow: bool
+    delivered: bool = False
+    """Every byte the upstream sent reached the client (False: unknown or cut on the client side)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,8 +281,8 @@ class ModelRelay:
                             _reply_error(client, 502, f"upstream closed: {type(exc).__name__}")
                             self._store(index, agent_id, facts, b"HTTP/1.1 502 relay\r\n\r\n", False)
                             return
-                        kept, overflow = _pipe(upstream, client)
-                    fault = self._store(index, agent_id, facts, kept, overflow)
+                        kept, overflow, delivered = _pipe(upstream, client)
+                    fault = self._store(index, agent_id, facts, kept, overflow, delivered=delivered)
                 finally:
                     self.endpoint.finish(request, fault)
                     with self._live_lock:
@@ -290,10 +292,10 @@ class ModelRelay:
         finally:
             self._slots.release()
 
-    def _store(self, index, agent_id, facts, raw: bytes, overflow: bool) -> str | None:
+    def _store(self, index, agent_id, facts, raw: bytes, overflow: bool, *, delivered=False) -> str | None:
         """Record the exchange; return the endpoint's fault in it (None when it answered well)."""
         response = parse_response(raw)
-        exchange = Exchange(index, agent_id, facts, response, overflow)
+        exchange = Exchange(index, agent_id, facts, response, overflow, delivered)
         with self._lock:
             if len(self._exchanges) >= MAX_EXCHANGES:
                 self._overflow = True
@@ -394,18 +396,27 @@ def _read_body(client: socket.socket, already: bytes, length: int) -> bytearray:
     return body
 
 
-def _pipe(upstream: socket.socket, client: socket.socket) -> tuple[bytes, bool]:
+def _pipe(upstream: socket.socket, client: socket.socket) -> tuple[bytes, bool, bool]:
+    """Copy the answer to the client: (bytes kept for the record, overflow, delivered whole)."""
     kept: list[bytes] = []
     size, overflow = 0, False
-    with contextlib.suppress(OSError):
-        while chunk := upstream.recv(65536):
-            if size + len(chunk) <= MAX_RECORDED_RESPONSE_BYTES:
-                kept.append(chunk)
-                size += len(chunk)
-            else:
-                overflow = True
+    while True:
+        try:
+            chunk = upstream.recv(65536)
+        except OSError:
+            break  # the upstream's fault: the record shows a cut answer
+        if not chunk:
+            break
+        if size + len(chunk) <= MAX_RECORDED_RESPONSE_BYTES:
+            kept.append(chunk)
+            size += len(chunk)
+        else:
+            overflow = True
+        try:
             client.sendall(chunk)
-    return b"".join(kept), overflow
+        except OSError:
+            return b"".join(kept), overflow, False  # the client left: it may retry this request
+    return b"".join(kept), overflow, True
 
 
 _REASONS = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 411: "Length Required"}

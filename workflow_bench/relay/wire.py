@@ -29,6 +29,7 @@ from workflow_bench.usage import USAGE_FIELDS, unknown_usage
 
 _DROPPED_BLOCK_KEYS = frozenset({"cache_control"})
 MID_FRAME = "the stream ended mid-frame"
+MAX_REPLY_TEXT = 64 * 1024  # a compaction summary is a few KiB; the record stays bounded
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _IGNORED_BLOCK_TYPES = frozenset({"thinking", "redacted_thinking"})
 
@@ -73,6 +74,8 @@ class ResponseFacts:
     reply_digest: str | None
     """Digest of the assistant message the CLI must send back to continue this conversation."""
     parse_error: str | None = None
+    text: str = ""
+    """The reply's text blocks, joined, at most ``MAX_REPLY_TEXT`` characters (a compaction summary)."""
 
 
 def _canonical(value: Any) -> str:
@@ -219,7 +222,14 @@ def parse_response(raw: bytes) -> ResponseFacts:
         facts = parse_json_message(body)
     if problem:
         return ResponseFacts(
-            status, facts.message_id, facts.usage, facts.tool_uses, False, facts.reply_digest, problem
+            status,
+            facts.message_id,
+            facts.usage,
+            facts.tool_uses,
+            False,
+            facts.reply_digest,
+            problem,
+            facts.text,
         )
     return ResponseFacts(
         status,
@@ -229,6 +239,7 @@ def parse_response(raw: bytes) -> ResponseFacts:
         facts.completed,
         facts.reply_digest,
         facts.parse_error,
+        facts.text,
     )
 
 
@@ -250,6 +261,11 @@ def _finish(
     error: str | None = None,
 ) -> ResponseFacts:
     uses = []
+    texts = [
+        b["text"]
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
     for block in blocks:
         if isinstance(block, dict) and block.get("type") == "tool_use":
             tool_id, name, inputs = block.get("id"), block.get("name"), block.get("input")
@@ -263,6 +279,7 @@ def _finish(
         completed,
         message_digest("assistant", list(blocks)),
         error,
+        "".join(texts)[:MAX_REPLY_TEXT],
     )
 
 

@@ -115,7 +115,12 @@ def read_sweep_record(out_dir: Path) -> SweepRecord:
 
 
 def overlay_record(
-    *, digest: str, files: Sequence[tuple[str, bytes]], roles: Sequence[str], toolkit_root: Path
+    *,
+    digest: str,
+    files: Sequence[tuple[str, bytes]],
+    roles: Sequence[str],
+    toolkit_root: Path,
+    origin: str = "manual-initial-overlay",
 ) -> dict[str, Any]:
     """The overlay's identity plus each destination's sha256 in the toolkit at sweep start.
 
@@ -133,4 +138,5 @@ def overlay_record(
             {"path": p, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)} for p, data in files
         ],
         "target_base_digests": {p: digest_of(toolkit_root / p) for p, _ in files},
+        "origin": origin,  # who wrote the overlay (--candidate-origin)
     }

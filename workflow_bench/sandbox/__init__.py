@@ -48,6 +48,8 @@ from ._limits import (
     MIN_PIDS,
     CellLimits,
     CellResources,
+    collect_stale_cgroups,
+    release_stale_mounts,
 )
 
 __all__ = [
@@ -76,8 +78,10 @@ __all__ = [
     "SandboxKind",
     "check_unsafe_host_request",
     "claude_environment",
+    "collect_stale_cgroups",
     "create_sandbox",
     "preflight",
+    "release_stale_mounts",
     "tool_environment",
     "unsafe_host_warning",
     "write_runtime_dir",

@@ -16,12 +16,13 @@ after its last process:
   limit the kernel OOM-kills inside the cell only; a fork over ``pids`` fails
   with EAGAIN.
 
-Both need root (mount, cgroup directories owned by root). Without it, a
-bound that cannot be enforced is reported as ``None`` in ``enforced()`` and
-the row's ``resource_limits`` says so: never claimed, never silently zero.
-The one fallback: without the pids cgroup and not root, RLIMIT_NPROC inside
-bwrap bounds each sandboxed process tree (``prlimit_args``); a fork refused
-by it is not counted, so it never turns the cell into ``resource-limit``.
+Both need root (mount, cgroup directories owned by root). A bound the kernel cannot enforce
+here is enforced from the host instead by the cell's watchdog (``_watchdog.py``: sampled
+memory, tasks and allocated disk; over a bound it kills the cell's processes), and the row's
+``resource_limits["sampled"]`` names every bound enforced that way: never a silent claim.
+Without the pids cgroup and not root, RLIMIT_NPROC inside bwrap (``prlimit_args``) is the
+kernel backstop for tasks, at twice the limit so the watchdog sees a tree cross the limit
+before the kernel refuses a fork it could not count.
 cgroup v2 is not used: on the machines we run on its hierarchy carries no
 controllers (they are all bound to v1).
 
@@ -35,12 +36,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_bench.process import ProcessError, run_checked
+
+from . import _watchdog
+from ._watchdog import Budget, CellWatchdog
 
 MIB = 1024 * 1024
 DEFAULT_MEMORY_MIB = 4096
@@ -52,6 +57,7 @@ MIN_MEMORY_MIB, MIN_PIDS, MIN_DISK_MIB = 512, 64, 16
 _FULL_MARGIN_BYTES = MIB
 _EXT4_OVERHEAD = 0.05  # metadata of a journal-less ext4, with slack
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
+_CGROUP_NAME = re.compile(r"wfbench-([1-9][0-9]{0,6})-[0-9a-f]{8}")  # see CellResources.open
 # No journal (the volume dies with the cell), lazy init (20 ms for any size), an inode per 8 KiB.
 _MKFS = (
     "mkfs.ext4",
@@ -176,6 +182,7 @@ class CellResources:
         self._mounted = False
         self._memory: _Cgroup | None = None
         self._pids: _Cgroup | None = None
+        self._watchdog: CellWatchdog | None = None
 
     def open(self, *, clone_source: Path) -> None:
         """Create the cell directory's volume (mounted on ``cell_dir``) and the cgroups."""
@@ -186,6 +193,25 @@ class CellResources:
         memory = str(self.limits.memory_mib * MIB)
         self._memory = _Cgroup.create("memory", name, {"memory.limit_in_bytes": memory})
         self._pids = _Cgroup.create("pids", name, {"pids.max": str(self.limits.pids)})
+        self._start_watchdog(_tree_bytes(clone_source))
+
+    def _start_watchdog(self, clone_bytes: int) -> None:
+        """Sample from the host every bound the kernel does not enforce for this invoker."""
+        limits = self.limits
+        budget = Budget(
+            memory_bytes=None if self._memory is not None else limits.memory_mib * MIB,
+            tasks=None if self._pids is not None else limits.pids,
+            disk_bytes=None if self._mounted else clone_bytes + limits.disk_mib * MIB,
+        )
+        if budget == Budget() or not _watchdog.available():
+            return  # nothing to sample, or no way to find the cell's processes: recorded as None
+        describe = {
+            "memory": f"memory limit {limits.memory_mib} MiB",
+            "pids": f"process limit {limits.pids}",
+            "disk": f"disk limit {limits.disk_mib} MiB over the clone",
+        }
+        self._watchdog = CellWatchdog(budget, self.cell_dir, describe=describe)
+        self._watchdog.start()
 
     def _mount(self, clone_bytes: int) -> None:
         wanted = clone_bytes + self.limits.disk_mib * MIB
@@ -217,24 +243,40 @@ class CellResources:
         RLIMIT_NPROC inside bwrap's user namespace counts only that sandbox's processes, and
         holds for a non-root invoker (measured: ``refused after 28`` of 30, two sandboxes at
         once each got their own 28). For root it is ignored (the sandbox uid maps to uid 0,
-        which the kernel exempts), so it is never the bound there: the pids cgroup is.
+        which the kernel exempts), so it is never the bound there: the pids cgroup is. With the
+        watchdog counting tasks it is set at twice the limit: the watchdog ends a tree that
+        crosses the limit (and counts it), the kernel only stops one that outruns a sampling
+        interval. Without the watchdog it is the limit itself (a refusal is then not counted).
         """
         if self._pids is None and not _is_root():
-            return (f"--nproc={self.limits.pids}",)
+            factor = 2 if self._watchdog is not None and self._watchdog.budget.tasks else 1
+            return (f"--nproc={factor * self.limits.pids}",)
         return ()
 
-    def enforced(self) -> dict[str, int | None]:
-        """What is actually enforced for this cell (``None``: not enforced on this machine)."""
-        rlimited = bool(self.prlimit_args())
+    def enforced(self) -> dict[str, int | list[str] | None]:
+        """What is enforced for this cell (``None``: not at all; ``sampled``: by the watchdog)."""
+        sampled = self._watchdog.budget if self._watchdog is not None else Budget()
         return {
-            "memory_mib": self.limits.memory_mib if self._memory is not None else None,
-            "pids": self.limits.pids if self._pids is not None or rlimited else None,
-            "disk_mib": self.limits.disk_mib if self._mounted else None,
+            "memory_mib": self.limits.memory_mib if self._memory or sampled.memory_bytes else None,
+            "pids": self.limits.pids if self._pids or sampled.tasks or self.prlimit_args() else None,
+            "disk_mib": self.limits.disk_mib if self._mounted or sampled.disk_bytes else None,
+            "sampled": [
+                name
+                for name, value in (
+                    ("memory", sampled.memory_bytes),
+                    ("pids", sampled.tasks),
+                    ("disk", sampled.disk_bytes),
+                )
+                if value is not None
+            ],
         }
 
     def breaches(self) -> list[str]:
-        """The bounds this cell hit so far, as readable reasons (empty: none)."""
+        """The bounds this cell hit, as readable reasons (empty: none). Call after its last process."""
         found = []
+        if self._watchdog is not None:
+            self._watchdog.stop()  # idempotent; its last disk walk is exact once nothing writes
+            found += self._watchdog.breaches()
         if self._memory is not None:
             kills = self._memory.counter("memory.oom_control", "oom_kill")
             if kills:
@@ -252,6 +294,8 @@ class CellResources:
 
     def close(self) -> str | None:
         """Remove the cgroups and unmount the volume (its files go with it); a failure, or None."""
+        if self._watchdog is not None:
+            self._watchdog.stop()
         for group in (self._memory, self._pids):
             if group is not None:
                 group.close()
@@ -267,3 +311,60 @@ class CellResources:
             with contextlib.suppress(FileNotFoundError):
                 self.image.unlink()
         return problem
+
+
+def _unescape_mountinfo(field: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as \ooo octal
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mounts_under(root: Path) -> list[Path]:
+    """Mount points at or below ``root`` (this process's mount namespace), deepest first."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return []
+    prefix = os.fspath(root)
+    found = set()
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) > 4:
+            point = _unescape_mountinfo(fields[4])
+            if point == prefix or point.startswith(prefix + "/"):
+                found.add(point)
+    return [Path(p) for p in sorted(found, key=lambda p: (-p.count("/"), p))]
+
+
+def release_stale_mounts(root: Path) -> str | None:
+    """Unmount every cell volume left under ``root`` by a runner that was killed; a failure, or None.
+
+    Only for a root whose owner is dead (the caller proves it): nothing of the cell runs any
+    more (bwrap dies with its parent), so a plain unmount succeeds. The volumes were mounted
+    with ``-o loop``, which sets autoclear: unmounting detaches the loop device too.
+    """
+    problems = []
+    for point in mounts_under(root):
+        try:
+            run_checked(["umount", str(point)], what="unmount a stale cell volume", timeout_s=60)
+        except ProcessError as exc:
+            problems.append(f"{point}: {exc}")
+    return "; ".join(problems) or None
+
+
+def collect_stale_cgroups(owner_alive) -> list[str]:
+    """Remove the cell cgroups (``wfbench-<pid>-<hex>``) of runners that are gone; one message per failure."""
+    failed = []
+    for controller in ("memory", "pids"):
+        parent = _own_cgroup(controller)
+        if parent is None or not os.access(parent, os.W_OK):
+            continue  # not ours to clean (a non-root runner never made any)
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(parent):
+                match = _CGROUP_NAME.fullmatch(entry.name)
+                if match is None or owner_alive(int(match.group(1))) or not entry.is_dir():
+                    continue
+                group = _Cgroup(Path(entry.path))
+                group.close()
+                if group.directory.exists():
+                    failed.append(f"{group.directory}: still holds tasks")
+    return failed

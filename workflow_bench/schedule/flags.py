@@ -1,5 +1,6 @@
 """The scheduling flags (--scheduler, --workers, --window, --order, --outage-streak, budgets,
---resume/--out) turned into a ``SchedulePolicy`` and a ``Budget``; ``ValueError`` on a bad mix.
+--resume/--out, --executor/--ray-address) turned into a ``SchedulePolicy``, a ``Budget`` and an
+``ExecutorSpec``; ``ValueError`` on a bad mix.
 
 The flags themselves are declared in ``runner_args._scheduling``; the runner calls these.
 """
@@ -10,6 +11,7 @@ import argparse
 
 from workflow_bench.schedule.budget import Budget
 from workflow_bench.schedule.pool import SchedulePolicy
+from workflow_bench.schedule.ray_cells import ExecutorError, ExecutorSpec, require_ray
 
 
 def schedule_policy_from_args(args: argparse.Namespace) -> SchedulePolicy:
@@ -22,7 +24,17 @@ def budget_from_args(args: argparse.Namespace) -> Budget:
     return Budget(max_cost_usd=args.max_cost_usd, max_runtime_s=args.max_runtime)
 
 
+def executor_from_args(args: argparse.Namespace) -> ExecutorSpec:
+    return ExecutorSpec(kind=args.executor, ray_address=args.ray_address)
+
+
 def validate_schedule_args(args: argparse.Namespace) -> None:
+    executor_from_args(args)
+    if args.executor == "ray":
+        try:
+            require_ray()
+        except ExecutorError as exc:
+            raise ValueError(str(exc)) from exc
     if args.order != "plan" and args.scheduler != "packed":
         raise ValueError(
             f"--order {args.order} needs --scheduler packed: a wave starts all its cells at once"

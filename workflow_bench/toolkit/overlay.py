@@ -15,7 +15,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from workflow_bench.arms import ARMS, required_candidate_arms
@@ -40,6 +40,8 @@ class Overlay:
         tuple[str, bytes], ...
     ]  # (path relative to the toolkit root, e.g. skills/plan/SKILL.md, bytes)
     roles: frozenset[SkillRole]
+    # Who wrote it (--candidate-origin): recorded in sweep.json and promotion.json, not in the digest.
+    origin: str = "manual-initial-overlay"
 
     @property
     def digest(self) -> str:
@@ -116,13 +118,23 @@ def _require_change(overlay: Overlay, toolkit: Toolkit) -> None:
         )
 
 
-def candidate_overlay(root: Path | None, *, arms: Sequence[str], toolkit: Toolkit) -> Overlay | None:
+CANDIDATE_ORIGINS = ("manual-initial-overlay", "model-proposer")
+
+
+def candidate_overlay(
+    root: Path | None, *, arms: Sequence[str], toolkit: Toolkit, origin: str | None = None
+) -> Overlay | None:
     """Load ``--candidate-overlay`` and enforce the candidate-arm rules (reference main()).
 
     Candidate arms need an overlay; an overlay needs exactly the arms its skill roles imply,
     each candidate paired with its incumbent, in that order.
     """
     candidates = [a for a in arms if ARMS[a].candidate_of]
+    if origin is not None and (root is None or origin not in CANDIDATE_ORIGINS):
+        raise OverlayError(
+            f"--candidate-origin {origin}: needs --candidate-overlay and one of "
+            f"{', '.join(CANDIDATE_ORIGINS)}"
+        )
     if root is None:
         if candidates:
             raise OverlayError(f"arm(s) {' '.join(candidates)} need --candidate-overlay")
@@ -137,4 +149,4 @@ def candidate_overlay(root: Path | None, *, arms: Sequence[str], toolkit: Toolki
             f"exactly {' '.join(required)} (each candidate paired with its incumbent), "
             f"got {' '.join(arms)}"
         )
-    return overlay
+    return overlay if origin is None else replace(overlay, origin=origin)

@@ -26,6 +26,7 @@ from workflow_bench.providers.scripted._script import (
     Usage,
     fail,
     rename_skills,
+    scale_usage,
 )
 from workflow_bench.usage import USAGE_FIELDS
 
@@ -79,7 +80,7 @@ def _parse_turn(raw: object, key: str) -> Turn:
 
 
 def _parse_cell(raw: object) -> Cell:
-    cell = _mapping(raw, "", ("match", "sessions", "rename_skills"))
+    cell = _mapping(raw, "", ("match", "sessions", "rename_skills", "scale_usage"))
     match_raw = _mapping({} if cell.get("match") is None else cell["match"], "match", ("task", "arm"))
     match = _build("match", lambda: Match(**match_raw))
     sessions = [
@@ -91,7 +92,10 @@ def _parse_cell(raw: object) -> Cell:
         isinstance(k, str) and isinstance(v, str) for k, v in renames.items()
     ):
         raise ScriptError("want a mapping of skill name to skill name", key="rename_skills")
-    return Cell(match=match, sessions=rename_skills(tuple(sessions), renames))
+    renamed = rename_skills(tuple(sessions), renames)
+    if "scale_usage" in cell:
+        renamed = scale_usage(renamed, cell["scale_usage"])
+    return Cell(match=match, sessions=renamed)
 
 
 def _parse_session(raw: object, key: str, *, nested: bool) -> Session:

@@ -269,6 +269,33 @@ def rename_skills(sessions: tuple[Session, ...], renames: Mapping[str, str]) -> 
     return tuple(session(s) for s in sessions)
 
 
+MAX_USAGE_SCALE = 10.0  # a typo guard: no demo needs more than an order of magnitude
+
+
+def scale_usage(sessions: tuple[Session, ...], factor: object) -> tuple[Session, ...]:
+    """The same sessions with every declared token count × ``factor`` (rounded down; unknown stays unknown).
+
+    Lets a candidate arm replay its incumbent's scripted sessions (by YAML alias) while declaring
+    less (or more) usage: the CLI prices the declared usage, so its cost scales with it.
+    """
+    if (
+        isinstance(factor, bool)
+        or not isinstance(factor, int | float)
+        or not math.isfinite(factor)
+        or not 0 < factor <= MAX_USAGE_SCALE
+    ):
+        raise fail("scale_usage", f"want a number in (0, {MAX_USAGE_SCALE:g}], got {factor!r}")
+
+    def usage(u: Usage) -> Usage:
+        return Usage(**{k: None if v is None else int(v * factor) for k, v in u.to_json().items()})
+
+    def session(s: Session) -> Session:
+        turns = tuple(replace(t, usage=usage(t.usage)) for t in s.turns)
+        return Session(turns=turns, subagents=tuple(session(sub) for sub in s.subagents))
+
+    return tuple(session(s) for s in sessions)
+
+
 @dataclass(frozen=True, slots=True)
 class Script:
     """A whole script. ``source`` is the file it came from, for error messages and reports."""

@@ -28,7 +28,7 @@ from workflow_bench.reports.promotion.policy import PROMOTION_METRICS, Promotion
 
 PROMOTION_FILE = "promotion.json"
 PROMOTION_SCHEMA = 1
-CANDIDATE_ORIGIN = "manual-initial-overlay"
+CANDIDATE_ORIGIN = "manual-initial-overlay"  # when the overlay record names none (--candidate-origin)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +120,7 @@ def promotion_document(
         "benchmark_model": inputs.benchmark_model,
         "effort": inputs.effort,
         "provider": inputs.provider,
-        "candidate_origin": CANDIDATE_ORIGIN,
+        "candidate_origin": (overlay or {}).get("origin", CANDIDATE_ORIGIN),
         "candidate_overlay": (
             None if overlay is None else {k: overlay[k] for k in ("digest", "roles", "files")}
         ),
@@ -144,7 +144,11 @@ def inputs_from_document(doc: Mapping[str, Any]) -> PromotionInputs:
     """The builder's inputs as recorded in a stored document (for verify's recomputation)."""
     overlay = None
     if doc.get("candidate_overlay") is not None:
-        overlay = {**doc["candidate_overlay"], "target_base_digests": doc.get("target_base_digests")}
+        overlay = {
+            **doc["candidate_overlay"],
+            "target_base_digests": doc.get("target_base_digests"),
+            "origin": doc.get("candidate_origin"),
+        }
     return PromotionInputs(
         generated_at=doc["generated_at"],
         run_status=doc["run_status"],

@@ -23,6 +23,7 @@ from typing import Any
 from workflow_bench.reports.aggregate import aggregate_all
 from workflow_bench.reports.health import sweep_health
 from workflow_bench.reports.promotion.document import (
+    CANDIDATE_ORIGIN,
     PROMOTION_FILE,
     PROMOTION_SCHEMA,
     inputs_from_document,
@@ -162,6 +163,15 @@ def _rows(out_dir: Path, doc: Mapping[str, Any]) -> tuple[list[str], list[dict[s
     return lines, rows
 
 
+def _matches_overlay_record(doc: Mapping[str, Any], overlay: Mapping[str, Any] | None) -> None:
+    """The overlay's identity and origin are the ones sweep.json recorded at sweep start."""
+    stored = doc.get("candidate_overlay") or {}
+    if (overlay or {}).get("digest") != stored.get("digest"):
+        raise VerifyError("candidate_overlay differs from the overlay sweep.json recorded at sweep start")
+    if overlay is not None and doc.get("candidate_origin") != overlay.get("origin", CANDIDATE_ORIGIN):
+        raise VerifyError("candidate_origin differs from the overlay origin sweep.json recorded")
+
+
 def verify_promotion(out_dir: Path, *, now: datetime) -> dict[str, Any]:
     """The verified document; raises `VerifyError` with the first difference."""
     doc = load_promotion(out_dir)
@@ -180,6 +190,7 @@ def verify_promotion(out_dir: Path, *, now: datetime) -> dict[str, Any]:
             raise VerifyError(str(exc)) from exc
         if record.policy != doc["policy"]:
             raise VerifyError("policy differs from the policy sweep.json recorded at sweep start")
+        _matches_overlay_record(doc, record.overlay)
     _timestamps(doc, policy, now)
     lines, rows = _rows(out_dir, doc)
     try:
