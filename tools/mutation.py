@@ -93,6 +93,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "workflow_bench/judging/patch.py": (
         "tests/component/test_patch_view.py",
         "tests/component/test_patch_view_host.py",
+        "tests/component/test_patch_view_rules.py",
     ),
     "workflow_bench/cells/evidence.py": WIRE_TESTS,
     "workflow_bench/relay/wire.py": WIRE_TESTS,

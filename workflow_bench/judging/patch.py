@@ -55,6 +55,9 @@ _GIT_OPTIONS = (
     "-c",
     "core.quotePath=true",
 )
+# numstat is one short line per changed path: 64 MiB is ~1M paths. Above it the churn would be a
+# silent undercount, so the change is refused instead (charged to the arm as workspace-invalid).
+MAX_NUMSTAT_BYTES = 64 * 1024 * 1024
 _COMMITTER = b"committer workflow-bench <view@workflow-bench.invalid> 946684800 +0000\n"
 
 
@@ -118,8 +121,12 @@ class PatchView:
             what="diff --numstat on the harness patch view",
             env=_GIT_ENV,
             timeout_s=GIT_TIMEOUT_S,
-            max_stdout_bytes=64 * 1024 * 1024,
+            max_stdout_bytes=MAX_NUMSTAT_BYTES,
         )
+        if numstat.stdout_overflow:
+            raise WorkspaceLimitError(
+                f"the change's numstat exceeds {MAX_NUMSTAT_BYTES} bytes (too many paths)"
+            )
         return patch, parse_numstat(numstat.stdout.decode("utf-8", "replace"))
 
 
