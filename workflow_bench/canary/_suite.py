@@ -27,7 +27,7 @@ from workflow_bench.cells.context import CellResult, SweepSettings, prepare_task
 from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
-from workflow_bench.sandbox import write_runtime_dir
+from workflow_bench.sandbox import CellLimits, write_runtime_dir
 from workflow_bench.tasks.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 
@@ -62,6 +62,40 @@ def scripted_canary_access(provider: ScriptedProvider) -> ModelAccess:
         provider="scripted",
         base_url=provider.base_url,
         mint=lambda key: provider.mint_key(task=key.task_id, arm=key.arm, run=key.run),
+    )
+
+
+def canary_settings(
+    *,
+    access: ModelAccess,
+    toolkit: Toolkit,
+    work_root: Path,
+    claude_bin: Path,
+    claude_version: str,
+    bwrap_bin: str,
+    progress,
+    session_timeout_s: float,
+    verify_timeout_s: float,
+    model: str = CANARY_MODEL,
+    runtime_dir: Path | None = None,
+    limits: CellLimits | None = None,
+) -> SweepSettings:
+    """The sweep settings every canary suite runs its cells with (one retry, no effort)."""
+    return SweepSettings(
+        model=model,
+        effort=None,
+        session_timeout_s=session_timeout_s,
+        verify_timeout_s=verify_timeout_s,
+        max_retries=1,
+        claude_bin=claude_bin,
+        claude_version=claude_version,
+        bwrap_bin=bwrap_bin,
+        access=access,
+        toolkit=toolkit,
+        work_root=work_root,
+        runtime_dir=runtime_dir if runtime_dir is not None else write_runtime_dir(work_root / "runtime"),
+        progress=progress,
+        limits=limits if limits is not None else CellLimits(),
     )
 
 
@@ -205,20 +239,16 @@ def run_suite(*, claude_bin: Path, claude_version: str, bwrap_bin: str, progress
             task = prepare_task_context(binding, toolkit=toolkit, dest=work_root / "template")
             with ScriptedProvider(attacker_script(ATTACKS, plant)) as provider:
                 access = scripted_canary_access(provider)
-                settings = SweepSettings(
-                    model=CANARY_MODEL,
-                    effort=None,
-                    session_timeout_s=300,
-                    verify_timeout_s=120,
-                    max_retries=1,
-                    claude_bin=claude_bin,
-                    claude_version=claude_version,
-                    bwrap_bin=bwrap_bin,
+                settings = canary_settings(
                     access=access,
                     toolkit=toolkit,
                     work_root=work_root,
-                    runtime_dir=write_runtime_dir(work_root / "runtime"),
+                    claude_bin=claude_bin,
+                    claude_version=claude_version,
+                    bwrap_bin=bwrap_bin,
                     progress=progress,
+                    session_timeout_s=300,
+                    verify_timeout_s=120,
                 )
                 key = CellKey(task_id=binding.spec.task_id, run=0, arm=ARM)
                 result = run_cell(settings, task, resolve_arm(ARM), key)

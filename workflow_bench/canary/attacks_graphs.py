@@ -26,22 +26,21 @@ from pathlib import Path
 from typing import Any
 
 from workflow_bench.arms import resolve_arm
-from workflow_bench.cells.context import SweepSettings, prepare_task_context
+from workflow_bench.cells.context import prepare_task_context
 from workflow_bench.cells.index import build_index, index_digest
 from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey
 from workflow_bench.providers.scripted import ScriptedProvider
-from workflow_bench.sandbox import write_runtime_dir
 from workflow_bench.tasks.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import IndexStep, McpServer, RuntimeMount, Toolkit
 
 from ._suite import (
     ARM,
-    CANARY_MODEL,
     CANARY_TASKS,
     CORPUS,
     Verdict,
     attacker_script,
+    canary_settings,
     planted,
     scripted_canary_access,
 )
@@ -198,20 +197,16 @@ def run_graph_suite(
                 return [Verdict(a, False, why[:60]) for a in GRAPH_ATTACKS]  # type: ignore[arg-type]
             task = replace(task, index=index)
             with ScriptedProvider(attacker_script(GRAPH_ATTACKS, plant)) as provider:  # type: ignore[arg-type]
-                settings = SweepSettings(
-                    model=CANARY_MODEL,
-                    effort=None,
-                    session_timeout_s=180,
-                    verify_timeout_s=60,
-                    max_retries=1,
-                    claude_bin=claude_bin,
-                    claude_version=claude_version,
-                    bwrap_bin=bwrap_bin,
+                settings = canary_settings(
                     access=scripted_canary_access(provider),
                     toolkit=toolkit,
                     work_root=work_root,
-                    runtime_dir=write_runtime_dir(work_root / "runtime"),
+                    claude_bin=claude_bin,
+                    claude_version=claude_version,
+                    bwrap_bin=bwrap_bin,
                     progress=progress,
+                    session_timeout_s=180,
+                    verify_timeout_s=60,
                 )
                 key = CellKey(task_id=binding.spec.task_id, run=0, arm=ARM)
                 result = run_cell(settings, task, resolve_arm(ARM), key)

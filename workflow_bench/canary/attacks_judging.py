@@ -25,18 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from workflow_bench.arms import resolve_arm
-from workflow_bench.cells.context import CellResult, SweepSettings, prepare_task_context
+from workflow_bench.cells.context import CellResult, prepare_task_context
 from workflow_bench.cells.run import run_cell
 from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.judging.outcomes import is_excluded, is_systemic_failure
 from workflow_bench.providers.access import CellKey
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
-from workflow_bench.sandbox import write_runtime_dir
 from workflow_bench.schedule.pool import SchedulePolicy, run_cells
 from workflow_bench.tasks.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 
-from ._suite import scripted_canary_access
+from ._suite import canary_settings, scripted_canary_access
 
 ARM = "baseline"
 MODEL = "scripted-canary-judging"
@@ -255,20 +254,17 @@ def run_judging_suite(
         task = prepare_task_context(binding, toolkit=toolkit, dest=work_root / "template")
         with ScriptedProvider(_script(ATTACKS)) as provider:
             access = scripted_canary_access(provider)
-            settings = SweepSettings(
-                model=MODEL,
-                effort=None,
-                session_timeout_s=300,
-                verify_timeout_s=VERIFY_TIMEOUT_S,
-                max_retries=1,
-                claude_bin=claude_bin,
-                claude_version=claude_version,
-                bwrap_bin=bwrap_bin,
+            settings = canary_settings(
                 access=access,
                 toolkit=toolkit,
                 work_root=work_root,
-                runtime_dir=write_runtime_dir(work_root / "runtime"),
+                claude_bin=claude_bin,
+                claude_version=claude_version,
+                bwrap_bin=bwrap_bin,
                 progress=progress,
+                session_timeout_s=300,
+                verify_timeout_s=VERIFY_TIMEOUT_S,
+                model=MODEL,
             )
             arm = resolve_arm(ARM)
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from workflow_bench.arms import resolve_arm
-from workflow_bench.cells.context import SweepSettings, prepare_task_context
+from workflow_bench.cells.context import prepare_task_context
 from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider
@@ -40,11 +40,11 @@ from workflow_bench.toolkit.spec import Toolkit
 
 from ._suite import (
     ARM,
-    CANARY_MODEL,
     CANARY_TASKS,
     CORPUS,
     Verdict,
     attacker_script,
+    canary_settings,
     planted,
     scripted_canary_access,
 )
@@ -320,20 +320,17 @@ def run_limit_cells(
                     ScriptedProvider(attacker_script(cell.attacks, plant)) as provider,
                     (route or _direct_route)(provider, work_root) as access,
                 ):
-                    settings = SweepSettings(
-                        model=CANARY_MODEL,
-                        effort=None,
-                        session_timeout_s=120,
-                        verify_timeout_s=60,
-                        max_retries=1,
-                        claude_bin=claude_bin,
-                        claude_version=claude_version,
-                        bwrap_bin=bwrap_bin,
+                    settings = canary_settings(
                         access=access,
                         toolkit=toolkit,
                         work_root=work_root,
-                        runtime_dir=runtime_dir,
+                        claude_bin=claude_bin,
+                        claude_version=claude_version,
+                        bwrap_bin=bwrap_bin,
                         progress=record,
+                        session_timeout_s=120,
+                        verify_timeout_s=60,
+                        runtime_dir=runtime_dir,
                         limits=cell.limits,
                     )
                     key = CellKey(task_id=binding.spec.task_id, run=0, arm=ARM)
