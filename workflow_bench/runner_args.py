@@ -249,9 +249,10 @@ def _scheduling(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ray-address",
-        metavar="ADDR",
-        help="--executor ray: join the Ray cluster at ADDR (e.g. 127.0.0.1:6390) instead of starting and "
-        "stopping a private local instance",
+        metavar="HOST:PORT",
+        help="--executor ray: join the Ray cluster whose head listens at HOST:PORT (e.g. 127.0.0.1:6390) "
+        "instead of starting and stopping a private local instance; no head answering within 5 s "
+        "(connect) + 60 s (join) is exit 2",
     )
     parser.add_argument(
         "--resume",

@@ -205,9 +205,10 @@ def test_anthropic_provider_without_credentials(tmp_path, capsys, monkeypatch):
         ["--max-cost-usd", "0"],
         ["--max-runtime", "-5"],
         ["--max-cost-usd", "nan"],
+        ["--executor", "ray", "--ray-address", "ray://127.0.0.1:10001"],
     ],
     ids=["window-with-waves", "window-below-workers", "longest-first-with-waves", "zero-cost",
-         "negative-runtime", "nan-cost"],
+         "negative-runtime", "nan-cost", "ray-address-not-host-port"],
 )  # fmt: skip
 def test_bad_schedule_arguments_exit_2(argv, tmp_path, capsys):
     path = _write_corpus(tmp_path, [_task()])
@@ -218,3 +219,28 @@ def test_bad_schedule_arguments_exit_2(argv, tmp_path, capsys):
         code = exc.code
     assert code == 2
     assert not out.exists()
+
+
+def test_ray_address_where_nothing_answers_exits_2_within_seconds(
+    tmp_path, capsys, bwrap_bin, claude_bin, ray_bin
+):
+    """Without the check, ray.init kept retrying a closed port for minutes (measured: > 200 s)."""
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = _write_corpus(tmp_path, [_task()])
+    out = tmp_path / "out"
+    started = time.monotonic()
+    with recorded_tempdirs() as made:
+        code = runner.main(
+            ["--tasks", str(path), "--provider", "scripted", "--out", str(out), "--executor", "ray",
+             "--ray-address", f"127.0.0.1:{port}"]
+        )  # fmt: skip
+    said = capsys.readouterr()
+    text = said.out + said.err  # the sweep's console reports it on stdout
+    assert code == 2 and f"--ray-address 127.0.0.1:{port}" in text and "nothing was run" in text, text
+    assert time.monotonic() - started < 30
+    assert not out.exists() and not [p for p in made if p.exists()]

@@ -51,6 +51,7 @@ from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.redaction import printable, redact_text
 
+from .ray_address import RayUnreachable, check_ray_head, parse_ray_address
 from .resume import harness_version
 
 Executor = Literal["threads", "ray"]
@@ -77,6 +78,8 @@ class ExecutorSpec:
             raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {self.kind!r}")
         if self.ray_address is not None and self.kind != "ray":
             raise ValueError("--ray-address needs --executor ray")
+        if self.ray_address is not None:
+            parse_ray_address(self.ray_address)
 
 
 RAY_MISSING = "--executor ray needs the optional ray extra (uv sync --extra ray; ./dev installs it)"
@@ -251,6 +254,11 @@ class RayCells:
             # A short private directory: Ray's AF_UNIX sockets live under it (108-byte limit), and
             # the shared /tmp/ray of other users on this machine is never touched.
             self._temp = Path(tempfile.mkdtemp(prefix="wfbray-"))
+        else:
+            try:
+                check_ray_head(spec.ray_address)  # bounded: ray.init alone retries for minutes
+            except RayUnreachable as exc:
+                raise ExecutorError(str(exc)) from exc
         handlers = _signal_handlers()
         try:
             if spec.ray_address is None:
