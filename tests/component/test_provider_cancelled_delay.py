@@ -45,6 +45,25 @@ def _send(provider: ScriptedProvider, key: str) -> socket.socket:
     return conn
 
 
+def _read_reply(conn: socket.socket) -> bytes:
+    """The whole response: headers and body can arrive in separate segments (seen under load)."""
+    reply = b""
+    while b"\r\n\r\n" not in reply or len(reply.partition(b"\r\n\r\n")[2]) < _length(reply):
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        reply += chunk
+    return reply
+
+
+def _length(reply: bytes) -> int:
+    for line in reply.partition(b"\r\n\r\n")[0].split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 0
+
+
 def test_hung_up_delayed_request_is_not_in_the_ledger():
     with ScriptedProvider(parse_script(SCRIPT, source="inline")) as provider:
         key = provider.mint_key(task="slow", arm="a", run=0)
@@ -61,7 +80,7 @@ def test_delayed_request_that_is_waited_for_is_served_and_logged():
         key = provider.mint_key(task="slow", arm="a", run=0)
         conn = _send(provider, key)
         conn.settimeout(10)
-        reply = conn.recv(65536)
+        reply = _read_reply(conn)
         conn.close()
         assert reply.startswith(b"HTTP/1.") and b"late" in reply
         (entry,) = provider.ledger(key)

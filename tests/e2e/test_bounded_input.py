@@ -52,9 +52,9 @@ def _limits() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
 
 
-def _run(tmp_path: Path, argv: list[str]) -> tuple[int, str, Path]:
-    private_tmp = tmp_path / "tmp"
-    private_tmp.mkdir(exist_ok=True)
+def _run(tmp_path: Path, private_tmp: Path, argv: list[str]) -> tuple[int, str, Path]:
+    # private_tmp is the short private_tmpdir fixture: a TMPDIR under tmp_path grows with the test
+    # name (and with pytest-xdist's worker directory) past what the cells' AF_UNIX sockets allow.
     out = tmp_path / "out"
     env = {**os.environ, "TMPDIR": str(private_tmp)}
     proc = subprocess.run(
@@ -78,29 +78,33 @@ def _bomb_task_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_alias_bomb_task_file(tmp_path):
+def test_alias_bomb_task_file(tmp_path, private_tmpdir):
     path = _bomb_task_file(tmp_path)
-    code, err, _ = _run(tmp_path, ["--tasks", str(path)])
+    code, err, _ = _run(tmp_path, private_tmpdir, ["--tasks", str(path)])
     assert code == 2 and str(path) in err and "(yaml)" in err and "alias" in err, err
     assert len(err) < 2000, "the error message must not expand the bomb"
 
 
-def test_alias_bomb_script(tmp_path):
+def test_alias_bomb_script(tmp_path, private_tmpdir):
     script = tmp_path / "script.yaml"
     script.write_text("\n".join(BOMB_LINES) + "\nschema_version: 1\nmodel: m\ncells: *i\n")
-    code, err, _ = _run(tmp_path, ["--tasks", str(_tasks_file(tmp_path, [_task()])), "--script", str(script)])
+    code, err, _ = _run(
+        tmp_path, private_tmpdir, ["--tasks", str(_tasks_file(tmp_path, [_task()])), "--script", str(script)]
+    )
     assert code == 2 and str(script) in err and "alias" in err and len(err) < 2000, err
 
 
-def test_duplicate_key_in_script(tmp_path):
+def test_duplicate_key_in_script(tmp_path, private_tmpdir):
     script = tmp_path / "script.yaml"
     script.write_text("schema_version: 1\nmodel: m\nmodel: n\ncells: []\n")
-    code, err, _ = _run(tmp_path, ["--tasks", str(_tasks_file(tmp_path, [_task()])), "--script", str(script)])
+    code, err, _ = _run(
+        tmp_path, private_tmpdir, ["--tasks", str(_tasks_file(tmp_path, [_task()])), "--script", str(script)]
+    )
     assert code == 2 and str(script) in err and "duplicate key 'model'" in err, err
 
 
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo", "directory", "oversize"])
-def test_task_file_that_is_not_a_small_regular_file(kind, tmp_path):
+def test_task_file_that_is_not_a_small_regular_file(kind, tmp_path, private_tmpdir):
     if kind == "dev-zero":
         path = Path("/dev/zero")
     elif kind == "fifo":
@@ -111,7 +115,7 @@ def test_task_file_that_is_not_a_small_regular_file(kind, tmp_path):
     else:
         path = tmp_path / "big.yaml"
         path.write_text("# " + "x" * (4 * 1024 * 1024) + "\n")
-    code, err, _ = _run(tmp_path, ["--tasks", str(path)])
+    code, err, _ = _run(tmp_path, private_tmpdir, ["--tasks", str(path)])
     assert code == 2 and str(path) in err and "(file)" in err, err
 
 
@@ -123,9 +127,9 @@ def test_task_file_that_is_not_a_small_regular_file(kind, tmp_path):
         ("prompt", "p" * (300 * 1024), "262144"),
     ],
 )
-def test_commands_and_prompt_over_their_caps(key, value, limit, tmp_path):
+def test_commands_and_prompt_over_their_caps(key, value, limit, tmp_path, private_tmpdir):
     path = _tasks_file(tmp_path, [_task(**{key: value})])
-    code, err, _ = _run(tmp_path, ["--tasks", str(path)])
+    code, err, _ = _run(tmp_path, private_tmpdir, ["--tasks", str(path)])
     assert code == 2 and str(path) in err and "task 't1'" in err and f"{key}:" in err and limit in err, err
 
 
@@ -142,6 +146,6 @@ def test_commands_and_prompt_over_their_caps(key, value, limit, tmp_path):
     ],
     ids=lambda f: f"{f[0]}={f[1]}",
 )
-def test_numeric_flags_have_upper_bounds(flag, tmp_path):
-    code, err, _ = _run(tmp_path, ["--tasks", str(_tasks_file(tmp_path, [_task()])), *flag])
+def test_numeric_flags_have_upper_bounds(flag, tmp_path, private_tmpdir):
+    code, err, _ = _run(tmp_path, private_tmpdir, ["--tasks", str(_tasks_file(tmp_path, [_task()])), *flag])
     assert code == 2 and flag[0] in err and "must be between" in err, err
