@@ -30,7 +30,7 @@ import difflib
 import io
 import json
 import os
-import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import mutation_ast
+from mutation_pool import Progress, run_pool
 
 ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENTS_FILE = ROOT / "tools" / "mutation-equivalents.toml"
@@ -129,7 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "modules", nargs="*", metavar="MODULE", help="module paths (default: all in the table)"
     )
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="parallel mutant runs")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=2 * (os.cpu_count() or 1),
+        help="parallel mutant runs (default: twice the cores; many mutants wait on a sandbox or a timeout)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary work tree")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
@@ -155,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"note: {m} has no mapped test file: every mutant survives", file=sys.stderr)
         _copy_tree(work / "tree")
         _run_mutmut(work / "tree", modules, tallies, equivalents, jobs=args.jobs)
-        print(f"mutmut phase done at {(time.monotonic() - started) / 60:.1f} min", file=sys.stderr)
+        print(f"[mutation] mutmut phase done at {(time.monotonic() - started) / 60:.1f} min", file=sys.stderr)
         _run_ast(work, modules, tallies, equivalents, jobs=args.jobs)
     finally:
         if args.keep:
@@ -200,17 +206,14 @@ def _run_mutmut(
     }
     pyproject = tree / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + "\n[tool.mutmut]\n" + _toml(config))
-    mutmut = [sys.executable, "-m", "mutmut"]
-    run = subprocess.run(
-        [*mutmut, "run", "--max-children", str(jobs)], cwd=tree, capture_output=True, text=True
-    )
-    if run.returncode != 0:
-        print(run.stdout[-4000:], run.stderr[-4000:], sep="\n", file=sys.stderr)
-        if "Failed to run clean test" in run.stdout:
+    returncode, stdout, stderr = _mutmut_run(tree, jobs)
+    if returncode != 0:
+        print(stdout[-4000:], stderr[-4000:], sep="\n", file=sys.stderr)
+        if "Failed to run clean test" in stdout:
             # mutmut's own unmutated run of every mapped test is the baseline: red means no score
             print(f"the mapped tests fail on the unmutated tree: {' '.join(tests)}", file=sys.stderr)
             raise SystemExit(2)
-        raise SystemExit(f"mutmut run failed (exit {run.returncode})")
+        raise SystemExit(f"mutmut run failed (exit {returncode})")
     # Collect every non-killed mutant and its diff in one process (mutmut's own API, in the tree).
     collect = subprocess.run(
         [sys.executable, "-c", _COLLECT, json.dumps(list(modules))], cwd=tree, capture_output=True, text=True
@@ -231,11 +234,59 @@ def _run_mutmut(
     at_import = _import_time_functions(tree, open_modules) if open_modules else set()
     fresh = [item for item in recheck if (item[0], _function_of(item[1])) in at_import]
     requests = [{"env": {"MUTANT_UNDER_TEST": key}, "tests": list(modules[m])} for m, key, _ in fresh]
-    verdicts = dict(
-        zip((key for _, key, _ in fresh), _pool(tree / "mutants", requests, jobs=jobs), strict=True)
-    )
+    if requests:
+        _precompile(tree / "mutants")
+    fresh_verdicts = run_pool(tree / "mutants", requests, jobs=jobs, label="fresh re-runs")
+    verdicts = dict(zip((key for _, key, _ in fresh), fresh_verdicts, strict=True))
     for module, key, diff in recheck:
         _record(tallies[module], module, key, diff, verdicts.get(key, "survived"), equivalents)
+
+
+def _precompile(tree: Path) -> None:
+    """Hash-checked bytecode for the project and its tests, so each fresh child skips compiling.
+
+    A checked-hash .pyc is used only while its source hashes to the recorded value: the file a
+    mutant rewrites no longer does, so that one module is compiled from the mutated source (and,
+    the worker writing no bytecode, never cached). Timestamps play no part (a mutant written in
+    the same second as the original cannot reuse a stale .pyc)."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "checked-hash",
+         *(str(tree / d) for d in ("workflow_bench", "tests") if (tree / d).is_dir())],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+_MUTMUT_COUNT = re.compile(r"(\d+)/(\d+)  ")  # mutmut's status line: "<done>/<total>  🎉 ..."
+
+
+def _mutmut_run(tree: Path, jobs: int) -> tuple[int, str, str]:
+    """`mutmut run`, its status line turned into a progress line on stderr once a minute."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)],
+        cwd=tree,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+    )
+    errors: list[str] = []
+    drain = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)
+    drain.start()
+    out: list[str] = []
+    progress: Progress | None = None
+    while chunk := proc.stdout.read(4096):
+        out.append(chunk)
+        found = _MUTMUT_COUNT.findall(chunk)
+        if found:
+            done, total = map(int, found[-1])
+            progress = progress or Progress("mutmut", total)
+            progress.tick(done)
+    proc.wait()
+    drain.join()
+    if progress is not None and progress.done != progress.total:
+        progress.say()
+    return proc.returncode, "".join(out), "".join(errors)
 
 
 def _function_of(key: str) -> str:
@@ -277,72 +328,6 @@ def _import_time_functions(tree: Path, modules: dict[str, tuple[str, ...]]) -> s
     return {(m, f) for m, f in json.loads(last[0])}
 
 
-def _pool(tree: Path, requests: list[dict], *, jobs: int, copies: list[Path] | None = None) -> list[str]:
-    """Verdicts for `requests`, run by `jobs` fork servers (tools/mutation_worker.py).
-
-    With `copies`, worker i works in copies[i] (requests that rewrite a file need a tree each);
-    otherwise every worker shares `tree` (requests that only set the environment)."""
-    if not requests:
-        return []
-    trees = copies or [tree] * jobs
-    pending: queue.Queue[tuple[int, dict]] = queue.Queue()
-    for item in enumerate(requests):
-        pending.put(item)
-    verdicts: list[str] = [""] * len(requests)
-    control = sorted({t for r in requests for t in (*r["tests"], *r.get("then", {}).get("tests", ()))})
-    if not control:
-        return ["survived"] * len(requests)  # no mapped test: nothing can kill them
-    broken: list[str] = []
-
-    def serve(where: Path) -> None:
-        def ask(request: dict) -> str:
-            if not request["tests"]:
-                return "survived"  # no mapped test: nothing can kill it
-            fields = {k: v for k, v in request.items() if k != "then"}
-            worker.stdin.write(json.dumps({"timeout": 300, **fields}) + "\n")
-            worker.stdin.flush()
-            return json.loads(worker.stdout.readline())["verdict"]
-
-        worker = subprocess.Popen(
-            [sys.executable, str(ROOT / "tools" / "mutation_worker.py"), str(where)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-        )
-        try:
-            # Negative control: the unmutated tree must pass in this worker, or every "kill" it
-            # reports would be a broken harness, not a test doing its job.
-            worker.stdin.write(json.dumps({"timeout": 600, "tests": control}) + "\n")
-            worker.stdin.flush()
-            if json.loads(worker.stdout.readline())["verdict"] != "survived":
-                broken.append(str(where))
-                return
-            while True:
-                try:
-                    index, request = pending.get_nowait()
-                except queue.Empty:
-                    return
-                verdict = ask(request)
-                if verdict == "survived" and request.get("then"):
-                    verdict = ask(request["then"])  # a second, wider run for a survivor
-                verdicts[index] = verdict
-        finally:
-            worker.stdin.close()
-            worker.wait(timeout=60)
-
-    threads = [threading.Thread(target=serve, args=(where,)) for where in trees[:jobs]]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if broken:
-        raise SystemExit(f"the unmutated tests fail inside the mutation worker for {broken}")
-    if "" in verdicts:
-        raise SystemExit("a mutation worker died before finishing its mutants")
-    return verdicts
-
-
 _COLLECT = r"""
 import json, sys
 from pathlib import Path
@@ -381,6 +366,7 @@ def _run_ast(
     if not jobs_list:
         return
     # one private copy per worker: a mutant rewrites a file in place
+    _precompile(work / "tree")  # the copies inherit it
     copies = []
     for i in range(jobs):
         copy = work / f"ast-{i}"
@@ -394,7 +380,7 @@ def _run_ast(
     for module, m in jobs_list:
         full = {"path": module, "source": m.source, "tests": list(modules[module])}
         requests.append({**full, "tests": covering.get(module, []), "then": full})
-    verdicts = _pool(work / "tree", requests, jobs=jobs, copies=copies)
+    verdicts = run_pool(work / "tree", requests, jobs=jobs, label="ast mutants", copies=copies)
     for (module, mutant), verdict in zip(jobs_list, verdicts, strict=True):
         original = (ROOT / module).read_text()
         diff = "".join(

@@ -5,7 +5,8 @@ so every forked child imports `workflow_bench` (and runs its import-time code) a
 the mutant in place. Reads one JSON request per stdin line: {"path": <file to overwrite or
 null>, "source": <its mutated text>, "env": {...}, "tests": [...], "timeout": <s>}; writes one
 JSON line back: {"verdict": "killed" | "survived" | "timeout"}. The file is restored after the
-child exits, whatever happened. Exit on EOF.
+child exits, whatever happened. A request with "warm_only": true only learns its tests' imports
+(below) and answers {"verdict": "warm"}. Exit on EOF.
 
 Speed: before its first request the server learns, in a throwaway child, which third-party
 modules the requested tests import (scipy alone takes seconds), and imports them itself, so
@@ -117,6 +118,9 @@ def main() -> None:
         if not warm:
             _preimport(_third_party_modules(tree, request["tests"]))
             warm = True
+        if request.get("warm_only"):  # learn the imports of these tests, run nothing
+            print(json.dumps({"verdict": "warm"}), flush=True)
+            continue
         print(json.dumps({"verdict": _run(tree, request)}), flush=True)
 
 
