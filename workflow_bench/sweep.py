@@ -221,7 +221,7 @@ def run_sweep(
         remote = open_executor(config.executor, settings, workers=config.policy.workers)
     except ExecutorError as exc:
         remove_tree(work_root)
-        console(f"error: {exc}; nothing was run")
+        console.error(f"{exc}; nothing was run")
         return SweepOutcome("aborted", (), str(exc)), EXIT_USAGE
     if remote is not None:
         console(f"cells run as Ray tasks on nodes advertising {RAY_RESOURCE}")
@@ -319,8 +319,8 @@ def run_sweep(
     else:
         (output.root / NOT_RUN_FILE).unlink(missing_ok=True)  # a resumed sweep ran what an earlier one left
     if write_failures:
-        console(
-            f"error: the output directory failed: {write_failures[0]}. {len(rows)} rows were written "
+        console.error(
+            f"the output directory failed: {write_failures[0]}. {len(rows)} rows were written "
             f"to {output.root / 'results.jsonl'} and are kept; no report was written"
         )
         return outcome, EXIT_FAILED
@@ -333,7 +333,7 @@ def run_sweep(
     try:
         exit_code = _write_reports(record, outcome.status, rows, output, console)
     except OutputWriteError as exc:
-        console(f"error: {exc}. {len(rows)} rows are kept in {output.root / 'results.jsonl'}")
+        console.error(f"{exc}. {len(rows)} rows are kept in {output.root / 'results.jsonl'}")
         return outcome, EXIT_FAILED
     return outcome, exit_code
 

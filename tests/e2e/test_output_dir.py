@@ -112,7 +112,7 @@ def test_disk_full_keeps_written_rows_and_exits_1(
         stdout, stderr = proc.communicate(timeout=300)
         assert proc.returncode == 1, (stdout, stderr)
         assert "Traceback" not in stderr and "Traceback" not in stdout, stderr
-        assert "No space left on device" in stdout and "rows were written" in stdout, stdout
+        assert "No space left on device" in stderr and "rows were written" in stderr, (stdout, stderr)
         rows = _rows(out)
         assert [r["arm"] for r in rows] == ["baseline"], "the row written before the fault is kept whole"
         assert not any(p.name.startswith("workflow_direct") for p in out.rglob("*")), "no partial artifact"

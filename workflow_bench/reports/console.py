@@ -7,6 +7,7 @@ secrets; ``printable`` keeps agent text (tool names, error tails) from driving t
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -28,6 +29,12 @@ class Console:
     def __call__(self, line: str) -> None:
         with self._lock:  # printable: agent text (tool names, error tails) must not drive the terminal
             print(printable(redact_text(line, self._secrets), CONSOLE_LINE_CHARS), flush=True)
+
+    def error(self, line: str) -> None:
+        """An ``error: ...`` line, on stderr like the runner's other errors (same redaction)."""
+        with self._lock:
+            text = printable(redact_text(f"error: {line}", self._secrets), CONSOLE_LINE_CHARS)
+            print(text, file=sys.stderr, flush=True)
 
     def elapsed(self) -> str:
         seconds = int(time.monotonic() - self._started)
