@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import mutation_ast
-from mutation_pool import Progress, run_pool
+from mutation_pool import STARTED, Progress, run_pool
 
 ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENTS_FILE = ROOT / "tools" / "mutation-equivalents.toml"
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     no_tests = [m for m, tests in modules.items() if not tests]
     equivalents = _load_equivalents()
     work = Path(tempfile.mkdtemp(prefix="wb-mutation-"))
-    started = time.monotonic()
+    started = STARTED
     try:
         tallies = {m: Tally() for m in modules}
         for m in no_tests:

@@ -22,15 +22,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+STARTED = time.monotonic()  # imported when the command starts: progress reads as time since then
+
+
 class Progress:
-    """`[mutation] <label>: done/total at M.M min` on stderr, at most once every `every` seconds."""
+    """`[mutation] <label>: done/total at M.M min` (since the command started) on stderr,
+    at most once every `every` seconds and when the last one is done."""
 
     def __init__(self, label: str, total: int, *, every: float = 60.0) -> None:
         self.label, self.total, self.every = label, total, every
         self.done = 0
         self._lock = threading.Lock()
-        self._started = time.monotonic()
-        self._last = self._started
+        self._last = time.monotonic()
 
     def tick(self, done: int | None = None) -> None:
         with self._lock:
@@ -41,7 +44,7 @@ class Progress:
                 self.say()
 
     def say(self) -> None:
-        minutes = (time.monotonic() - self._started) / 60
+        minutes = (time.monotonic() - STARTED) / 60
         line = f"[mutation] {self.label}: {self.done}/{self.total} at {minutes:.1f} min"
         print(line, file=sys.stderr, flush=True)
 
