@@ -54,6 +54,8 @@ WIRE_TESTS = (
     "tests/unit/test_wire.py",
     "tests/unit/test_wire_rules.py",
     "tests/unit/test_wire_sse.py",
+    "tests/unit/test_wire_http.py",
+    "tests/unit/test_wire_replies.py",
     "tests/unit/test_evidence.py",
     "tests/unit/test_evidence_outcomes.py",
     "tests/unit/test_evidence_threads.py",
