@@ -61,6 +61,7 @@ WIRE_TESTS = (
     "tests/unit/test_evidence_threads.py",
     "tests/unit/test_evidence_skills.py",
     "tests/unit/test_evidence_edges.py",
+    "tests/unit/test_evidence_compaction.py",
 )
 # module path -> the fast tests that pin it. Adding a module is one line. A module whose file
 # does not exist (yet) is skipped with a note.

@@ -60,8 +60,16 @@ def test_the_detail_names_at_most_five_problems_but_diagnostics_keep_all() -> No
         for i in range(2, 9)
     ]
     outcome = apply_wire(_outcome(_stream()), _record([*_honest(), *forged]), expected_skill="work")
-    assert len(outcome.error_detail.split("; ")) == MAX_DETAIL_PROBLEMS
+    assert len(outcome.error_detail.split("; ")) == MAX_DETAIL_PROBLEMS == 5
     assert len(outcome.diagnostics) >= 7
+
+
+def test_a_session_the_stream_could_not_verify_is_judged_on_the_wire() -> None:
+    """The stream showed no skill evidence either way (sessions.py: evidence-unverified); the wire has it."""
+    unverified = _outcome(_stream(), error_kind="evidence-unverified")
+    outcome = apply_wire(unverified, _record(_honest()), expected_skill="work")
+    assert (outcome.ok, outcome.error_kind, outcome.skill_invoked) == (True, None, True)
+    assert outcome.usage == WIRE_USAGE and outcome.transcript_missing is False
 
 
 def test_a_cancelled_session_stays_cancelled_whatever_the_wire_says() -> None:

@@ -43,6 +43,7 @@ def _wire(*uses: ToolUse, results: dict[str, bool] | None = None) -> WireEvidenc
         {"skill": "/Work"},
         {"skill": "plugin:work"},
         {"skill": "a:b:work"},
+        {"skill": "//work"},
         {"command": "/work now please"},
         {"name": "WORK"},
         {"skill": "  ", "command": "work"},
@@ -53,6 +54,11 @@ def test_every_form_of_a_skill_call_is_recognised(inputs) -> None:
     wire = _wire(ToolUse("t1", "Skill", inputs), results={"t1": False})
     assert wire.skill_invoked("work") is True
     assert wire.skill_invoked("plan") is False
+
+
+def test_only_leading_slashes_are_stripped_from_a_skill_name() -> None:
+    wire = _wire(ToolUse("t1", "Skill", {"skill": "/Xlsx"}), results={"t1": False})
+    assert wire.skill_invoked("xlsx") is True and wire.skill_invoked("lsx") is False
 
 
 def test_the_skill_call_is_found_among_other_calls_and_needs_a_good_result() -> None:
@@ -86,6 +92,15 @@ def test_an_agent_call_after_other_calls_still_anchors_its_subagent() -> None:
 def test_a_skill_call_anchors_a_subagent_whatever_its_first_message() -> None:
     skill = {"type": "tool_use", "id": "k1", "name": "Skill", "input": {"skill": "work"}}
     assert analyse(_record([_parent([skill]), _child(1, "ag1", "anything")])).tampering == ()
+
+
+def test_a_task_call_anchors_its_subagent_like_an_agent_call() -> None:
+    task = {**AGENT, "name": "Task"}  # the Agent tool's earlier name
+    assert analyse(_record([_parent([task]), _child(1, "ag1")])).tampering == ()
+    bash = {**AGENT, "name": "Bash"}  # negative control: any other tool anchors nothing
+    assert analyse(_record([_parent([bash]), _child(1, "ag1")])).tampering == (
+        "request 1 starts a conversation the session never had",
+    )
 
 
 def test_one_call_anchors_one_subagent_and_an_agent_id_cannot_start_twice() -> None:
@@ -125,6 +140,8 @@ def test_odd_stream_events_are_checked_not_fatal() -> None:
         {"type": "user", "message": "text"},
         {"type": "user", "message": {"content": ["plain", {"type": "text", "text": "x"}]}},
         {"type": "assistant", "message": {"id": "m1", "content": "just text"}},
+        {"type": "assistant", "message": {"id": "m1", "content": None}},
+        {"type": "assistant", "message": {"id": "m1"}},
         {"type": "result", "is_error": False, "usage": "not a dict"},
     ]
     problems = cross_check(wire, [*_stream()[:-1], *odd])
@@ -146,6 +163,17 @@ def test_a_forged_result_after_a_text_block_is_still_seen() -> None:
     problems = cross_check(wire, _stream(extra=[forged]))
     assert "the stream answers tool call zz the model never made" in problems
     assert "the stream's result for t1 disagrees with the one sent" in problems
+
+
+def test_a_stream_tool_call_whose_id_is_not_a_string_is_one_the_model_never_made() -> None:
+    wire = analyse(_record(_honest()))
+    for bad_id in (["t1"], {"id": "t1"}, 1):
+        shown = {
+            "type": "assistant",
+            "message": {"content": [{"type": "tool_use", "id": bad_id, "name": "Skill"}]},
+        }
+        problems = cross_check(wire, _stream(extra=[shown]))
+        assert problems == [f"the stream shows tool call {bad_id} the model never made"]
 
 
 def test_ids_quoted_in_problems_are_bounded() -> None:
