@@ -27,14 +27,15 @@ class Console:
         self._secrets = tuple(secrets)
 
     def __call__(self, line: str) -> None:
-        with self._lock:  # printable: agent text (tool names, error tails) must not drive the terminal
-            print(printable(redact_text(line, self._secrets), CONSOLE_LINE_CHARS), flush=True)
+        self._emit(line, sys.stdout)
 
     def error(self, line: str) -> None:
         """An ``error: ...`` line, on stderr like the runner's other errors (same redaction)."""
-        with self._lock:
-            text = printable(redact_text(f"error: {line}", self._secrets), CONSOLE_LINE_CHARS)
-            print(text, file=sys.stderr, flush=True)
+        self._emit(f"error: {line}", sys.stderr)
+
+    def _emit(self, line: str, stream) -> None:
+        with self._lock:  # printable: agent text (tool names, error tails) must not drive the terminal
+            print(printable(redact_text(line, self._secrets), CONSOLE_LINE_CHARS), file=stream, flush=True)
 
     def elapsed(self) -> str:
         seconds = int(time.monotonic() - self._started)
