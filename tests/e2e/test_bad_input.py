@@ -234,12 +234,11 @@ def test_ray_address_where_nothing_answers_exits_2_within_seconds(
     path = _write_corpus(tmp_path, [_task()])
     out = tmp_path / "out"
     started = time.monotonic()
-    with recorded_tempdirs() as made:
-        code = runner.main(
-            ["--tasks", str(path), "--provider", "scripted", "--out", str(out), "--executor", "ray",
-             "--ray-address", f"127.0.0.1:{port}"]
-        )  # fmt: skip
-    err = capsys.readouterr().err
+    code, err, created = _run(
+        ["--tasks", str(path), "--provider", "scripted", "--out", str(out), "--executor", "ray",
+         "--ray-address", f"127.0.0.1:{port}"],
+        capsys,
+    )  # fmt: skip
     assert code == 2 and f"--ray-address 127.0.0.1:{port}" in err and "nothing was run" in err, err
     assert time.monotonic() - started < 30
-    assert not out.exists() and not [p for p in made if p.exists()]
+    assert not out.exists() and not created
