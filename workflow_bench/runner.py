@@ -21,26 +21,26 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workflow_bench.cells.paths import CellPathError, check_paths_fit
-from workflow_bench.cells.workspace import remove_tree
+from workflow_bench.promotion.flags import promotion_policy_from_args
+from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.providers.gateway import GatewayError, locate_litellm
 from workflow_bench.providers.options import ProviderOptions, ProviderOptionsError
 from workflow_bench.providers.scripted import Script, ScriptError, load_script
-from workflow_bench.reports.promotion.flags import promotion_policy_from_args
-from workflow_bench.reports.promotion.policy import PromotionPolicy
-from workflow_bench.tasks.index_guard import bind_for_toolkit
-from workflow_bench.tasks.spec import TaskBinding, TaskFileError, load_task_file, select_tasks
+from workflow_bench.taskspec.index_guard import bind_for_toolkit
+from workflow_bench.taskspec.spec import TaskBinding, TaskFileError, load_task_file, select_tasks
 from workflow_bench.toolkit.comparator import ComparatorError, ComparatorPlugin, comparator_for_arms
 from workflow_bench.toolkit.manifest import load_toolkit
-from workflow_bench.toolkit.overlay import Overlay, OverlayError, candidate_overlay
+from workflow_bench.toolkit.overlay import Overlay, OverlayError
 from workflow_bench.toolkit.spec import Toolkit, ToolkitError
+from workflow_bench.workspace.clone import remove_tree
+from workflow_bench.workspace.paths import CellPathError, check_paths_fit
 
 from . import runner_args
-from .arms import ARMS, resolve_arm
+from .arms import ARMS, candidate_overlay, resolve_arm
 from .canary import run_canary
 from .claude_cli import ClaudeCliError, claude_version, locate_claude
-from .output import OutputDirError
-from .output_lock import OutputClaim, claim_output_dir
+from .output.directory import OutputDirError
+from .output.lock import OutputClaim, claim_output_dir
 from .runner_args import DEMO_SCRIPT
 from .sandbox import (
     CellLimits,

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 from .arms import ARMS, DEFAULT_ARMS, UnknownArmError, resolve_arm
+from .promotion.flags import add_promotion_arguments
 from .providers.options import ANTHROPIC_KEY_ENV, AUTH_TOKEN_ENV, OPENAI_KEY_ENV
-from .reports.promotion.flags import add_promotion_arguments
 from .sandbox import (
     DEFAULT_DISK_MIB,
     DEFAULT_MEMORY_MIB,

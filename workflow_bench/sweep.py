@@ -17,16 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext
-from workflow_bench.cells.paths import collect_stale_work_roots, make_work_root
 from workflow_bench.cells.run import run_cell
 from workflow_bench.cells.templates import TemplateCache
-from workflow_bench.cells.workspace import remove_tree
+from workflow_bench.promotion.apply import CANDIDATE_OVERLAY_DIR
+from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.providers.access import CellKey, ModelAccess
+from workflow_bench.report import render_reports
 from workflow_bench.reports.console import Console, cell_summary
 from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
-from workflow_bench.reports.promotion.apply import CANDIDATE_OVERLAY_DIR
-from workflow_bench.reports.promotion.policy import PromotionPolicy
-from workflow_bench.reports.render import render_reports
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
 from workflow_bench.schedule.budget import Budget, BudgetGuard
 from workflow_bench.schedule.not_run import NOT_RUN_FILE, not_run_record, schedule_record
@@ -36,13 +34,15 @@ from workflow_bench.schedule.ray_cells import RESOURCE as RAY_RESOURCE
 from workflow_bench.schedule.ray_cells import ExecutorError, ExecutorSpec, RayCells, open_executor
 from workflow_bench.schedule.resume import harness_version, tree_digest, write_lock
 from workflow_bench.schedule.reuse import Expected, expected_cell, materialize, runtime_digest, select_reuse
-from workflow_bench.tasks.spec import TaskBinding
+from workflow_bench.taskspec.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
 from workflow_bench.toolkit.overlay import Overlay
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.clone import remove_tree
+from workflow_bench.workspace.paths import collect_stale_work_roots, make_work_root
 
 from .arms import ArmSpec
-from .output import OutputDir, OutputWriteError
+from .output.directory import OutputDir, OutputWriteError
 from .sandbox import CellLimits, SandboxKind, write_runtime_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130

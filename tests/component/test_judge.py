@@ -20,7 +20,7 @@ import pytest
 from workflow_bench.judging.judge import judge_review, read_review_artifact
 from workflow_bench.review.contract import MAX_ARTIFACT_BYTES, REVIEW_OUTPUT_FILE, ReviewArtifactError
 from workflow_bench.review.score import REVIEW_ROW_FIELDS
-from workflow_bench.tasks.oracles import OracleFile, OracleSnapshot
+from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
 
 pytestmark = pytest.mark.component
 

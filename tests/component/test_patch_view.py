@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.cells.workspace import MAX_PATCH_BYTES
-from workflow_bench.judging.patch import PatchView
+from workflow_bench.workspace.clone import MAX_PATCH_BYTES
+from workflow_bench.workspace.patch import PatchView
 
 pytestmark = pytest.mark.component
 

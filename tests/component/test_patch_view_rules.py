@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.cells.workspace import WorkspaceLimitError
-from workflow_bench.judging import patch as patch_module
-from workflow_bench.judging.patch import PatchView
+from workflow_bench.workspace import patch as patch_module
+from workflow_bench.workspace.clone import WorkspaceLimitError
+from workflow_bench.workspace.patch import PatchView
 
 pytestmark = pytest.mark.component
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_bench.tasks import spec as tasks
-from workflow_bench.tasks.repos import WorktreeError, tree_manifest
-from workflow_bench.tasks.spec import TaskFileError, bind_tasks, cache_root, load_task_file
+from workflow_bench.taskspec import spec as tasks
+from workflow_bench.taskspec.repos import WorktreeError, tree_manifest
+from workflow_bench.taskspec.spec import TaskFileError, bind_tasks, cache_root, load_task_file
 
 pytestmark = pytest.mark.component
 

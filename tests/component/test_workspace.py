@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.cells.workspace import (
+from workflow_bench.sandbox import SandboxKind, create_sandbox
+from workflow_bench.workspace.clone import (
     WorkspaceLimitError,
     build_template,
     changed_paths,
@@ -19,8 +20,7 @@ from workflow_bench.cells.workspace import (
     skill_fingerprint,
     workspace_snapshot,
 )
-from workflow_bench.judging.patch import PatchView
-from workflow_bench.sandbox import SandboxKind, create_sandbox
+from workflow_bench.workspace.patch import PatchView
 
 pytestmark = pytest.mark.component
 CANARY = "WFBENCH-HISTORY-CANARY-7f3a"

@@ -16,8 +16,8 @@ import pytest
 
 from workflow_bench import runner
 from workflow_bench.tasks.__main__ import main as tasks_main
-from workflow_bench.tasks.index_guard import committed_index_problems
-from workflow_bench.tasks.spec import bind_tasks, load_task_file
+from workflow_bench.taskspec.index_guard import committed_index_problems
+from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.manifest import load_toolkit
 
 from .conftest import REPO_ROOT, recorded_tempdirs

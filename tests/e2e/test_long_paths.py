@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from workflow_bench import runner
-from workflow_bench.cells.paths import AF_UNIX_PATH_MAX, longest_socket_path
+from workflow_bench.workspace.paths import AF_UNIX_PATH_MAX, longest_socket_path
 
 from .conftest import REPO_ROOT
 

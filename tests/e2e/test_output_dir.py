@@ -19,8 +19,8 @@ import pytest
 
 from tests.conftest import _missing
 from workflow_bench import runner
-from workflow_bench.cells.paths import WORK_ROOT_PATTERN
-from workflow_bench.output_lock import LOCK_FILE
+from workflow_bench.output.lock import LOCK_FILE
+from workflow_bench.workspace.paths import WORK_ROOT_PATTERN
 
 from .conftest import REPO_ROOT
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from workflow_bench import runner
-from workflow_bench.cells.paths import collect_stale_work_roots
+from workflow_bench.workspace.paths import collect_stale_work_roots
 
 from .conftest import REPO_ROOT
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from workflow_bench import runner
-from workflow_bench.reports.rerender import main as report_main
+from workflow_bench.report import main as report_main
 
 pytestmark = pytest.mark.e2e
 SCRIPT = Path(__file__).parent / "scripts" / "breaker.yaml"

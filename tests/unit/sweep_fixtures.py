@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from workflow_bench.reports.promotion.policy import PromotionPolicy
-from workflow_bench.reports.render import render_reports
+from workflow_bench.digests import canonical_digest
+from workflow_bench.promotion.policy import PromotionPolicy
+from workflow_bench.report import render_reports
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
-from workflow_bench.tasks.spec import canonical_digest
 
 MODEL = "scripted-demo"
 FINISHED = "2026-11-30T12:00:00+00:00"

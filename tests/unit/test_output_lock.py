@@ -11,9 +11,9 @@ import textwrap
 
 import pytest
 
-from workflow_bench import output as output_module
-from workflow_bench.output import RESULTS_FILE, OutputDir, OutputDirError, OutputWriteError
-from workflow_bench.output_lock import LOCK_FILE, claim_output_dir
+from workflow_bench.output import directory as output_module
+from workflow_bench.output.directory import RESULTS_FILE, OutputDir, OutputDirError, OutputWriteError
+from workflow_bench.output.lock import LOCK_FILE, claim_output_dir
 
 pytestmark = pytest.mark.unit
 
@@ -21,7 +21,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from workflow_bench.output_lock import claim_output_dir
+    from workflow_bench.output.lock import claim_output_dir
     claim = claim_output_dir(Path(sys.argv[1]))
     print("held", flush=True)
     time.sleep(60)

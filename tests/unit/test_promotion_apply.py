@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.reports.promotion.apply import ApplyError, apply_promotion
-from workflow_bench.reports.promotion.cli import main as promotion_main
+from workflow_bench.promotion.apply import ApplyError, apply_promotion
+from workflow_bench.promotion.cli import main as promotion_main
 
 from .sweep_fixtures import OVERLAY_FILES, make_toolkit, overlay_for, record, runs, write_sweep
 

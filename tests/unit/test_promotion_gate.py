@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from workflow_bench.promotion.document import promotion_document
+from workflow_bench.promotion.policy import PolicyError, PromotionPolicy
+from workflow_bench.report import promotion_inputs, results_lines
 from workflow_bench.reports.aggregate import aggregate_all
 from workflow_bench.reports.health import sweep_health
-from workflow_bench.reports.promotion.document import promotion_document
-from workflow_bench.reports.promotion.policy import PolicyError, PromotionPolicy
-from workflow_bench.reports.render import promotion_inputs, results_lines
 
 from .sweep_fixtures import record, results_text, row, runs
 

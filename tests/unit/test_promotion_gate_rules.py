@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from workflow_bench.reports.promotion.evidence import ArmEvidence
-from workflow_bench.reports.promotion.gate import (
+from workflow_bench.promotion.evidence import ArmEvidence
+from workflow_bench.promotion.gate import (
     INSUFFICIENT,
     KEEP,
     PROMOTE,
@@ -23,7 +23,7 @@ from workflow_bench.reports.promotion.gate import (
     decide,
     decisions_summary,
 )
-from workflow_bench.reports.promotion.policy import (
+from workflow_bench.promotion.policy import (
     ImplementationPolicy,
     PolicyError,
     PromotionPolicy,
@@ -366,7 +366,7 @@ def test_a_sweep_with_every_task_ungated_has_no_gated_task() -> None:
 
 
 def test_arm_evidence_counts_error_kinds_and_keeps_every_figure_in_its_json() -> None:
-    from workflow_bench.reports.promotion.evidence import arm_evidence
+    from workflow_bench.promotion.evidence import arm_evidence
 
     from .sweep_fixtures import row
 
@@ -391,7 +391,7 @@ def test_arm_evidence_counts_error_kinds_and_keeps_every_figure_in_its_json() ->
 
 
 def test_an_arm_with_no_scored_row_has_unknown_review_evidence_not_false() -> None:
-    from workflow_bench.reports.promotion.evidence import arm_evidence
+    from workflow_bench.promotion.evidence import arm_evidence
 
     from .sweep_fixtures import row
 

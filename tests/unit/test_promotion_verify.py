@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.reports.promotion.cli import main as promotion_main
-from workflow_bench.reports.promotion.policy import PromotionPolicy
-from workflow_bench.reports.promotion.verify import VerifyError, verify_promotion
+from workflow_bench.promotion.cli import main as promotion_main
+from workflow_bench.promotion.policy import PromotionPolicy
+from workflow_bench.promotion.verify import VerifyError, verify_promotion
 
 from .sweep_fixtures import FINISHED, make_toolkit, overlay_for, record, runs, write_sweep
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from workflow_bench.output import OutputDir
+from workflow_bench.output.directory import OutputDir
 from workflow_bench.providers.access import CellKey
 from workflow_bench.schedule.resume import LOCK_FILE, ResumeError, check_lock, kept_rows, write_lock
 

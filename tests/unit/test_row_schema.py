@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.row_schema import ROW_FIELDS, RowSchemaError, complete_row, render_markdown
+from workflow_bench.rows.schema import ROW_FIELDS, RowSchemaError, complete_row, render_markdown
 
 pytestmark = pytest.mark.unit
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results-schema.md"
@@ -14,7 +14,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "results-schema.md"
 
 def test_generated_doc_is_current():
     assert DOC.read_text() == render_markdown(), (
-        "run: python -m workflow_bench.row_schema > docs/results-schema.md"
+        "run: python -m workflow_bench.rows.schema > docs/results-schema.md"
     )
 
 

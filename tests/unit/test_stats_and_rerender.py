@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.reports.rerender import main as rerender_main
+from workflow_bench.report import main as rerender_main
 from workflow_bench.reports.stats import paired_statistics, pass_at_k, pass_hat_k, summarize_deltas
 
 from .sweep_fixtures import record, row, runs, write_sweep

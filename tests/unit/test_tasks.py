@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_bench.tasks import oracles
-from workflow_bench.tasks.oracle_staging import stage_oracle, verify_staged
-from workflow_bench.tasks.oracles import (
+from workflow_bench.taskspec import oracles
+from workflow_bench.taskspec.oracle_staging import stage_oracle, verify_staged
+from workflow_bench.taskspec.oracles import (
     MAX_ORACLE_FILE_BYTES,
     OracleCaptureError,
     OracleSnapshot,
@@ -25,7 +25,7 @@ from workflow_bench.tasks.oracles import (
     OracleTamperError,
     capture_oracle,
 )
-from workflow_bench.tasks.spec import (
+from workflow_bench.taskspec.spec import (
     DependencySpec,
     OracleFileSpec,
     OracleSpec,

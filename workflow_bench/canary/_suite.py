@@ -28,7 +28,7 @@ from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
 from workflow_bench.sandbox import CellLimits, write_runtime_dir
-from workflow_bench.tasks.spec import bind_tasks, load_task_file
+from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 
 from .attacks import ATTACKS, Attack, Evidence, Plant

@@ -31,7 +31,7 @@ from workflow_bench.cells.index import build_index, index_digest
 from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey
 from workflow_bench.providers.scripted import ScriptedProvider
-from workflow_bench.tasks.spec import bind_tasks, load_task_file
+from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import IndexStep, McpServer, RuntimeMount, Toolkit
 
 from ._suite import (

@@ -27,13 +27,13 @@ from typing import Any
 from workflow_bench.arms import resolve_arm
 from workflow_bench.cells.context import CellResult, prepare_task_context
 from workflow_bench.cells.run import run_cell
-from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.judging.outcomes import is_excluded, is_systemic_failure
 from workflow_bench.providers.access import CellKey
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
 from workflow_bench.schedule.pool import SchedulePolicy, run_cells
-from workflow_bench.tasks.spec import bind_tasks, load_task_file
+from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.clone import remove_tree
 
 from ._suite import canary_settings, scripted_canary_access
 

@@ -35,7 +35,7 @@ from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider
 from workflow_bench.redaction import REDACTED
 from workflow_bench.sandbox import HOME_SIZE_BYTES, TMP_SIZE_BYTES, CellLimits, write_runtime_dir
-from workflow_bench.tasks.spec import bind_tasks, load_task_file
+from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 
 from ._suite import (

@@ -25,10 +25,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from workflow_bench.cells.paths import RELAY_DIR
 from workflow_bench.providers.access import ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider
 from workflow_bench.sandbox import MODEL_SOCKET_DIR
+from workflow_bench.workspace.paths import RELAY_DIR
 
 from ._suite import scripted_canary_access
 from .attacks_limits import LimitAttack, LimitCell, LimitEvidence, _bash, run_limit_cells

@@ -16,13 +16,19 @@ from typing import Any
 
 from workflow_bench.providers.access import ModelAccess
 from workflow_bench.sandbox import CellLimits, SandboxKind
-from workflow_bench.tasks.spec import TaskBinding
+from workflow_bench.taskspec.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
 from workflow_bench.toolkit.overlay import Overlay
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.clone import (
+    add_task_assets,
+    build_template,
+    seed_skills,
+    skill_fingerprint,
+    workspace_snapshot,
+)
 
 from .index import IndexResult
-from .workspace import add_task_assets, build_template, seed_skills, skill_fingerprint, workspace_snapshot
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 ``identity_fields`` (who, what, on which commit and model), ``arm_provenance``
 (comparator version and overlay digest), ``provider_fields`` (what the model
 side observed for the cell) and ``infra_error_row`` (the row of a cell the
-harness itself could not run). Field meanings live in ``row_schema``.
+harness itself could not run). Field meanings live in ``rows.schema``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from workflow_bench.arms import ArmSpec
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.redaction import redact_text, redact_value
-from workflow_bench.row_schema import SCHEMA_VERSION
+from workflow_bench.rows.schema import SCHEMA_VERSION
 from workflow_bench.usage import USAGE_FIELDS, unknown_usage
 
 from .context import SweepSettings, TaskContext

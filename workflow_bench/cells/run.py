@@ -34,13 +34,12 @@ from workflow_bench.arms import ArmSpec, SessionSpec
 from workflow_bench.judging.attribution import ChargedFailure, attribute_session
 from workflow_bench.judging.judge import judge_review, run_hidden_oracle, run_verify
 from workflow_bench.judging.outcome_report import JudgeOutcome
-from workflow_bench.judging.patch import PatchView
 from workflow_bench.process import ProcessError
 from workflow_bench.providers.access import CellCredentials, CellKey
 from workflow_bench.redaction import redact_text, redact_value
 from workflow_bench.relay.server import SURROGATE_API_KEY, ModelRelay
 from workflow_bench.review.score import REVIEW_OUTPUT_DIR, REVIEW_OUTPUT_ENV_VAR, REVIEW_OUTPUT_PATH
-from workflow_bench.row_schema import complete_row
+from workflow_bench.rows.schema import complete_row
 from workflow_bench.sandbox import (
     EMPTY_DIR_NAME,
     MODEL_SOCKET_DIR,
@@ -54,14 +53,7 @@ from workflow_bench.sandbox import (
 )
 from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
 from workflow_bench.toolkit.mcp import JAIL_SOURCE, JAIL_TARGET, SessionMcp, session_mcp
-
-from .context import CellResult, SweepSettings, TaskContext
-from .evidence import apply_wire, wire_lines
-from .paths import new_cell_dir_path, relay_socket
-from .rows import SESSION_MEASUREMENTS, identity_fields, infra_error_row, provider_fields
-from .session_fold import progress_observer, sum_sessions
-from .sessions import SessionOutcome, SessionRequest, run_session
-from .workspace import (
+from workflow_bench.workspace.clone import (
     NON_WORK_PATHS,
     PLAN_DIR,
     SKILLS_DIR,
@@ -74,6 +66,14 @@ from .workspace import (
     skill_fingerprint,
     workspace_snapshot,
 )
+from workflow_bench.workspace.patch import PatchView
+from workflow_bench.workspace.paths import new_cell_dir_path, relay_socket
+
+from .context import CellResult, SweepSettings, TaskContext
+from .evidence import apply_wire, wire_lines
+from .rows import SESSION_MEASUREMENTS, identity_fields, infra_error_row, provider_fields
+from .session_fold import progress_observer, sum_sessions
+from .sessions import SessionOutcome, SessionRequest, run_session
 
 SETUP_TIMEOUT_S = 600  # reference value: setup installs/patches, never runs the model
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_bench.arms import CANDIDATE_OF, REQUIRED_ARMS_BY_ROLE, required_candidate_arms
-from workflow_bench.reports.promotion.flags import add_promotion_arguments
+from workflow_bench.promotion.flags import add_promotion_arguments
 
 MAX_GENERATIONS = 20  # a weekly job runs 1-3; more is a typo, not a plan
 MAX_RUNS = 100  # same bound as the runner's --runs

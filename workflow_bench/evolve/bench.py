@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from workflow_bench.process import run_process
-from workflow_bench.reports.promotion.apply import ApplyError, apply_promotion
-from workflow_bench.reports.promotion.verify import VerifyError, verify_promotion
+from workflow_bench.promotion.apply import ApplyError, apply_promotion
+from workflow_bench.promotion.verify import VerifyError, verify_promotion
 
 from .args import EvolveConfig
 

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_bench.cells.evidence import apply_wire
-from workflow_bench.cells.paths import make_work_root, new_cell_dir_path, relay_socket
 from workflow_bench.cells.sessions import SessionOutcome, SessionRequest, run_session
 from workflow_bench.judging.attribution import attribute_session
 from workflow_bench.providers.access import CellKey, ModelAccess
@@ -46,6 +45,7 @@ from workflow_bench.sandbox import (
     write_runtime_dir,
 )
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.paths import make_work_root, new_cell_dir_path, relay_socket
 
 from .proposer_prompt import EVIDENCE_MOUNT, OUTPUT_MOUNT, proposer_prompt
 

@@ -19,9 +19,20 @@ Must never: read agent-written files, or excuse a failure on evidence from insid
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from workflow_bench.cells.sessions import SessionOutcome
 from workflow_bench.relay.server import EndpointLog
+
+
+class SessionResult(Protocol):
+    """What attribution reads of a session's outcome (``cells.sessions.SessionOutcome`` is one)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # re-attribution returns a copy (``replace``)
+    error_kind: str | None
+    error_detail: Any
+
+
+Outcome = TypeVar("Outcome", bound=SessionResult)
 
 
 class ChargedFailure(Exception):
@@ -32,7 +43,7 @@ class ChargedFailure(Exception):
         self.kind = kind
 
 
-def attribute_session(outcome: SessionOutcome, endpoint: EndpointLog) -> SessionOutcome:
+def attribute_session(outcome: Outcome, endpoint: EndpointLog) -> Outcome:
     """Re-attribute a ``session-error`` from what the relay saw; any other outcome is returned as is."""
     if outcome.error_kind != "session-error":
         return outcome
@@ -51,7 +62,7 @@ def attribute_session(outcome: SessionOutcome, endpoint: EndpointLog) -> Session
     )
 
 
-def _with(outcome: SessionOutcome, kind: str, reason: str) -> SessionOutcome:
+def _with(outcome: Outcome, kind: str, reason: str) -> Outcome:
     detail = dict(outcome.error_detail) if isinstance(outcome.error_detail, dict) else {}
     detail["attribution"] = reason
     return replace(outcome, error_kind=kind, error_detail=detail)

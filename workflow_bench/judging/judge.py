@@ -36,8 +36,8 @@ from workflow_bench.review.score import (
     score_review,
 )
 from workflow_bench.sandbox import Mount, RunPolicy, Sandbox, tool_environment
-from workflow_bench.tasks.oracle_staging import stage_oracle, verify_staged
-from workflow_bench.tasks.oracles import OracleSnapshot
+from workflow_bench.taskspec.oracle_staging import stage_oracle, verify_staged
+from workflow_bench.taskspec.oracles import OracleSnapshot
 
 ORACLE_ENV_VAR = "WORKFLOW_BENCH_ORACLE_ROOT"  # keep in sync with the oracle commands in tasks.*.yaml
 

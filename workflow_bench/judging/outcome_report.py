@@ -32,10 +32,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.process import ProcessError
 from workflow_bench.sandbox import BwrapSandbox, Mount, RunPolicy, Sandbox, tool_environment
+from workflow_bench.workspace.clone import remove_tree
 
 KIT = Path(__file__).resolve().parent / "kit"
 KIT_FILES = ("judge_runner.py", "unittest_shim.py", "review_check.py")

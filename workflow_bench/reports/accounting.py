@@ -1,6 +1,6 @@
 """Token accounting: the three usage figures of each row, summed per task×arm, and where they disagree.
 
-Every row carries three views of the same spend (see ``row_schema``): ``usage_main_loop`` (the
+Every row carries three views of the same spend (see ``rows.schema``): ``usage_main_loop`` (the
 CLI's ``result.usage``; subagents excluded), ``usage_transcripts`` (every assistant message in the
 captured streams, subagents included) and ``usage_provider`` (what the scripted provider or the
 gateway itself observed). They agree only when nothing is hidden, so a disagreement is evidence:

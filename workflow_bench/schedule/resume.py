@@ -29,7 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from workflow_bench.output import RESULTS_FILE, atomic_write_text, jsonl_text
+from workflow_bench.output.directory import RESULTS_FILE, atomic_write_text, jsonl_text
 from workflow_bench.providers.access import CellKey
 
 LOCK_FILE = "sweep.lock.json"

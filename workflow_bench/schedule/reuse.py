@@ -37,7 +37,7 @@ from typing import Any
 
 from workflow_bench.arms import ArmSpec
 from workflow_bench.cells.context import TaskContext
-from workflow_bench.output import RESULTS_FILE
+from workflow_bench.output.directory import RESULTS_FILE
 from workflow_bench.providers.access import CellKey
 from workflow_bench.schedule.resume import harness_version
 from workflow_bench.toolkit.comparator import ComparatorPlugin

@@ -31,19 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_bench.cells.context import TaskContext, prepare_task_context
-from workflow_bench.cells.paths import make_cell_dir
-from workflow_bench.cells.workspace import copy_clone, remove_tree
 from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.judging.judge import run_hidden_oracle, run_verify
 from workflow_bench.process import ProcessError
 from workflow_bench.review.contract import REVIEW_LABELS_TARGET
 from workflow_bench.review.labels import ReviewLabelsError, labels_from_oracle
 from workflow_bench.sandbox import SANDBOX_WORKSPACE, Mount, RunPolicy, SandboxKind, create_sandbox
+from workflow_bench.taskspec.oracles import read_beneath
+from workflow_bench.taskspec.schema import MAX_REFERENCE_PATCH_BYTES
+from workflow_bench.taskspec.spec import TaskBinding
 from workflow_bench.toolkit.spec import Toolkit
-
-from .oracles import read_beneath
-from .schema import MAX_REFERENCE_PATCH_BYTES
-from .spec import TaskBinding
+from workflow_bench.workspace.clone import copy_clone, remove_tree
+from workflow_bench.workspace.paths import make_cell_dir
 
 DEFAULT_REPEATS = 3  # the brief's determinism bar: three fresh clones, identical verdicts
 SETUP_TIMEOUT_S = 600  # keep in sync with cells.run.SETUP_TIMEOUT_S

@@ -19,8 +19,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from workflow_bench.digests import canonical_digest
 from workflow_bench.input_files import InputFileError, read_bounded
-from workflow_bench.tasks.spec import canonical_digest
 
 MANIFEST = Path(".claude-plugin") / "plugin.json"
 SANDBOX_PLUGIN_DIR = "/opt/comparator-plugin"

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from workflow_bench.sandbox import collect_stale_cgroups, release_stale_mounts
 
-from .workspace import remove_tree
+from .clone import remove_tree
 
 WORK_ROOT_PREFIX = "wfb-"
 # `wfb-<pid>-<mkdtemp suffix>`: pid ≤ 7 digits (pid_max ≤ 4194304 on Linux), mkdtemp's suffix is 8.
@@ -154,7 +154,7 @@ def collect_stale_work_roots(tmpdir: str | Path | None = None) -> tuple[list[Pat
 
 
 def main() -> int:
-    """``python -m workflow_bench.cells.paths``: what ``./dev clean`` runs."""
+    """``python -m workflow_bench.workspace.paths``: what ``./dev clean`` runs."""
     removed, failed = collect_stale_work_roots()
     for path in removed:
         print(f"removed stale cell directory {path}")

@@ -21,10 +21,10 @@ from typing import Any
 
 from workflow_bench.arms import ARMS
 from workflow_bench.judging.outcomes import Row
+from workflow_bench.promotion.evidence import arm_evidence
+from workflow_bench.promotion.gate import PromotionEvidence, TaskPair, decide
+from workflow_bench.promotion.policy import PROMOTION_METRICS, PromotionPolicy
 from workflow_bench.reports.aggregate import ArmHealth
-from workflow_bench.reports.promotion.evidence import arm_evidence
-from workflow_bench.reports.promotion.gate import PromotionEvidence, TaskPair, decide
-from workflow_bench.reports.promotion.policy import PROMOTION_METRICS, PromotionPolicy
 
 PROMOTION_FILE = "promotion.json"
 PROMOTION_SCHEMA = 1

@@ -10,7 +10,7 @@ Must never: let a git environment variable of the caller redirect a query, run a
 fsmonitor, accept a source that resolves outside the working tree or into ``.git``, or follow a
 symlink inside a dependency tree (it is recorded by its target text instead).
 
-Callers: ``tasks.schema`` (``repo_ref_problem`` at load time) and ``tasks.spec`` (binding). Problems
+Callers: ``taskspec.schema`` (``repo_ref_problem`` at load time) and ``taskspec.spec`` (binding). Problems
 come back as strings or ``WorktreeError``; the caller names the file, task and key.
 """
 

@@ -23,7 +23,8 @@ import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from workflow_bench.cells.workspace import (
+from workflow_bench.process import ProcessError, run_checked, run_process
+from workflow_bench.workspace.clone import (
     GIT_TIMEOUT_S,
     MAX_PATCH_BYTES,
     MAX_SNAPSHOT_BYTES,
@@ -32,7 +33,6 @@ from workflow_bench.cells.workspace import (
     parse_numstat,
     walk_tree,
 )
-from workflow_bench.process import ProcessError, run_checked, run_process
 
 # No config, attributes or templates of anyone's: only what the harness passes with -c.
 _GIT_ENV = {

@@ -4,7 +4,7 @@ Reports, reuse and promotion all read rows, so a field is never renamed or
 repurposed silently: change ``ROW_FIELDS`` and bump ``SCHEMA_VERSION``.
 Every row carries every field; a value that was not measured is ``null``
 (never 0). ``docs/results-schema.md`` is generated from this table
-(``python -m workflow_bench.row_schema > docs/results-schema.md``) and a test
+(``python -m workflow_bench.rows.schema > docs/results-schema.md``) and a test
 fails when the two drift.
 """
 
@@ -247,7 +247,7 @@ def complete_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """Every schema field present (missing ones ``None``), in schema order; unknown keys refused."""
     unknown = sorted(set(row) - set(ROW_FIELDS))
     if unknown:
-        raise RowSchemaError(f"row has fields outside the schema: {unknown}; add them to row_schema.py")
+        raise RowSchemaError(f"row has fields outside the schema: {unknown}; add them to rows/schema.py")
     return {name: row.get(name) for name in ROW_FIELDS}
 
 
@@ -257,7 +257,7 @@ def render_markdown() -> str:
         "",
         f"Schema version {SCHEMA_VERSION}. One JSON object per cell, appended and fsynced as the cell",
         "finishes. Every row has every field; `null` means not measured (never 0).",
-        "Generated from `workflow_bench/row_schema.py`; do not edit by hand.",
+        "Generated from `workflow_bench/rows/schema.py`; do not edit by hand.",
     ]
     section = None
     for current, name, meaning in _FIELDS:

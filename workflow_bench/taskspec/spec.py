@@ -5,7 +5,7 @@ Owns the frozen ``TaskSpec`` (reference harness §4.1) and the digests derived f
 canonical JSON encoder, ``canonical_digest``), ``TaskBinding`` (a spec resolved to an immutable
 commit, its captured hidden oracle and the working-tree paths its sandbox copies or mounts) and
 ``select_tasks``. This is the import path for the whole task layer: the schema pieces that live in
-``tasks.schema`` (keys, errors, declaration parts, loading) and ``cache_root`` from ``tasks.repos`` are
+``taskspec.schema`` (keys, errors, declaration parts, loading) and ``cache_root`` from ``taskspec.repos`` are
 re-exported here.
 
 Two steps, kept apart:
@@ -25,14 +25,14 @@ variable of the caller redirect a query (``repos`` owns every git call).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple, NoReturn
+
+from workflow_bench.digests import canonical_digest
 
 from .oracles import OracleCaptureError, OracleFileSpec, OracleSnapshot, OracleSpec, capture_oracle
 from .repos import (
@@ -90,16 +90,6 @@ __all__ = [
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 # Why a repository has no working tree to copy or mount from, by ``RepoHandle.kind``.
 _NO_WORKTREE = MappingProxyType({"bundle": "bundles have none", "bare": "bare repositories have none"})
-
-
-def canonical_digest(value: Any) -> str:
-    """sha256 of the canonical JSON encoding (sorted keys, compact separators, UTF-8).
-
-    The only encoder behind every digest in this module, so a digest is a function of the
-    value alone and survives a JSON round trip.
-    """
-    encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(encoded.encode()).hexdigest()
 
 
 # ── specs ──────────────────────────────────────────────────────────────────

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workflow_bench.reports.promotion.apply import ApplyError, apply_promotion
-from workflow_bench.reports.promotion.verify import VerifyError, verify_promotion
+from workflow_bench.promotion.apply import ApplyError, apply_promotion
+from workflow_bench.promotion.verify import VerifyError, verify_promotion
 
 
 def build_parser() -> argparse.ArgumentParser:

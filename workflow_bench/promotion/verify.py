@@ -20,9 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from workflow_bench.reports.aggregate import aggregate_all
-from workflow_bench.reports.health import sweep_health
-from workflow_bench.reports.promotion.document import (
+from workflow_bench.promotion.document import (
     CANDIDATE_ORIGIN,
     PROMOTION_FILE,
     PROMOTION_SCHEMA,
@@ -30,7 +28,9 @@ from workflow_bench.reports.promotion.document import (
     promotion_document,
     row_digest,
 )
-from workflow_bench.reports.promotion.policy import PolicyError, PromotionPolicy
+from workflow_bench.promotion.policy import PolicyError, PromotionPolicy
+from workflow_bench.reports.aggregate import aggregate_all
+from workflow_bench.reports.health import sweep_health
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecordError, read_sweep_record
 
 # A clock a few minutes ahead of the verifier's is skew, not forgery (the reference's tolerance).

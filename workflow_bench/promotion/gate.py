@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from workflow_bench.reports.promotion.evidence import ArmEvidence
-from workflow_bench.reports.promotion.policy import (
+from workflow_bench.promotion.evidence import ArmEvidence
+from workflow_bench.promotion.policy import (
     MAIN_LOOP_METRIC_WARNING,
     MAIN_LOOP_METRICS,
     ImplementationPolicy,

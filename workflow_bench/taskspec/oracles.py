@@ -17,7 +17,7 @@ oracle's output) into an error message: errors end up in rows and logs that late
 
 It also owns the oracle's declaration parts (``OracleFileSpec``, ``OracleSpec``), so it imports
 nothing else of ``tasks``: ``schema`` and ``spec`` import it, never the other way round.
-Callers: ``tasks.schema``/``tasks.spec`` (declare, capture at load and bind time) and
+Callers: ``taskspec.schema``/``taskspec.spec`` (declare, capture at load and bind time) and
 ``judging.judge`` (stage and verify).
 """
 

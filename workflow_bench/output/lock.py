@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .output import OutputDirError
+from .directory import OutputDirError
 
 LOCK_FILE = ".wfbench.lock"
 MAX_HOLDER_BYTES = 4096  # the holder record is one short JSON line

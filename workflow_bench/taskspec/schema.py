@@ -9,7 +9,7 @@ the file, the task and the key.
 
 Parsing may read oracle sources and run read-only ``git`` queries (through ``repos``); it never
 clones, writes or runs anything else. It returns keyword arguments, not specs: ``tasks`` builds
-``TaskSpec``. Callers: ``tasks.spec`` only, which re-exports the public names here.
+``TaskSpec``. Callers: ``taskspec.spec`` only, which re-exports the public names here.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Owns: the per-SHA sanitized template (a parentless one-commit repository that
 holds the task tree and nothing else: no history, no remotes, no refs the
 agent could walk back to the original commits), the per-cell copy of it,
 skill seeding, workspace snapshots for phase boundaries, and churn parsing
-(the patch itself comes from ``judging.patch``'s harness-owned view).
+(the patch itself comes from ``workspace.patch``'s harness-owned view).
 
 Trust: host-side git runs only on repositories the harness itself just
 created, before any sandboxed process touched them. Once setup or the agent

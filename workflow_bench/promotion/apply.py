@@ -21,9 +21,9 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from workflow_bench.reports.promotion.policy import PromotionPolicy
-from workflow_bench.reports.promotion.verify import VerifyError, verify_promotion
-from workflow_bench.tasks.spec import canonical_digest
+from workflow_bench.digests import canonical_digest
+from workflow_bench.promotion.policy import PromotionPolicy
+from workflow_bench.promotion.verify import VerifyError, verify_promotion
 
 CANDIDATE_OVERLAY_DIR = "candidate-overlay"  # where the sweep keeps the overlay bytes it benchmarked
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
-from workflow_bench.reports.promotion.policy import PROMOTION_METRICS, PolicyError, PromotionPolicy
+from workflow_bench.promotion.policy import PROMOTION_METRICS, PolicyError, PromotionPolicy
 
 
 def add_promotion_arguments(parser: argparse.ArgumentParser, *, positive_int: Callable[[str], int]) -> None:
