@@ -8,7 +8,7 @@ import pytest
 
 from workflow_bench.sandbox import RunPolicy, SandboxKind, create_sandbox
 from workflow_bench.sandbox._host import HOST_CHILD_UID
-from workflow_bench.workspace.clone import workspace_snapshot
+from workflow_bench.workspace.snapshot import workspace_snapshot
 
 pytestmark = pytest.mark.component
 

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.workspace.clone import MAX_PATCH_BYTES
-from workflow_bench.workspace.patch import PatchView
+from workflow_bench.workspace.patch import MAX_PATCH_BYTES, PatchView
 
 pytestmark = pytest.mark.component
 

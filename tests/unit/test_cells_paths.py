@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from workflow_bench.arms import ARMS
-from workflow_bench.workspace import paths as cell_paths
 from workflow_bench.sandbox._environment import MODEL_SOCKET
+from workflow_bench.workspace import paths as cell_paths
 from workflow_bench.workspace.paths import (
     AF_UNIX_PATH_MAX,
     CellPathError,

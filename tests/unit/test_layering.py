@@ -25,10 +25,10 @@ PACKAGE_LAYERS = {
     "process": 0, "redaction": 0, "usage": 0, "input_files": 0, "digests": 0, "review": 0, "output": 0,
     # host mechanisms: the sandbox, the CLI binary, model providers
     "sandbox": 1, "claude_cli": 1, "providers": 1,
-    # the relay, clones and hardened git, the toolkit, the embedded corpus
-    "relay": 2, "workspace": 2, "toolkit": 2, "corpus": 2,
-    # specs: arms and task definitions
-    "arms": 3, "taskspec": 3,
+    # the relay, clones and hardened git, the toolkit
+    "relay": 2, "workspace": 2, "toolkit": 2,
+    # specs: arms and task definitions; the embedded demo corpus (its builder uses hardened git)
+    "arms": 3, "taskspec": 3, "corpus": 3,
     # judging a cell's workspace; the row model
     "judging": 4, "rows": 5,
     # one cell; reports over rows

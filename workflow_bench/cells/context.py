@@ -20,13 +20,8 @@ from workflow_bench.taskspec.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
 from workflow_bench.toolkit.overlay import Overlay
 from workflow_bench.toolkit.spec import Toolkit
-from workflow_bench.workspace.clone import (
-    add_task_assets,
-    build_template,
-    seed_skills,
-    skill_fingerprint,
-    workspace_snapshot,
-)
+from workflow_bench.workspace.clone import add_task_assets, build_template, seed_skills
+from workflow_bench.workspace.snapshot import skill_fingerprint, workspace_snapshot
 
 from .index import IndexResult
 

@@ -24,6 +24,7 @@ Order inside a cell, and why:
 from __future__ import annotations
 
 import posixpath
+import shlex
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
@@ -53,21 +54,19 @@ from workflow_bench.sandbox import (
 )
 from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
 from workflow_bench.toolkit.mcp import JAIL_SOURCE, JAIL_TARGET, SessionMcp, session_mcp
-from workflow_bench.workspace.clone import (
+from workflow_bench.workspace.clone import copy_clone, remove_tree
+from workflow_bench.workspace.git import git_argv, head_sha, sandbox_git
+from workflow_bench.workspace.patch import PatchView
+from workflow_bench.workspace.paths import new_cell_dir_path, relay_socket
+from workflow_bench.workspace.snapshot import (
     NON_WORK_PATHS,
     PLAN_DIR,
     SKILLS_DIR,
     WorkspaceLimitError,
     changed_paths,
-    copy_clone,
-    head_sha,
-    remove_tree,
-    sandbox_git,
     skill_fingerprint,
     workspace_snapshot,
 )
-from workflow_bench.workspace.patch import PatchView
-from workflow_bench.workspace.paths import new_cell_dir_path, relay_socket
 
 from .context import CellResult, SweepSettings, TaskContext
 from .evidence import apply_wire, wire_lines
@@ -385,7 +384,8 @@ class _CellRun:
             (staged / relative).parent.mkdir(parents=True, exist_ok=True)
             (staged / relative).write_bytes(data)
         targets = [f".claude/{relative}" for relative, _ in overlay.files]
-        script = 'cp -R /wfbench-overlay/skills/. .claude/skills/ && git add -- "$@"'
+        add = shlex.join(git_argv("add", "--"))
+        script = f'cp -R /wfbench-overlay/skills/. .claude/skills/ && {add} "$@"'
         result = self.sandbox.run(
             ["/bin/sh", "-c", script, "overlay", *targets],
             policy=RunPolicy(

@@ -42,6 +42,7 @@ from workflow_bench.taskspec.schema import MAX_REFERENCE_PATCH_BYTES
 from workflow_bench.taskspec.spec import TaskBinding
 from workflow_bench.toolkit.spec import Toolkit
 from workflow_bench.workspace.clone import copy_clone, remove_tree
+from workflow_bench.workspace.git import git_argv
 from workflow_bench.workspace.paths import make_cell_dir
 
 DEFAULT_REPEATS = 3  # the brief's determinism bar: three fresh clones, identical verdicts
@@ -217,7 +218,7 @@ def _probe(
             (staged / "fix.patch").chmod(0o444)
             target = "/.wfbench-reference"
             result = sandbox.run(
-                ["git", "apply", "--whitespace=nowarn", f"{target}/fix.patch"],
+                git_argv("apply", "--whitespace=nowarn", f"{target}/fix.patch"),
                 policy=RunPolicy(workspace_writable=True, mounts=(Mount(source=staged, target=target),)),
                 timeout_s=PATCH_TIMEOUT_S,
                 cancel=cancel,

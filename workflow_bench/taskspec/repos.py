@@ -7,8 +7,9 @@ content-addressed cache under ``cache_root()``. Also owns the checks that a ``sa
 (path, size, sha256) of a dependency tree.
 
 Must never: let a git environment variable of the caller redirect a query, run a hook or an
-fsmonitor, accept a source that resolves outside the working tree or into ``.git``, or follow a
-symlink inside a dependency tree (it is recorded by its target text instead).
+fsmonitor (every command goes through ``workspace.git``'s hardened configuration), accept a
+source that resolves outside the working tree or into ``.git``, or follow a symlink inside a
+dependency tree (it is recorded by its target text instead).
 
 Callers: ``taskspec.schema`` (``repo_ref_problem`` at load time) and ``taskspec.spec`` (binding). Problems
 come back as strings or ``WorktreeError``; the caller names the file, task and key.
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from workflow_bench.process import run_process
+from workflow_bench.workspace.git import query_git
 
 SHA_PATTERN = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # sha1 or sha256 object format
 _HEX_PREFIX = re.compile(r"[0-9a-fA-F]{4,64}")
@@ -52,25 +53,9 @@ def cache_root() -> Path:
 # ── git ────────────────────────────────────────────────────────────────────
 
 
-def _git_env() -> dict[str, str]:
-    # Drop every GIT_* variable: GIT_DIR, GIT_WORK_TREE or GIT_OBJECT_DIRECTORY inherited from a
-    # hook or a shell would silently point the query at another repository. Replace refs are
-    # disabled so a SHA always names the object it hashes to.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_NO_REPLACE_OBJECTS="1", LC_ALL="C")
-    return env
-
-
 def _git(args: Sequence[str], *, cwd: Path, timeout_s: float = GIT_TIMEOUT_S) -> tuple[bool, str]:
-    result = run_process(
-        ["git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", *args],
-        timeout_s=timeout_s,
-        cwd=cwd,
-        env=_git_env(),
-    )
-    if result.ok:
-        return True, result.stdout.decode("utf-8", "replace").strip()
-    return False, (result.stderr_tail.strip() or result.describe())
+    """A read-only query (or the bundle clone) with the harness's hardened git (``workspace.git``)."""
+    return query_git(args, cwd=cwd, timeout_s=timeout_s)
 
 
 def _is_bundle(path: Path) -> bool:

@@ -1,81 +1,35 @@
-"""Clones and the evidence taken from them.
+"""Clones: the per-SHA sanitized template, the per-cell copy of it, seeded skills, task assets, removal.
 
-Owns: the per-SHA sanitized template (a parentless one-commit repository that
-holds the task tree and nothing else: no history, no remotes, no refs the
-agent could walk back to the original commits), the per-cell copy of it,
-skill seeding, workspace snapshots for phase boundaries, and churn parsing
-(the patch itself comes from ``workspace.patch``'s harness-owned view).
+Owns the sanitized template (a parentless one-commit repository that holds the task tree and
+nothing else: no history, no remotes, no refs the agent could walk back to the original
+commits), the per-cell copy of it, skill seeding and task assets, and ``remove_tree``. Snapshots
+of a workspace are ``workspace.snapshot``'s; the patch is ``workspace.patch``'s.
 
-Trust: host-side git runs only on repositories the harness itself just
-created, before any sandboxed process touched them. Once setup or the agent
-has run, the clone's ``.git`` is untrusted (a planted ``core.fsmonitor`` would
-execute on the host), so every later git command runs inside the sandbox.
+Trust: host-side git (through ``workspace.git``) runs only on repositories the harness itself
+just created, before any sandboxed process touched them. Once setup or the agent has run, the
+clone's ``.git`` is untrusted (a planted ``core.fsmonitor`` would execute on the host), so every
+later git command runs inside the sandbox (``workspace.git.sandbox_git``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import stat
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 
 from workflow_bench.process import ProcessError, run_checked, run_process
-from workflow_bench.sandbox import RunPolicy, Sandbox
 
-# A fixed identity and date make the sanitized commit a pure function of the
-# task tree, so two sweeps over the same SHA get the same sanitized SHA.
-_SNAPSHOT_ENV = {
-    "GIT_AUTHOR_NAME": "workflow-bench",
-    "GIT_AUTHOR_EMAIL": "snapshot@workflow-bench.invalid",
-    "GIT_COMMITTER_NAME": "workflow-bench",
-    "GIT_COMMITTER_EMAIL": "snapshot@workflow-bench.invalid",
-    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
-    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "HOME": "/nonexistent",
-    "PATH": "/usr/bin:/bin",
-    "LC_ALL": "C",
-}
-# Options for every git command that reads an untrusted clone: a planted
-# config must not run programs or rewrite what diff reports.
-_SAFE_GIT = (
-    "git",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "diff.external=",
-    "-c",
-    "core.pager=cat",
-)
-PLAN_DIR = "docs/plans"
-SKILLS_DIR = ".claude/skills"
-# Paths whose changes are bookkeeping, not implementation work, in churn and
-# the no-work rule (plan documents and the seeded skills).
-NON_WORK_PATHS = (PLAN_DIR, SKILLS_DIR)
-MAX_PATCH_BYTES = 300_000  # reference harness cap; a larger diff is truncated with a marker
-GIT_TIMEOUT_S = 120
-# Snapshot caps: a workspace past these is an agent filling the disk, and
-# the boundary check fails closed rather than hashing forever.
-MAX_SNAPSHOT_ENTRIES = 100_000
-MAX_SNAPSHOT_BYTES = 1 << 30
-MAX_SNAPSHOT_DEPTH = 256  # real trees are a few dozen deep; a deeper chain is an agent's doing
+from .git import SNAPSHOT_IDENTITY, git_output
+from .snapshot import SKILLS_DIR
+
 REMOVE_TIMEOUT_S = 600
 
 
-class WorkspaceLimitError(RuntimeError):
-    """The workspace is past the snapshot caps: judged as the agent's failure once it has run."""
-
-
-def _git(args: Iterable[str], *, cwd: Path, what: str, env: Mapping[str, str] | None = None) -> str:
-    result = run_checked(
-        ["git", *args], what=what, cwd=cwd, env=dict(env or _SNAPSHOT_ENV), timeout_s=GIT_TIMEOUT_S
-    )
-    return result.stdout.decode().strip()
+def _git(args: Iterable[str], *, cwd: Path, what: str, env: dict[str, str] | None = None) -> str:
+    """A host git step on a repository the harness just created, with the fixed snapshot identity."""
+    return git_output(args, what=what, cwd=cwd, env={**SNAPSHOT_IDENTITY, **(env or {})})
 
 
 def build_template(*, source_repo: Path, sha: str, dest: Path) -> str:
@@ -87,10 +41,10 @@ def build_template(*, source_repo: Path, sha: str, dest: Path) -> str:
     dest.mkdir(parents=True)
     _git(["init", "-q", "-b", "main", str(dest)], cwd=dest, what="git init")
     with tempfile.TemporaryDirectory(prefix="wfbench-index-") as tmp:
-        env = {**_SNAPSHOT_ENV, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         src = ["--git-dir", str(_git_dir(source_repo)), "--work-tree", str(dest)]
-        _git([*src, "read-tree", sha], cwd=dest, what="read task tree", env=env)
-        _git([*src, "checkout-index", "-a", "-f"], cwd=dest, what="check out task tree", env=env)
+        _git([*src, "read-tree", sha], cwd=dest, what="read task tree", env=index)
+        _git([*src, "checkout-index", "-a", "-f"], cwd=dest, what="check out task tree", env=index)
     shutil.rmtree(dest / ".git" / "hooks", ignore_errors=True)
     _git(["add", "-A"], cwd=dest, what="stage task tree")
     _git(["commit", "-q", "--no-verify", "--allow-empty", "-m", "task snapshot"], cwd=dest, what="commit")
@@ -187,120 +141,3 @@ def remove_tree(path: Path) -> None:
     second = run_process(["rm", "-rf", "--one-file-system", "--", target], timeout_s=REMOVE_TIMEOUT_S)
     if os.path.lexists(target):
         raise OSError(f"could not remove {target}: {second.describe()}")
-
-
-def walk_tree(root: Path) -> Iterator[tuple[str, str, os.stat_result]]:
-    """(relative path, absolute path, lstat) of every entry under ``root`` except the top ``.git``.
-
-    Iterative (no recursion limit to hit), sorted, never following a symlink, and bounded: past
-    ``MAX_SNAPSHOT_ENTRIES`` entries or ``MAX_SNAPSHOT_DEPTH`` levels it raises
-    ``WorkspaceLimitError`` (the agent's doing once it has run).
-    """
-    stack: list[tuple[str, int]] = [("", 0)]
-    count = 0
-    while stack:
-        rel_dir, depth = stack.pop()
-        with os.scandir(os.path.join(root, rel_dir)) as entries:
-            names = sorted(entry.name for entry in entries)
-        subdirs = []
-        for name in names:
-            if not rel_dir and name == ".git":
-                continue
-            rel = f"{rel_dir}/{name}" if rel_dir else name
-            full = os.path.join(root, rel)
-            st = os.lstat(full)
-            count += 1
-            if count > MAX_SNAPSHOT_ENTRIES:
-                raise WorkspaceLimitError(f"workspace has over {MAX_SNAPSHOT_ENTRIES} entries")
-            yield rel, full, st
-            if stat.S_ISDIR(st.st_mode):
-                if depth + 1 > MAX_SNAPSHOT_DEPTH:
-                    raise WorkspaceLimitError(f"workspace is nested deeper than {MAX_SNAPSHOT_DEPTH} levels")
-                subdirs.append((rel, depth + 1))
-        stack.extend(reversed(subdirs))
-
-
-# ── snapshots ──────────────────────────────────────────────────────────────
-
-
-def workspace_snapshot(root: Path) -> dict[str, str]:
-    """Map every path under ``root`` (except ``.git``) to a digest of its kind, mode and bytes.
-
-    Symlinks are recorded by target and never followed, so a planted link to
-    a host file cannot make the harness read it.
-    """
-    entries: dict[str, str] = {}
-    total = 0
-    for rel, full, st in walk_tree(root):
-        if stat.S_ISLNK(st.st_mode):
-            entries[rel] = f"link:{os.readlink(full)}"
-        elif stat.S_ISDIR(st.st_mode):
-            entries[rel] = f"dir:{stat.S_IMODE(st.st_mode):o}"
-        elif stat.S_ISREG(st.st_mode):
-            total += st.st_size
-            if total > MAX_SNAPSHOT_BYTES:
-                raise WorkspaceLimitError(
-                    f"workspace exceeds {MAX_SNAPSHOT_BYTES} bytes; refusing to snapshot"
-                )
-            entries[rel] = f"file:{stat.S_IMODE(st.st_mode):o}:{_file_digest(full)}"
-        else:
-            entries[rel] = f"special:{stat.S_IFMT(st.st_mode)}"
-    return entries
-
-
-def _file_digest(path: str) -> str:
-    digest = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def changed_paths(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[str, ...]:
-    keys = set(before) | set(after)
-    return tuple(sorted(k for k in keys if before.get(k) != after.get(k)))
-
-
-def skill_fingerprint(snapshot: Mapping[str, str]) -> str | None:
-    """Digest of the evaluated skill tree within a snapshot; None when no skills are seeded."""
-    items = sorted((k, v) for k, v in snapshot.items() if k == SKILLS_DIR or k.startswith(SKILLS_DIR + "/"))
-    if not items:
-        return None
-    digest = hashlib.sha256()
-    for key, value in items:
-        digest.update(f"{len(key)}:{key}{len(value)}:{value}".encode())
-    return digest.hexdigest()
-
-
-# ── capture (inside the sandbox: the clone is untrusted now) ───────────────
-
-
-def sandbox_git(sandbox: Sandbox, args: Iterable[str], *, what: str, writable: bool = False) -> bytes:
-    result = sandbox.run(
-        [*_SAFE_GIT, *args],
-        policy=RunPolicy(workspace_writable=writable),
-        timeout_s=GIT_TIMEOUT_S,
-    )
-    if not result.ok:
-        raise ProcessError(what, result)
-    if result.stdout_overflow:
-        raise RuntimeError(f"{what}: output exceeded the capture limit")
-    return result.stdout
-
-
-def head_sha(sandbox: Sandbox) -> str:
-    return sandbox_git(sandbox, ["rev-parse", "HEAD"], what="rev-parse HEAD").decode().strip()
-
-
-def parse_numstat(text: str) -> dict[str, int]:
-    """Churn from ``git diff --numstat``; binary files count as a file with 0/0 lines."""
-    files = insertions = deletions = 0
-    for line in text.splitlines():
-        parts = line.split("\t", 2)
-        if len(parts) != 3:
-            continue
-        files += 1
-        insertions += int(parts[0]) if parts[0].isdigit() else 0
-        deletions += int(parts[1]) if parts[1].isdigit() else 0
-    return {"diff_files": files, "diff_insertions": insertions, "diff_deletions": deletions}

@@ -7,7 +7,8 @@ bytes on disk as one commit through ``git fast-import``: no index, no ``.gitigno
 ``.gitattributes``, clean/smudge filters, ``info/exclude``, skip-worktree or assume-unchanged
 flag, hook or config of the agent's is ever consulted, and the workspace's ``.git`` is not read
 at all. ``diff`` compares two such commits in that bare repository (no work tree, so no
-attributes from the tree; ``core.attributesFile`` and the system attributes are disabled).
+attributes from the tree; ``core.attributesFile`` and the system attributes are disabled, as for
+every git command the harness runs: ``workspace.git``).
 
 So the saved patch is what changed on disk between the state before the first session and the
 state after the last one. Files a ``.gitignore`` hides are on disk, so they are in the patch.
@@ -23,38 +24,12 @@ import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from workflow_bench.process import ProcessError, run_checked, run_process
-from workflow_bench.workspace.clone import (
-    GIT_TIMEOUT_S,
-    MAX_PATCH_BYTES,
-    MAX_SNAPSHOT_BYTES,
-    NON_WORK_PATHS,
-    WorkspaceLimitError,
-    parse_numstat,
-    walk_tree,
-)
+from workflow_bench.process import ProcessError
 
-# No config, attributes or templates of anyone's: only what the harness passes with -c.
-_GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_ATTR_NOSYSTEM": "1",
-    "HOME": "/nonexistent",
-    "PATH": "/usr/bin:/bin",
-    "LC_ALL": "C",
-}
-_GIT_OPTIONS = (
-    "-c",
-    "core.attributesFile=/dev/null",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "diff.external=",
-    "-c",
-    "core.quotePath=true",
-)
+from .git import git_result, run_git
+from .snapshot import MAX_SNAPSHOT_BYTES, NON_WORK_PATHS, WorkspaceLimitError, walk_tree
+
+MAX_PATCH_BYTES = 300_000  # reference harness cap; a larger diff is truncated with a marker
 # numstat is one short line per changed path: 64 MiB is ~1M paths. Above it the churn would be a
 # silent undercount, so the change is refused instead (charged to the arm as workspace-invalid).
 MAX_NUMSTAT_BYTES = 64 * 1024 * 1024
@@ -67,15 +42,10 @@ class PatchView:
     def __init__(self, git_dir: Path, *, excluded: Iterable[str] = ()) -> None:
         self.git_dir = git_dir
         self._excluded = frozenset(p.strip("/") for p in excluded)
-        run_checked(
-            ["git", "init", "-q", "--bare", "--template=", str(git_dir)],
-            what="init harness patch view",
-            env=_GIT_ENV,
-            timeout_s=GIT_TIMEOUT_S,
-        )
+        run_git(["init", "-q", "--bare", "--template=", str(git_dir)], what="init harness patch view")
 
-    def _git(self, *args: str) -> list[str]:
-        return ["git", f"--git-dir={self.git_dir}", *_GIT_OPTIONS, *args]
+    def _args(self, *args: str) -> list[str]:
+        return [f"--git-dir={self.git_dir}", *args]
 
     def record(self, workspace: Path, ref: str) -> None:
         """Commit the exact on-disk state of ``workspace`` as ``refs/heads/<ref>``.
@@ -91,12 +61,10 @@ class PatchView:
                     out.write(b"M %s inline %s\ndata %d\n" % (mode, _quote(path), len(data)))
                     out.write(data + b"\n")
                 out.write(b"done\n")
-            run_checked(
-                self._git("fast-import", "--quiet", "--done"),
+            run_git(
+                self._args("fast-import", "--quiet", "--done"),
                 what="record the workspace in the harness patch view",
-                env=_GIT_ENV,
                 stdin=stream,
-                timeout_s=GIT_TIMEOUT_S,
             )
         finally:
             stream.unlink(missing_ok=True)
@@ -104,10 +72,8 @@ class PatchView:
     def diff(self, base: str, after: str) -> tuple[bytes, dict[str, int]]:
         """The bounded binary patch from ``base`` to ``after`` and its churn (non-work paths excluded)."""
         diff = ["diff", "--no-ext-diff", "--no-textconv", "--no-renames"]
-        result = run_process(
-            self._git(*diff, "--binary", f"refs/heads/{base}", f"refs/heads/{after}"),
-            env=_GIT_ENV,
-            timeout_s=GIT_TIMEOUT_S,
+        result = git_result(
+            self._args(*diff, "--binary", f"refs/heads/{base}", f"refs/heads/{after}"),
             max_stdout_bytes=MAX_PATCH_BYTES,
         )
         if not result.ok:
@@ -116,11 +82,9 @@ class PatchView:
         if result.stdout_overflow:
             patch += f"\n[truncated at {MAX_PATCH_BYTES} bytes]\n".encode()
         excludes = [f":(exclude){p}" for p in NON_WORK_PATHS]
-        numstat = run_checked(
-            self._git(*diff, "--numstat", f"refs/heads/{base}", f"refs/heads/{after}", "--", *excludes),
+        numstat = run_git(
+            self._args(*diff, "--numstat", f"refs/heads/{base}", f"refs/heads/{after}", "--", *excludes),
             what="diff --numstat on the harness patch view",
-            env=_GIT_ENV,
-            timeout_s=GIT_TIMEOUT_S,
             max_stdout_bytes=MAX_NUMSTAT_BYTES,
         )
         if numstat.stdout_overflow:
@@ -167,3 +131,16 @@ def _quote(path: bytes) -> bytes:
         else:
             out.append(byte)
     return bytes(out + b'"')
+
+
+def parse_numstat(text: str) -> dict[str, int]:
+    """Churn from ``git diff --numstat``; binary files count as a file with 0/0 lines."""
+    files = insertions = deletions = 0
+    for line in text.splitlines():
+        parts = line.split("\t", 2)
+        if len(parts) != 3:
+            continue
+        files += 1
+        insertions += int(parts[0]) if parts[0].isdigit() else 0
+        deletions += int(parts[1]) if parts[1].isdigit() else 0
+    return {"diff_files": files, "diff_insertions": insertions, "diff_deletions": deletions}
