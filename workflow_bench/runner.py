@@ -17,10 +17,11 @@ import hashlib
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from workflow_bench.cells.context import CellPolicy, Evaluated, Harness
 from workflow_bench.promotion.flags import promotion_policy_from_args
 from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.providers.gateway import GatewayError, locate_litellm
@@ -28,10 +29,10 @@ from workflow_bench.providers.options import ProviderOptions, ProviderOptionsErr
 from workflow_bench.providers.scripted import Script, ScriptError, load_script
 from workflow_bench.taskspec.index_guard import bind_for_toolkit
 from workflow_bench.taskspec.spec import TaskBinding, TaskFileError, load_task_file, select_tasks
-from workflow_bench.toolkit.comparator import ComparatorError, ComparatorPlugin, comparator_for_arms
+from workflow_bench.toolkit.comparator import ComparatorError, comparator_for_arms
 from workflow_bench.toolkit.manifest import load_toolkit
-from workflow_bench.toolkit.overlay import Overlay, OverlayError
-from workflow_bench.toolkit.spec import Toolkit, ToolkitError
+from workflow_bench.toolkit.overlay import OverlayError
+from workflow_bench.toolkit.spec import ToolkitError
 from workflow_bench.workspace.clone import remove_tree
 from workflow_bench.workspace.paths import CellPathError, check_paths_fit
 
@@ -54,7 +55,9 @@ from .schedule import flags as schedule_flags
 from .schedule.resume import ResumeError, check_lock, kept_rows
 from .schedule.reuse import ReuseError, load_prior_rows
 from .schedule.signals import cancel_on_signals, interrupt_on_sigterm
-from .sweep import EXIT_CANCELLED, SweepConfig, config_lock, plan_keys, run_sweep
+from .sweep.config import EXIT_CANCELLED, SweepConfig, config_lock, plan_keys
+from .sweep.driver import run_sweep
+from .sweep.plan import describe_plan
 
 EXIT_USAGE = 2
 
@@ -78,6 +81,8 @@ def _validate_args(args: argparse.Namespace) -> PromotionPolicy | None:
         policy = promotion_policy_from_args(args, has_candidates=any(ARMS[a].candidate_of for a in args.arms))
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    if args.dry_run and args.canary:
+        raise UsageError("--dry-run prints the plan without running anything; drop --canary")
     if args.unsafe_no_bwrap:
         check_unsafe_host_request(args.arms, canary=args.canary)
     if len(set(args.arms)) != len(args.arms):
@@ -88,18 +93,16 @@ def _validate_args(args: argparse.Namespace) -> PromotionPolicy | None:
 
 @dataclass(frozen=True, slots=True)
 class PreparedInput:
-    """Everything validated from argv and the task file, before any clone or model call."""
+    """Everything validated from argv and the task file, before any clone or model call.
 
-    toolkit: Toolkit
+    ``harness`` and ``evaluated`` are the objects every cell later receives: built here, passed on.
+    """
+
+    harness: Harness
+    evaluated: Evaluated
     bindings: tuple[TaskBinding, ...]
     skipped_expensive: tuple[str, ...]
-    bwrap_bin: str
-    claude_bin: Path
-    claude_version: str
     script: Script | None
-    overlay: Overlay | None = None
-    comparator: ComparatorPlugin | None = None
-    sandbox_kind: SandboxKind = SandboxKind.BWRAP
     promotion_policy: PromotionPolicy | None = None
 
 
@@ -131,16 +134,11 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
         version=args.ce_plugin_version,
     )
     return PreparedInput(
-        toolkit=toolkit,
+        harness=Harness(claude_bin=claude_bin, claude_version=version, bwrap_bin=bwrap, sandbox_kind=kind),
+        evaluated=Evaluated(toolkit=toolkit, overlay=overlay, comparator=comparator),
         bindings=bindings,
         skipped_expensive=tuple(skipped),
-        bwrap_bin=bwrap,
-        claude_bin=claude_bin,
-        claude_version=version,
         script=script,
-        overlay=overlay,
-        comparator=comparator,
-        sandbox_kind=kind,
         promotion_policy=promotion_policy,
     )
 
@@ -148,6 +146,18 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
 def _script_digest(args: argparse.Namespace) -> str | None:
     scripted = args.provider == "scripted"
     return hashlib.sha256((args.script or DEMO_SCRIPT).read_bytes()).hexdigest() if scripted else None
+
+
+def cell_policy(args: argparse.Namespace, *, model: str) -> CellPolicy:
+    """How every cell runs: the one copy of these flags out of the namespace."""
+    return CellPolicy(
+        model=model,
+        effort=args.effort,
+        session_timeout_s=args.timeout,
+        verify_timeout_s=args.verify_timeout,
+        max_retries=args.max_retries,
+        limits=CellLimits(memory_mib=args.cell_memory_mib, pids=args.cell_pids, disk_mib=args.cell_disk_mib),
+    )
 
 
 def _sweep_config(
@@ -175,26 +185,18 @@ def _sweep_config(
         arms=tuple(resolve_arm(a) for a in args.arms),
         runs=args.runs,
         out_dir=out_dir,
-        model=model,
-        effort=args.effort,
-        session_timeout_s=args.timeout,
-        verify_timeout_s=args.verify_timeout,
-        max_retries=args.max_retries,
-        claude_bin=ready.claude_bin,
-        claude_version=ready.claude_version,
-        bwrap_bin=ready.bwrap_bin,
-        toolkit=ready.toolkit,
-        overlay=ready.overlay,
-        comparator=ready.comparator,
-        sandbox_kind=ready.sandbox_kind,
+        cell=cell_policy(args, model=model),
+        harness=ready.harness,
+        evaluated=ready.evaluated,
         promotion_policy=ready.promotion_policy,
-        limits=CellLimits(memory_mib=args.cell_memory_mib, pids=args.cell_pids, disk_mib=args.cell_disk_mib),
     )
 
 
 def _require_canary(ready: PreparedInput) -> None:
     code, table = run_canary(
-        claude_bin_arg=str(ready.claude_bin), bwrap_bin=ready.bwrap_bin, progress=lambda _: None
+        claude_bin_arg=str(ready.harness.claude_bin),
+        bwrap_bin=ready.harness.bwrap_bin,
+        progress=lambda _: None,
     )
     print(table)
     if code != 0:
@@ -219,8 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CANCELLED
     finally:
         for ready in prepared:
-            if ready.comparator is not None:
-                remove_tree(ready.comparator.snapshot.parent)
+            if ready.evaluated.comparator is not None:
+                remove_tree(ready.evaluated.comparator.snapshot.parent)
 
 
 def _resume_rows(
@@ -236,6 +238,17 @@ def _resume_rows(
     check_lock(out_dir, config_lock(config))
     claims.append(claim_output_dir(out_dir, resume=True))
     return kept_rows(out_dir, plan_keys(config))
+
+
+def _dry_run(args: argparse.Namespace, ready: PreparedInput, out_dir: Path, prior: tuple[dict, ...]) -> int:
+    """Print the plan the sweep would run (``--resume`` read, never rewritten) and exit 0."""
+    model = args.model or (ready.script.model if ready.script else None)
+    config = _sweep_config(args, ready, out_dir=out_dir, model=model, prior_rows=prior)
+    if args.resume is not None:
+        check_lock(out_dir, config_lock(config))
+        config = replace(config, done_rows=kept_rows(out_dir, plan_keys(config), dry_run=True))
+    print(describe_plan(config), end="")
+    return 0
 
 
 def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
@@ -260,6 +273,8 @@ def _run_claimed(args: argparse.Namespace, prepared: list[PreparedInput], claims
             _require_canary(ready)
         if args.reuse_results is not None:
             prior_rows = load_prior_rows(args.reuse_results, out_dir=out_dir)
+        if args.dry_run:
+            return _dry_run(args, ready, out_dir, prior_rows)
         # --resume is locked too: a resumed sweep and a second runner never share a directory.
         if args.resume is not None:
             done_rows = _resume_rows(args, ready, out_dir, claims)
@@ -283,7 +298,8 @@ def _run_claimed(args: argparse.Namespace, prepared: list[PreparedInput], claims
             config = _sweep_config(
                 args, ready, out_dir=out_dir, model=model, done_rows=done_rows, prior_rows=prior_rows
             )
-            print(f"workflow-bench: {access.provider} provider, model {model}, CLI {ready.claude_version}")
+            cli = ready.harness.claude_version
+            print(f"workflow-bench: {access.provider} provider, model {model}, CLI {cli}")
             print(f"workflow-bench: writing to {out_dir}")
             _, exit_code = run_sweep(config, access=access, cancel=cancel)
             return exit_code

@@ -21,8 +21,9 @@ pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow_bench"
 PACKAGE_LAYERS = {
     # foundations: bounded input, spawning, redaction, usage arithmetic, digests, review contract,
-    # the output directory's one writer
-    "process": 0, "redaction": 0, "usage": 0, "input_files": 0, "digests": 0, "review": 0, "output": 0,
+    # bounded argparse types, the output directory's one writer
+    "process": 0, "redaction": 0, "usage": 0, "input_files": 0, "digests": 0, "review": 0, "argtypes": 0,
+    "output": 0,
     # host mechanisms: the sandbox, the CLI binary, model providers
     "sandbox": 1, "claude_cli": 1, "providers": 1,
     # the relay, clones and hardened git, the toolkit

@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_bench.arms import resolve_arm
-from workflow_bench.cells.context import CellResult, SweepSettings, prepare_task_context
+from workflow_bench.cells.context import (
+    CellPolicy,
+    CellResult,
+    Evaluated,
+    Harness,
+    SweepSettings,
+    prepare_task_context,
+)
 from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
@@ -82,20 +89,20 @@ def canary_settings(
 ) -> SweepSettings:
     """The sweep settings every canary suite runs its cells with (one retry, no effort)."""
     return SweepSettings(
-        model=model,
-        effort=None,
-        session_timeout_s=session_timeout_s,
-        verify_timeout_s=verify_timeout_s,
-        max_retries=1,
-        claude_bin=claude_bin,
-        claude_version=claude_version,
-        bwrap_bin=bwrap_bin,
+        cell=CellPolicy(
+            model=model,
+            effort=None,
+            session_timeout_s=session_timeout_s,
+            verify_timeout_s=verify_timeout_s,
+            max_retries=1,
+            limits=limits if limits is not None else CellLimits(),
+        ),
+        harness=Harness(claude_bin=claude_bin, claude_version=claude_version, bwrap_bin=bwrap_bin),
+        evaluated=Evaluated(toolkit=toolkit),
         access=access,
-        toolkit=toolkit,
         work_root=work_root,
         runtime_dir=runtime_dir if runtime_dir is not None else write_runtime_dir(work_root / "runtime"),
         progress=progress,
-        limits=limits if limits is not None else CellLimits(),
     )
 
 

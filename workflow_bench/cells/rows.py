@@ -102,12 +102,12 @@ def identity_fields(settings: SweepSettings, task: TaskContext, arm: ArmSpec, ke
         "class": spec.task_class,
         "arm": arm.name,
         "run": key.run,
-        "model": settings.model,
-        "benchmark_model": settings.model,
-        "effort": settings.effort,
+        "model": settings.cell.model,
+        "benchmark_model": settings.cell.model,
+        "effort": settings.cell.effort,
         "provider": settings.access.provider,
-        "claude_code_version": settings.claude_version,
-        "sandbox_backend": settings.sandbox_kind.value,
+        "claude_code_version": settings.harness.claude_version,
+        "sandbox_backend": settings.harness.sandbox_kind.value,
         "task_ref": spec.ref,
         "task_base_sha": binding.resolved_sha,
         "sanitized_task_sha": task.sanitized_sha,
@@ -124,7 +124,7 @@ def identity_fields(settings: SweepSettings, task: TaskContext, arm: ArmSpec, ke
 
 def toolkit_provenance(settings: SweepSettings, task: TaskContext, arm: ArmSpec) -> dict[str, Any]:
     """Which toolkit the sweep evaluated, which index and MCP servers this arm's sessions got."""
-    toolkit = settings.toolkit
+    toolkit = settings.evaluated.toolkit
     index = task.index.digest if task.index is not None and arm.mcp else None
     return {
         "toolkit_name": toolkit.name,
@@ -137,8 +137,8 @@ def toolkit_provenance(settings: SweepSettings, task: TaskContext, arm: ArmSpec)
 
 def arm_provenance(settings: SweepSettings, arm: ArmSpec) -> dict[str, Any]:
     """Comparator version/manifest for ce_* rows, the overlay digest for candidate rows; else None."""
-    comparator = settings.comparator if arm.family == "comparator" else None
-    overlay = settings.overlay if arm.candidate_of else None
+    comparator = settings.evaluated.comparator if arm.family == "comparator" else None
+    overlay = settings.evaluated.overlay if arm.candidate_of else None
     return {
         "ce_plugin_version": comparator.version if comparator else None,
         "ce_plugin_manifest_digest": comparator.manifest_digest if comparator else None,

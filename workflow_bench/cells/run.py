@@ -91,7 +91,7 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     artifacts: dict[str, bytes] = {}
     run: _CellRun | None = None
     cell_dir = new_cell_dir_path(settings.work_root)  # fixed length: the relay socket must fit
-    resources = CellResources(settings.limits, cell_dir)
+    resources = CellResources(settings.cell.limits, cell_dir)
     try:
         if task.index is not None and task.index.error is not None:
             raise RuntimeError(task.index.error)  # memoized per task: no cell of it can run
@@ -208,15 +208,15 @@ class _CellRun:
         self.measured: dict[str, Any] | None = None  # the sessions' measurements, once they ran
         self.agent_started = False  # set just before the first session: from then on, failures are charged
         self.sandbox: Sandbox = create_sandbox(
-            settings.sandbox_kind,
+            settings.harness.sandbox_kind,
             workspace=cell_dir / "workspace",
-            claude_bin=settings.claude_bin,
+            claude_bin=settings.harness.claude_bin,
             runtime_dir=settings.runtime_dir,
             base_mounts=tuple(
                 Mount(source=source, target=f"{SANDBOX_WORKSPACE}/{target}")
                 for source, target in task.binding.dependency_mounts
             ),
-            bwrap_bin=settings.bwrap_bin,
+            bwrap_bin=settings.harness.bwrap_bin,
             resources=resources,
         )
 
@@ -275,7 +275,7 @@ class _CellRun:
         patch, churn = self.view.diff("base", "after")
         self.artifacts["patch.diff"] = patch
         row.update(churn)
-        timeout, cancel = settings.verify_timeout_s, settings.cancel
+        timeout, cancel = settings.cell.verify_timeout_s, settings.cancel
         verify = run_verify(
             self.sandbox,
             spec.verify,
@@ -341,11 +341,13 @@ class _CellRun:
         elif skills.is_dir() and not skills.is_symlink():
             # Read-only for the whole session: the agent cannot edit the prose it is judged on.
             mounts.append(Mount(source=skills, target=skills_target))
-        if self.arm.family == "comparator" and self.settings.comparator is not None:
-            mounts.append(Mount(source=self.settings.comparator.snapshot, target=SANDBOX_PLUGIN_DIR))
-        if self.arm.mcp and self.settings.toolkit.mcp_servers:
+        if self.arm.family == "comparator" and self.settings.evaluated.comparator is not None:
+            mounts.append(
+                Mount(source=self.settings.evaluated.comparator.snapshot, target=SANDBOX_PLUGIN_DIR)
+            )
+        if self.arm.mcp and self.settings.evaluated.toolkit.mcp_servers:
             # What the toolkit's servers need (e.g. a node prefix) and their write jail, read-only.
-            toolkit = self.settings.toolkit
+            toolkit = self.settings.evaluated.toolkit
             mounts += [Mount(source=Path(m.source), target=m.target) for m in toolkit.runtime_mounts]
             mounts.append(Mount(source=JAIL_SOURCE, target=JAIL_TARGET))
         index = self.task.index
@@ -376,7 +378,7 @@ class _CellRun:
         copy and the commit run sandboxed; only the overlay's own paths are
         committed, never ``-A``: a review task's uncommitted change must stay so.
         """
-        overlay = self.settings.overlay
+        overlay = self.settings.evaluated.overlay
         if overlay is None:
             raise RuntimeError(f"arm {self.arm.name} needs a candidate overlay")
         staged = self.cell_dir / "overlay"
@@ -423,7 +425,7 @@ class _CellRun:
             self.task.binding.spec.verify,
             scratch=self.cell_dir,
             min_tests=self.task.binding.spec.verify_min_tests,
-            timeout_s=self.settings.verify_timeout_s,
+            timeout_s=self.settings.cell.verify_timeout_s,
             cancel=self.settings.cancel,
             mounts=(Mount(source=self.review_dir, target=REVIEW_OUTPUT_DIR),),
             env_extra={REVIEW_OUTPUT_ENV_VAR: REVIEW_OUTPUT_PATH},
@@ -436,9 +438,9 @@ class _CellRun:
         """Run the arm's sessions in order through one relay; stop at the first failed one."""
         settings = self.settings
         env = claude_environment(
-            model=settings.model,
-            max_retries=settings.max_retries,
-            api_timeout_ms=int(settings.session_timeout_s * 1000),
+            model=settings.cell.model,
+            max_retries=settings.cell.max_retries,
+            api_timeout_ms=int(settings.cell.session_timeout_s * 1000),
             surrogate_key=SURROGATE_API_KEY,
         )
         relay_dir, socket_path = relay_socket(self.cell_dir)
@@ -461,7 +463,7 @@ class _CellRun:
                 upstream=settings.access.base_url,
                 credentials=self.credentials,
                 session_id=session_id,
-                model=settings.model,
+                model=settings.cell.model,
             )
             self.agent_started = True
             with relay:
@@ -508,27 +510,27 @@ class _CellRun:
         mcp = self.mcp
         return SessionRequest(
             prompt=prompt,
-            model=settings.model,
+            model=settings.cell.model,
             tools=(*spec.tools, *mcp.granted_tools),
             disallowed_tools=(*spec.disallowed_tools, *mcp.refused_tools),
             mcp_config=mcp.config_json,
             expected_skill=skill,
             env=env,
-            timeout_s=settings.session_timeout_s,
-            effort=settings.effort,
+            timeout_s=settings.cell.session_timeout_s,
+            effort=settings.cell.effort,
             extra_args=self._session_args(),
         )
 
     @property
     def mcp(self) -> SessionMcp:
-        return session_mcp(self.settings.toolkit, with_mcp=self.arm.mcp)
+        return session_mcp(self.settings.evaluated.toolkit, with_mcp=self.arm.mcp)
 
     def _skill_name(self, spec: SessionSpec) -> str | None:
         if spec.skill_role is None:
             return None
         if self.arm.family == "comparator":
             return COMPARATOR_SKILLS[spec.skill_role]
-        return self.settings.toolkit.skill_for(spec.skill_role)
+        return self.settings.evaluated.toolkit.skill_for(spec.skill_role)
 
 
 def _judged(

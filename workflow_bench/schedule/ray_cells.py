@@ -363,8 +363,8 @@ def open_executor(spec: ExecutorSpec, settings: SweepSettings, *, workers: int) 
         origin=HostIdentity.here(),
         loopback_upstream=is_loopback_url(settings.access.base_url),
         harness=harness_version(),
-        claude_bin=str(settings.claude_bin),
-        bwrap_bin=settings.bwrap_bin,
+        claude_bin=str(settings.harness.claude_bin),
+        bwrap_bin=settings.harness.bwrap_bin,
         paths=(str(settings.work_root), str(settings.runtime_dir)),
     )
     cells = RayCells(spec, workers=workers, need=need)

@@ -110,8 +110,13 @@ def _key(row: Mapping[str, Any]) -> CellKey | None:
     return None
 
 
-def kept_rows(out_dir: Path, planned: Sequence[CellKey], *, log=print) -> tuple[dict[str, Any], ...]:
-    """The rows a resumed sweep keeps; everything else is moved aside (see the module docstring)."""
+def kept_rows(
+    out_dir: Path, planned: Sequence[CellKey], *, log=print, dry_run: bool = False
+) -> tuple[dict[str, Any], ...]:
+    """The rows a resumed sweep keeps; everything else is moved aside (see the module docstring).
+
+    ``dry_run`` (``runner --dry-run``) decides the same rows and moves and rewrites nothing.
+    """
     results = out_dir / RESULTS_FILE
     data = results.read_bytes() if results.is_file() else b""
     complete, _, torn = data.rpartition(b"\n")
@@ -140,12 +145,14 @@ def kept_rows(out_dir: Path, planned: Sequence[CellKey], *, log=print) -> tuple[
         else:
             log(f"[resume] {key.label} runs again: {why}")
             superseded.append(line.decode())
+    ordered = [kept[k] for k in planned if k in kept]
+    if dry_run:
+        return tuple(ordered)
     for key in plan - set(kept):
         _move_artifacts(out_dir, key, aside)
     if superseded:
         aside.mkdir(parents=True, exist_ok=True)
         atomic_write_text(aside / RESULTS_FILE, "".join(s + "\n" for s in superseded))
-    ordered = [kept[k] for k in planned if k in kept]
     atomic_write_text(results, jsonl_text(ordered))
     return tuple(ordered)
 
