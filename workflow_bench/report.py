@@ -17,7 +17,6 @@ Above both `reports` (the renderers) and `promotion` (the gate): it composes the
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -39,6 +38,8 @@ from workflow_bench.reports.markdown import render_markdown
 from workflow_bench.reports.markdown_sections import promotion_section, stats_section
 from workflow_bench.reports.stats import STATS_FILE, paired_statistics, stats_text
 from workflow_bench.reports.sweep_record import SweepRecord, SweepRecordError, read_sweep_record
+from workflow_bench.rows.migrate import read_rows
+from workflow_bench.rows.model import Row
 from workflow_bench.schedule.not_run import NOT_RUN_FILE, read_not_run, schedule_section
 
 
@@ -70,15 +71,14 @@ def promotion_inputs(record: SweepRecord) -> PromotionInputs:
 
 def render_reports(record: SweepRecord, results_text: str, not_run_text: str = "") -> Rendered:
     lines = results_lines(results_text)
-    rows = [json.loads(line) for line in lines]
+    rows = read_rows(results_text)
     tasks, arms = list(record.task_ids), list(record.arms)
 
-    def order(row: Mapping[str, Any]) -> tuple[int, int, int]:
-        task, arm = row.get("task"), row.get("arm")
+    def order(row: Row) -> tuple[int, int, int]:
         return (
-            tasks.index(task) if task in tasks else len(tasks),
-            int(row.get("run") or 0),
-            arms.index(arm) if arm in arms else len(arms),
+            tasks.index(row.task) if row.task in tasks else len(tasks),
+            row.run,
+            arms.index(row.arm) if row.arm in arms else len(arms),
         )
 
     ordered = sorted(rows, key=order)
@@ -99,7 +99,7 @@ def render_reports(record: SweepRecord, results_text: str, not_run_text: str = "
             *promotion_section(promotion),
             *stats_section(stats),
             *schedule_section(
-                record.schedule, read_not_run(not_run_text), reused=[r for r in ordered if r.get("reused")]
+                record.schedule, read_not_run(not_run_text), reused=[r for r in ordered if r.reused]
             ),
         ],
     )

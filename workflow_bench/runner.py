@@ -27,6 +27,7 @@ from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.providers.gateway import GatewayError, locate_litellm
 from workflow_bench.providers.options import ProviderOptions, ProviderOptionsError
 from workflow_bench.providers.scripted import Script, ScriptError, load_script
+from workflow_bench.rows.model import Row
 from workflow_bench.taskspec.index_guard import bind_for_toolkit
 from workflow_bench.taskspec.spec import TaskBinding, TaskFileError, load_task_file, select_tasks
 from workflow_bench.toolkit.comparator import ComparatorError, comparator_for_arms
@@ -166,8 +167,8 @@ def _sweep_config(
     *,
     out_dir: Path,
     model: str,
-    done_rows: tuple[dict, ...] = (),
-    prior_rows: tuple[dict, ...] = (),
+    done_rows: tuple[Row, ...] = (),
+    prior_rows: tuple[Row, ...] = (),
 ) -> SweepConfig:
     return SweepConfig(
         done_rows=done_rows,
@@ -225,25 +226,31 @@ def main(argv: Sequence[str] | None = None) -> int:
                 remove_tree(ready.evaluated.comparator.snapshot.parent)
 
 
+def _known_model(args: argparse.Namespace, ready: PreparedInput) -> str:
+    """The model before any provider starts: ``--model``, or the script's (validate() requires one)."""
+    model = args.model or (ready.script.model if ready.script else None)
+    if not model:
+        raise UsageError("--model is required with --provider anthropic")
+    return str(model)
+
+
 def _resume_rows(
     args: argparse.Namespace, ready: PreparedInput, out_dir: Path, claims: list[OutputClaim]
-) -> tuple[dict, ...]:
+) -> tuple[Row, ...]:
     """Refuse a configuration that differs from the directory's lock; return the rows it keeps.
 
     The configuration is checked before the directory is claimed (claiming rewrites the holder
     record), so a refused resume changes nothing; the rows are read under the claim.
     """
-    model = args.model or (ready.script.model if ready.script else None)
-    config = _sweep_config(args, ready, out_dir=out_dir, model=model)
+    config = _sweep_config(args, ready, out_dir=out_dir, model=_known_model(args, ready))
     check_lock(out_dir, config_lock(config))
     claims.append(claim_output_dir(out_dir, resume=True))
     return kept_rows(out_dir, plan_keys(config))
 
 
-def _dry_run(args: argparse.Namespace, ready: PreparedInput, out_dir: Path, prior: tuple[dict, ...]) -> int:
+def _dry_run(args: argparse.Namespace, ready: PreparedInput, out_dir: Path, prior: tuple[Row, ...]) -> int:
     """Print the plan the sweep would run (``--resume`` read, never rewritten) and exit 0."""
-    model = args.model or (ready.script.model if ready.script else None)
-    config = _sweep_config(args, ready, out_dir=out_dir, model=model, prior_rows=prior)
+    config = _sweep_config(args, ready, out_dir=out_dir, model=_known_model(args, ready), prior_rows=prior)
     if args.resume is not None:
         check_lock(out_dir, config_lock(config))
         config = replace(config, done_rows=kept_rows(out_dir, plan_keys(config), dry_run=True))
@@ -264,8 +271,8 @@ def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
 
 def _run_claimed(args: argparse.Namespace, prepared: list[PreparedInput], claims: list[OutputClaim]) -> int:
     out_dir = args.resume or args.out or _default_out()
-    done_rows: tuple[dict, ...] = ()
-    prior_rows: tuple[dict, ...] = ()
+    done_rows: tuple[Row, ...] = ()
+    prior_rows: tuple[Row, ...] = ()
     try:
         ready = prepare(args)
         prepared.append(ready)  # main() removes the comparator snapshot whatever happens next

@@ -62,11 +62,15 @@ def sweep_dir(tmp_path: Path) -> Path:
         rows += runs(3, task, "candidate_workflow", cost_usd=0.8)
         rows += runs(2, task, "baseline", cost_usd=0.5, skill_invoked=None)
         rows.append(row(task, "baseline", 2, resolved=False, error_kind="oracle-failed", skill_invoked=None))
-    for r in rows:
-        usage = {"input_tokens": 100, "cache_creation_input_tokens": 10, "cache_read_input_tokens": 500}
-        r["usage_main_loop"] = {**usage, "output_tokens": 50}
-        r["usage_transcripts"] = {**usage, "output_tokens": 80}
-        r["usage_provider"] = {**usage, "output_tokens": 80}
+    usage = {"input_tokens": 100, "cache_creation_input_tokens": 10, "cache_read_input_tokens": 500}
+    rows = [
+        r.replace(
+            usage_main_loop={**usage, "output_tokens": 50},
+            usage_transcripts={**usage, "output_tokens": 80},
+            usage_provider={**usage, "output_tokens": 80},
+        )
+        for r in rows
+    ]
     rec = record(arms=arms, tasks=("t1", "t2"), overlay=overlay_for(toolkit))
     return write_sweep(tmp_path / "out", rec, rows)
 

@@ -18,7 +18,7 @@ import pytest
 from tests.component.test_demo_corpus import EXPECTED as CORPUS_EXPECTED
 from workflow_bench import runner
 from workflow_bench.claude_cli import PINNED_CLAUDE_CODE_VERSION
-from workflow_bench.rows.schema import SCHEMA_VERSION
+from workflow_bench.rows.model import SCHEMA_VERSION
 
 from .conftest import DEMO_TASKS, output_bytes
 

@@ -7,50 +7,27 @@ here is exactly what a real sweep with these rows would have written.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests import builders
 from workflow_bench.digests import canonical_digest
 from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.report import render_reports
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
+from workflow_bench.rows.model import Row
 
 MODEL = "scripted-demo"
 FINISHED = "2026-11-30T12:00:00+00:00"
 
 
-def row(task: str = "t1", arm: str = "workflow", run: int = 0, **overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "task": task,
-        "class": "bugfix",
-        "arm": arm,
-        "run": run,
-        "ok": True,
-        "resolved": True,
-        "error_kind": None,
-        "input_tokens": 100,
-        "cache_creation_input_tokens": 10,
-        "cache_read_input_tokens": 1000,
-        "output_tokens": 50,
-        "cost_usd": 1.0,
-        "duration_s": 30.0,
-        "num_turns": 4,
-        "diff_files": 2,
-        "diff_insertions": 10,
-        "diff_deletions": 1,
-        "authored_tests_passed": True,
-        "oracle_passed": True,
-        "skill_invoked": True,
-        "transcript_missing": False,
-        "model": MODEL,
-    }
-    base.update(overrides)
-    return base
+def row(task: str = "t1", arm: str = "workflow", run: int = 0, **overrides: Any) -> Row:
+    """A clean row of ``task``×``arm`` (``tests.builders.row``) recorded with this sweep's model."""
+    return builders.row(task=task, arm=arm, run=run, **{"model": MODEL, "reused": None, **overrides})
 
 
-def runs(n: int, task: str, arm: str, **overrides: Any) -> list[dict[str, Any]]:
+def runs(n: int, task: str, arm: str, **overrides: Any) -> list[Row]:
     return [row(task, arm, r, **overrides) for r in range(n)]
 
 
@@ -107,11 +84,11 @@ def overlay_for(toolkit: Path) -> dict[str, Any]:
     return overlay_record(digest=digest, files=OVERLAY_FILES, roles=["plan", "work"], toolkit_root=toolkit)
 
 
-def results_text(rows: Iterable[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n" for r in rows)
+def results_text(rows: Iterable[Row]) -> str:
+    return builders.rows_text(rows)
 
 
-def write_sweep(out: Path, rec: SweepRecord, rows: Sequence[dict[str, Any]]) -> Path:
+def write_sweep(out: Path, rec: SweepRecord, rows: Sequence[Row]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.jsonl").write_text(results_text(rows), encoding="utf-8")
     (out / SWEEP_RECORD_FILE).write_text(rec.to_text(), encoding="utf-8")

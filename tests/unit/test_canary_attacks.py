@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import row
 from workflow_bench.canary.attacks import ATTACKS, Evidence, Plant
 
 pytestmark = pytest.mark.unit
@@ -24,7 +25,7 @@ PLANT = Plant(
 )
 CLEAN = dict(
     output="No such file or directory",
-    row={"error_kind": "oracle-failed", "authored_tests_passed": True, "oracle_passed": False},
+    row=row(error_kind="oracle-failed", authored_tests_passed=True, oracle_passed=False),
     patch="",
     transcripts="",
     listener_hits=0,
@@ -41,7 +42,7 @@ LEAKS = {
     "outside-network": {"output": "ROUTE-OK"},
     "host-loopback": {"listener_hits": 1},
     "write-outside-workspace": {"host_paths_created": ("/usr/wfbench-canary",)},
-    "modify-skill-bash": {"output": "", "row": {"error_kind": "implementation-evidence-invalid"}},
+    "modify-skill-bash": {"output": "", "row": row(error_kind="implementation-evidence-invalid")},
     "modify-skill-write": {"output": "File created successfully"},
     "oracle-files": {"output": "/.wfbench-oracle-ab/trivial_amount_grouping_oracle_test.py"},
     "git-history": {"output": "+WFBENCH-HISTORY-CANARY"},
@@ -52,7 +53,7 @@ LEAKS = {
     "symlink-capture": {"patch": "+root:x:0:0:root:/root:/bin/bash"},
     "fill-home": {"output": "size 419430400"},
     "nested-userns": {"output": "USERNS-OK"},
-    "vacuous-verify": {"row": {"authored_tests_passed": True, "oracle_passed": True}},
+    "vacuous-verify": {"row": row(authored_tests_passed=True, oracle_passed=True)},
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import row
 from workflow_bench.canary._suite import ATTACKS
 from workflow_bench.canary.attacks_evidence import EVIDENCE_ATTACKS
 
@@ -41,8 +42,8 @@ CASES = {
         {"output": "flood 200 connections, 0 refused by the relay, cap 32"},
     ),
     "stream-forgery": (
-        {"output": "fd1-refused: Permission denied", "row": HONEST_ROW},
-        {"output": "fd1-written-2", "row": {**HONEST_ROW, "error_kind": "session-error", "ok": False}},
+        {"output": "fd1-refused: Permission denied", "row": row(**HONEST_ROW)},
+        {"output": "fd1-written-2", "row": row(**{**HONEST_ROW, "error_kind": "session-error", "ok": False})},
     ),
 }
 
@@ -64,7 +65,7 @@ def test_each_judge_separates_held_from_reached(attack):
 
 def test_a_landed_forgery_caught_by_the_wire_counts_as_blocked_but_a_forged_row_never():
     judge = next(a for a in EVIDENCE_ATTACKS if a.name == "stream-forgery").judge
-    caught = {**HONEST_ROW, "error_kind": "evidence-tampered", "ok": False}
+    caught = row(**{**HONEST_ROW, "error_kind": "evidence-tampered", "ok": False})
     assert judge(Evidence(**{**CLEAN, "output": "fd1-written-2", "row": caught}), PLANT)[0] is True
-    forged = {**HONEST_ROW, "input_tokens": 1, "output_tokens": 1}
+    forged = row(**{**HONEST_ROW, "input_tokens": 1, "output_tokens": 1})
     assert judge(Evidence(**{**CLEAN, "output": "fd1-refused", "row": forged}), PLANT)[0] is False

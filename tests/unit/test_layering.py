@@ -21,9 +21,8 @@ pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow_bench"
 PACKAGE_LAYERS = {
     # foundations: bounded input, spawning, redaction, usage arithmetic, digests, review contract,
-    # bounded argparse types, the output directory's one writer
+    # bounded argparse types
     "process": 0, "redaction": 0, "usage": 0, "input_files": 0, "digests": 0, "review": 0, "argtypes": 0,
-    "output": 0,
     # host mechanisms: the sandbox, the CLI binary, model providers
     "sandbox": 1, "claude_cli": 1, "providers": 1,
     # the relay, clones and hardened git, the toolkit
@@ -32,8 +31,8 @@ PACKAGE_LAYERS = {
     "arms": 3, "taskspec": 3, "corpus": 3,
     # judging a cell's workspace; the row model
     "judging": 4, "rows": 5,
-    # one cell; reports over rows
-    "cells": 6, "reports": 6,
+    # one cell; reports over rows; the output directory's one writer
+    "cells": 6, "reports": 6, "output": 6,
     # scheduling cells, the promotion gate, the task command
     "schedule": 7, "promotion": 7, "tasks": 7,
     # every report of a sweep; the containment canary; the runner's flags

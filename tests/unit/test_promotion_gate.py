@@ -3,7 +3,6 @@ breaking fact decides differently), over hand-built rows through the real report
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -13,6 +12,8 @@ from workflow_bench.promotion.policy import PolicyError, PromotionPolicy
 from workflow_bench.report import promotion_inputs, results_lines
 from workflow_bench.reports.aggregate import aggregate_all
 from workflow_bench.reports.health import sweep_health
+from workflow_bench.rows.migrate import read_rows
+from workflow_bench.rows.model import Row
 
 from .sweep_fixtures import record, results_text, row, runs
 
@@ -21,10 +22,10 @@ INC, CAND = "workflow", "candidate_workflow"
 REVIEW_ARMS = ("review", "candidate_review")
 
 
-def decision(rows: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+def decision(rows: list[Row], **kwargs: Any) -> dict[str, Any]:
     rec = record(**kwargs)
     lines = results_lines(results_text(rows))
-    parsed = [json.loads(line) for line in lines]
+    parsed = read_rows(results_text(rows))
     health = sweep_health(aggregate_all(parsed), arms=rec.arms)
     promotion = promotion_document(promotion_inputs(rec), lines, parsed, health)
     assert promotion is not None
@@ -177,7 +178,7 @@ def test_an_unusable_arm_blocks_promotion() -> None:
 
 def test_rows_without_the_named_model_are_insufficient() -> None:
     rows = pair(cand={"cost_usd": 0.5})
-    rows[0]["model"] = "another-model"
+    rows[0] = rows[0].replace(model="another-model")
     d = decision(rows)
     assert d["decision"] == "insufficient_evidence"
     assert any("model" in r for r in d["reasons"])
@@ -298,7 +299,7 @@ def test_review_clean_control_rules() -> None:
 
 def test_review_skill_not_invoked_is_insufficient() -> None:
     rows = review_pair(cand={"review_weighted_f1": 0.9})
-    rows[-1].update(skill_invoked=False, error_kind="skill-not-invoked")
+    rows[-1] = rows[-1].replace(skill_invoked=False, error_kind="skill-not-invoked")
     d = review_decision(rows)
     assert d["decision"] == "insufficient_evidence"
     assert any("unequal scored runs" in r for r in d["reasons"])
@@ -306,7 +307,7 @@ def test_review_skill_not_invoked_is_insufficient() -> None:
 
 def test_review_invalid_evidence_is_insufficient() -> None:
     rows = review_pair(cand={"review_weighted_f1": 0.9})
-    rows[-1].update(review_evidence_valid=False, error_kind="review-evidence-invalid")
+    rows[-1] = rows[-1].replace(review_evidence_valid=False, error_kind="review-evidence-invalid")
     assert review_decision(rows)["decision"] == "insufficient_evidence"
 
 

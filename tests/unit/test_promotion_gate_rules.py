@@ -375,7 +375,7 @@ def test_arm_evidence_counts_error_kinds_and_keeps_every_figure_in_its_json() ->
         row("t", "w", 1, cost_usd=0.2, review_blocker_recall=0.75),
         row("t", "w", 2, ok=False, resolved=False, error_kind="skill-not-invoked", skill_invoked=False),
         row("t", "w", 3, ok=False, resolved=False, error_kind="skill-not-invoked", skill_invoked=False),
-        row("t", "w", 4, ok=False, resolved=None, error_kind="infra-error", excluded=True),
+        row("t", "w", 4, ok=False, resolved=False, error_kind="infra-error"),
     ]
     ev = arm_evidence(rows, metrics=["cost_usd"])
     assert (ev.runs, ev.valid_runs, ev.excluded_runs, ev.scored_runs) == (5, 4, 1, 2)

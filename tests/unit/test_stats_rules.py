@@ -65,9 +65,12 @@ def test_a_task_measured_on_one_side_only_is_skipped_and_later_tasks_still_count
 
 def test_an_unmeasured_cost_is_an_unknown_delta_not_zero() -> None:
     rows = runs(3, "t1", "baseline", cost_usd=1.0) + runs(3, "t1", "workflow", cost_usd=None)
-    rows += runs(3, "t2", "baseline", cost_usd=True) + runs(3, "t2", "workflow", cost_usd=1.0)
+    rows += runs(3, "t2", "baseline", cost_usd=None) + runs(3, "t2", "workflow", cost_usd=1.0)
     [comparison] = _stats(rows, ["workflow", "baseline"], ["t1", "t2"])["comparisons"]
     assert [t["cost_usd_delta"] for t in comparison["per_task"]] == [None, None]
+    # A flag is not a cost: a row cannot even carry one (the row model is strict).
+    with pytest.raises(ValueError, match="cost_usd"):
+        runs(1, "t2", "baseline", cost_usd=True)
     assert [t["resolve_rate_delta"] for t in comparison["per_task"]] == [0.0, 0.0]
     assert comparison["cost_usd"]["tasks"] == 0 and comparison["cost_usd"]["median_delta"] is None
     assert _stats(rows, ["workflow"], ["t1"])["arms"]["workflow"]["median_cost_usd"] is None

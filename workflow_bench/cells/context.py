@@ -12,9 +12,9 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from workflow_bench.providers.access import ModelAccess
+from workflow_bench.rows.model import Row
 from workflow_bench.sandbox import CellLimits, SandboxKind
 from workflow_bench.taskspec.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
@@ -97,5 +97,5 @@ def prepare_task_context(binding: TaskBinding, *, toolkit: Toolkit, dest: Path) 
 
 @dataclass(frozen=True, slots=True)
 class CellResult:
-    row: Mapping[str, Any]
+    row: Row
     artifacts: Mapping[str, bytes]

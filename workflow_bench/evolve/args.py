@@ -18,6 +18,7 @@ from workflow_bench.argtypes import bounded_int, bounded_seconds
 from workflow_bench.arms import CANDIDATE_OF, REQUIRED_ARMS_BY_ROLE, required_candidate_arms
 from workflow_bench.promotion.flags import PROMOTION_FLAGS, add_promotion_arguments
 from workflow_bench.runner_args import MAX_RUNS, MAX_WORKERS, RunnerFlags
+from workflow_bench.toolkit.spec import SkillRole
 
 MAX_GENERATIONS = 20  # a weekly job runs 1-3; more is a typo, not a plan
 # 1800 s: a proposer reads a bounded bundle (<= 2 MiB) and writes a few Markdown files; the
@@ -128,7 +129,7 @@ def candidate_pairs(incumbents: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(arm for incumbent in incumbents for arm in (incumbent, twin[incumbent]))
 
 
-def changeable_roles(incumbents: tuple[str, ...]) -> frozenset[str]:
+def changeable_roles(incumbents: tuple[str, ...]) -> frozenset[SkillRole]:
     """Skill roles an overlay may touch so that its required arms are exactly ``candidate_pairs``."""
     pairs = candidate_pairs(incumbents)
     roles = frozenset(REQUIRED_ARMS_BY_ROLE)

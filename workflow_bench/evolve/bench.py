@@ -82,8 +82,8 @@ def runner_argv(
     argv = [sys.executable, "-m", "workflow_bench.runner"]
     for name, flag in RUNNER_ARGV:
         argv += flag.argv(generation[name] if name in GENERATION_VALUES else getattr(config, name))
-    for flag, value in config.promotion_flags:
-        argv += [flag, value]
+    for name, value in config.promotion_flags:
+        argv += [name, value]
     return argv
 
 

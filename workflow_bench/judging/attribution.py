@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol, TypeVar
 
+from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.relay.server import EndpointLog
 
 
@@ -28,8 +29,12 @@ class SessionResult(Protocol):
     """What attribution reads of a session's outcome (``cells.sessions.SessionOutcome`` is one)."""
 
     __dataclass_fields__: ClassVar[dict[str, Any]]  # re-attribution returns a copy (``replace``)
-    error_kind: str | None
-    error_detail: Any
+
+    @property
+    def error_kind(self) -> ErrorKind | None: ...
+
+    @property
+    def error_detail(self) -> Any: ...
 
 
 Outcome = TypeVar("Outcome", bound=SessionResult)
@@ -38,31 +43,37 @@ Outcome = TypeVar("Outcome", bound=SessionResult)
 class ChargedFailure(Exception):
     """A failure the agent could have caused; ``kind`` is a charged error kind."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: ErrorKind, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
 
 def attribute_session(outcome: Outcome, endpoint: EndpointLog) -> Outcome:
     """Re-attribute a ``session-error`` from what the relay saw; any other outcome is returned as is."""
-    if outcome.error_kind != "session-error":
+    if outcome.error_kind != ErrorKind.SESSION_ERROR:
         return outcome
     detail = outcome.error_detail if isinstance(outcome.error_detail, dict) else {}
     state = detail.get("process_state")
     if state == "timeout":
         if endpoint.in_flight_since() is not None:
-            return _with(outcome, "session-error", "the endpoint stalled: a model request was in flight")
+            return _with(
+                outcome, ErrorKind.SESSION_ERROR, "the endpoint stalled: a model request was in flight"
+            )
         return _with(
-            outcome, "session-timeout", "no model request was in flight: the agent's tools used the time"
+            outcome,
+            ErrorKind.SESSION_TIMEOUT,
+            "no model request was in flight: the agent's tools used the time",
         )
     if endpoint.last_fault is not None:
-        return _with(outcome, "session-error", f"the endpoint failed: {endpoint.last_fault}")
+        return _with(outcome, ErrorKind.SESSION_ERROR, f"the endpoint failed: {endpoint.last_fault}")
     return _with(
-        outcome, "session-failed", "the endpoint answered every request; the CLI failed on its own side"
+        outcome,
+        ErrorKind.SESSION_FAILED,
+        "the endpoint answered every request; the CLI failed on its own side",
     )
 
 
-def _with(outcome: Outcome, kind: str, reason: str) -> Outcome:
+def _with(outcome: Outcome, kind: ErrorKind, reason: str) -> Outcome:
     detail = dict(outcome.error_detail) if isinstance(outcome.error_detail, dict) else {}
     detail["attribution"] = reason
     return replace(outcome, error_kind=kind, error_detail=detail)

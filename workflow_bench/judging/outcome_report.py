@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_bench.judging.attribution import ChargedFailure
+from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.process import ProcessError
 from workflow_bench.sandbox import BwrapSandbox, Mount, RunPolicy, Sandbox, tool_environment
 from workflow_bench.workspace.clone import remove_tree
@@ -63,7 +64,7 @@ def run_with_report(
     *,
     scratch: Path,
     min_tests: int,
-    timeout_kind: str,
+    timeout_kind: ErrorKind,
     timeout_s: float,
     cancel: threading.Event,
     mounts: tuple[Mount, ...] = (),

@@ -18,6 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from workflow_bench.rows.migrate import stored_line
+from workflow_bench.rows.model import Row
+
 RESULTS_FILE = "results.jsonl"
 # Sweep-level JSON-lines files a cell may add to through ``records/<name>`` artifacts: what the
 # model side observed per request (the scripted provider's ledger, the gateway's usage log).
@@ -87,7 +90,7 @@ class OutputDir:
             os.close(fd)
         return path
 
-    def persist(self, slug: str, row: Mapping[str, Any], artifacts: Mapping[str, bytes]) -> dict[str, Any]:
+    def persist(self, slug: str, row: Row, artifacts: Mapping[str, bytes]) -> Row:
         """Write the cell's artifacts, then append its row (fsynced). Returns the row as stored."""
         try:
             with self._lock:
@@ -97,17 +100,17 @@ class OutputDir:
                 err.errno, f"cannot write cell {slug} into {self.root}: {err.strerror or err}"
             ) from err
 
-    def _persist(self, slug: str, row: Mapping[str, Any], artifacts: Mapping[str, bytes]) -> dict[str, Any]:
-        stored = dict(row)
+    def _persist(self, slug: str, row: Row, artifacts: Mapping[str, bytes]) -> Row:
+        named: dict[str, str] = {}
         transcripts = []
         wires: list[str] = []
         for name, data in sorted(artifacts.items()):
             if name == "review.json":
                 self._write_exclusive(f"{slug}.review.json", data, mode=0o644)
-                stored["review_artifact"] = f"{slug}.review.json"
+                named["review_artifact"] = f"{slug}.review.json"
             elif name == "patch.diff":
                 self._write_exclusive(f"{slug}.patch", data, mode=0o644)
-                stored["patch_artifact"] = f"{slug}.patch"
+                named["patch_artifact"] = f"{slug}.patch"
             elif name.startswith("transcripts/"):
                 self._write_exclusive(name, data, mode=0o600)
                 transcripts.append(
@@ -125,10 +128,8 @@ class OutputDir:
                 self._append(name.removeprefix("records/"), data)
             else:
                 raise OutputDirError(f"unknown artifact kind {name!r}")
-        stored["transcript_artifacts"] = transcripts
-        stored["wire_artifacts"] = wires
-        line = json.dumps(stored, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
-        self._append(RESULTS_FILE, line.encode("utf-8"))
+        stored = row.replace(**named, transcript_artifacts=transcripts, wire_artifacts=wires)
+        self._append(RESULTS_FILE, stored_line(stored).encode("utf-8"))
         return stored
 
     def _append(self, name: str, data: bytes) -> None:
@@ -162,12 +163,3 @@ class OutputDir:
             tmp.unlink(missing_ok=True)
             raise OutputWriteError(err.errno, f"cannot write {path}: {err.strerror or err}") from err
         return path
-
-
-def load_rows(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                rows.append(json.loads(line))
-    return rows

@@ -20,11 +20,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from workflow_bench.arms import ARMS
-from workflow_bench.judging.outcomes import Row
 from workflow_bench.promotion.evidence import arm_evidence
 from workflow_bench.promotion.gate import PromotionEvidence, TaskPair, decide
 from workflow_bench.promotion.policy import PROMOTION_METRICS, PromotionPolicy
 from workflow_bench.reports.aggregate import ArmHealth
+from workflow_bench.rows.model import Row
 
 PROMOTION_FILE = "promotion.json"
 PROMOTION_SCHEMA = 1
@@ -62,7 +62,7 @@ def row_digest(line: str) -> str:
 
 
 def _single_model(rows: Sequence[Row], named: str) -> str | None:
-    models = {row.get("model") for row in rows}
+    models = {row.model for row in rows}
     if len(models) != 1 or named not in models or not named:
         return None
     return named
@@ -85,7 +85,7 @@ def promotion_document(
     model = _single_model(rows, inputs.benchmark_model)
     by_cell: dict[tuple[str, str], list[Row]] = {}
     for row in rows:
-        by_cell.setdefault((str(row.get("task")), str(row.get("arm"))), []).append(row)
+        by_cell.setdefault((str(row.task), str(row.arm)), []).append(row)
     decisions = []
     for candidate, incumbent, review in pairs:
         task_pairs = tuple(

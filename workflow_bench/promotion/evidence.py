@@ -18,14 +18,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from workflow_bench.judging.outcomes import Row, evidence_failed, is_excluded
+from workflow_bench.judging.outcomes import ErrorKind, evidence_failed, is_excluded
+from workflow_bench.rows.model import Row
 
-SKILL_NOT_INVOKED = "skill-not-invoked"
+SKILL_NOT_INVOKED = ErrorKind.SKILL_NOT_INVOKED
 
 
 def is_scored(row: Row) -> bool:
     """The row is evidence about the arm's skill: measured, trustworthy, skill proven invoked."""
-    return not is_excluded(row) and not evidence_failed(row) and row.get("skill_invoked") is True
+    return not is_excluded(row) and not evidence_failed(row) and row.skill_invoked is True
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,24 +77,27 @@ def arm_evidence(rows: Sequence[Row], *, metrics: Sequence[str]) -> ArmEvidence:
     scored = [r for r in valid if is_scored(r)]
     kinds: dict[str, int] = {}
     for row in rows:
-        if row.get("error_kind"):
-            kinds[str(row["error_kind"])] = kinds.get(str(row["error_kind"]), 0) + 1
-    blockers = [r.get("review_blocker_recall") for r in scored]
+        if row.error_kind:
+            kinds[str(row.error_kind)] = kinds.get(str(row.error_kind), 0) + 1
+    blockers = [r.review_blocker_recall for r in scored]
+    known_blockers = [b for b in blockers if b is not None and _is_number(b)]
     return ArmEvidence(
         runs=len(rows),
         valid_runs=len(valid),
         excluded_runs=len(rows) - len(valid),
         scored_runs=len(scored),
-        resolved=sum(1 for r in scored if r.get("resolved") is True),
-        skill_not_invoked=sum(1 for r in rows if r.get("error_kind") == SKILL_NOT_INVOKED),
+        resolved=sum(1 for r in scored if r.resolved is True),
+        skill_not_invoked=sum(1 for r in rows if r.error_kind == SKILL_NOT_INVOKED),
         error_kinds=dict(sorted(kinds.items())),
-        metrics={m: _median([r.get(m) for r in scored]) for m in metrics},
-        review_weighted_f1=_median([r.get("review_weighted_f1") for r in scored]),
-        review_false_positives=_median([r.get("review_false_positives") for r in scored]),
+        metrics={m: _median([getattr(r, m) for r in scored]) for m in metrics},
+        review_weighted_f1=_median([r.review_weighted_f1 for r in scored]),
+        review_false_positives=_median([r.review_false_positives for r in scored]),
         review_blocker_recall=(
-            round(float(min(blockers)), 6) if blockers and all(_is_number(b) for b in blockers) else None
+            round(float(min(known_blockers)), 6)
+            if blockers and len(known_blockers) == len(blockers)
+            else None
         ),
-        review_verdict_correct=_all_true([r.get("review_verdict_correct") for r in scored]),
-        review_clean_pass=_all_true([r.get("review_clean_pass") for r in scored]),
-        review_clean_control=(any(r.get("review_clean_control") is True for r in scored) if scored else None),
+        review_verdict_correct=_all_true([r.review_verdict_correct for r in scored]),
+        review_clean_pass=_all_true([r.review_clean_pass for r in scored]),
+        review_clean_control=(any(r.review_clean_control is True for r in scored) if scored else None),
     )

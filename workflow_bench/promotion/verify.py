@@ -32,6 +32,8 @@ from workflow_bench.promotion.policy import PolicyError, PromotionPolicy
 from workflow_bench.reports.aggregate import aggregate_all
 from workflow_bench.reports.health import sweep_health
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecordError, read_sweep_record
+from workflow_bench.rows.migrate import row_from_stored
+from workflow_bench.rows.model import Row
 
 # A clock a few minutes ahead of the verifier's is skew, not forgery (the reference's tolerance).
 FUTURE_SKEW = timedelta(minutes=5)
@@ -131,7 +133,7 @@ def _consistency(doc: Mapping[str, Any]) -> None:
                     raise VerifyError(f"{where}: error-kind counts must be non-negative integers")
 
 
-def _rows(out_dir: Path, doc: Mapping[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+def _rows(out_dir: Path, doc: Mapping[str, Any]) -> tuple[list[str], list[Row]]:
     path = out_dir / "results.jsonl"
     try:
         text = path.read_text(encoding="utf-8")
@@ -157,8 +159,13 @@ def _rows(out_dir: Path, doc: Mapping[str, Any]) -> tuple[list[str], list[dict[s
             f"results.jsonl has {len(lines)} rows, promotion.json records {ledger.get('rows')} (row deleted?)"
         )
     try:
-        rows = [json.loads(line, parse_constant=_refuse_constant) for line in lines]
-    except ValueError as exc:
+        rows = [
+            row_from_stored(
+                json.loads(line, parse_constant=_refuse_constant), where=f"results.jsonl line {n}"
+            )
+            for n, line in enumerate(lines, 1)
+        ]
+    except ValueError as exc:  # RowReadError too: a row the model does not accept is no evidence
         raise VerifyError(f"results.jsonl: {exc}") from exc
     return lines, rows
 
@@ -200,7 +207,7 @@ def verify_promotion(out_dir: Path, *, now: datetime) -> dict[str, Any]:
     arms = doc["arms"]
     task_ids = {t.get("id") for t in doc["selected_tasks"]}
     for index, row in enumerate(rows):
-        if row.get("arm") not in arms or row.get("task") not in task_ids:
+        if row.arm not in arms or row.task not in task_ids:
             raise VerifyError(f"results.jsonl line {index + 1}: task/arm outside the recorded selection")
     try:
         health = sweep_health(aggregate_all(rows), arms=arms)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from workflow_bench.arms import ArmSpec
 from workflow_bench.cells.context import CellPolicy, Evaluated, Harness
 from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.providers.access import CellKey
+from workflow_bench.rows.model import Row
 from workflow_bench.schedule.budget import Budget
 from workflow_bench.schedule.order import Order
 from workflow_bench.schedule.pool import SchedulePolicy
@@ -42,8 +42,8 @@ class SweepConfig:
     """The gate's policy; the default policy when candidate arms run and none was given."""
     budget: Budget = field(default_factory=Budget)
     order: Order = "plan"
-    prior_rows: tuple[dict[str, Any], ...] = ()  # rows from --reuse-results: what longest-first learns from
-    done_rows: tuple[dict[str, Any], ...] = ()  # --resume: rows already kept in out_dir; not run again
+    prior_rows: tuple[Row, ...] = ()  # rows from --reuse-results: what longest-first learns from
+    done_rows: tuple[Row, ...] = ()  # --resume: rows already kept in out_dir; not run again
     reuse_from: Path | None = None  # --reuse-results: prior_rows came from here
     provider: str = "anthropic"
     script_digest: str | None = None  # --provider scripted: sha256 of the script file

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from workflow_bench.cells.context import CellResult, SweepSettings
 from workflow_bench.cells.run import run_cell
@@ -28,6 +27,7 @@ from workflow_bench.report import render_reports
 from workflow_bench.reports.console import Console, cell_summary
 from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
+from workflow_bench.rows.model import Row
 from workflow_bench.sandbox import write_runtime_dir
 from workflow_bench.schedule.budget import BudgetGuard
 from workflow_bench.schedule.not_run import NOT_RUN_FILE, not_run_record, schedule_record
@@ -52,12 +52,9 @@ def timed_cell(
         result = run_cell(settings, cell.task, cell.arm, cell.key)
     else:
         result = remote.run(settings, cell.task, cell.arm, cell.key)
-    row = {
-        **result.row,
-        "cell_wall_s": round(time.monotonic() - began, 3),
-        "runtime_digest": runtime,
-        "reused": False,
-    }
+    row = result.row.replace(
+        cell_wall_s=round(time.monotonic() - began, 3), runtime_digest=runtime, reused=False
+    )
     return CellResult(row=row, artifacts=result.artifacts)
 
 
@@ -81,11 +78,11 @@ class SweepDriver:
         self.console = console
         self.templates = templates
         self.remote = remote
-        self.rows: list[dict[str, Any]] = list(plan.config.done_rows)
+        self.rows: list[Row] = list(plan.config.done_rows)
         self.write_failures: list[OutputWriteError] = []
         self.guard = BudgetGuard(plan.config.budget, started=started)
         for row in self.rows:
-            self.guard.finished(row["arm"], row)
+            self.guard.finished(row.arm, row)
         self.cells: tuple[PlannedCell, ...] = ()
         self._task_ids: list[str] = []
         self._bindings = {b.spec.task_id: b for b in plan.config.tasks}
@@ -120,7 +117,7 @@ class SweepDriver:
             on_start=self.on_start,
         )
 
-    def keep_reused(self, key: CellKey, row: dict[str, Any], artifacts: dict[str, bytes]) -> None:
+    def keep_reused(self, key: CellKey, row: Row, artifacts: dict[str, bytes]) -> None:
         self.rows.append(self.output.persist(key.slug, row, artifacts))
 
     def execute(self, cell: PlannedCell) -> CellResult:
@@ -152,8 +149,8 @@ class SweepDriver:
             cell_summary(cell.key, stored)
             + f" ({len(self.rows)}/{self.plan.total} done, {console.elapsed()})"
         )
-        if stored.get("error_kind") and stored.get("error_detail"):
-            console(f"{cell.key.label} detail: {str(stored['error_detail'])[:1200]}")
+        if stored.error_kind and stored.error_detail:
+            console(f"{cell.key.label} detail: {str(stored.error_detail)[:1200]}")
 
 
 def _settings(config: SweepConfig, *, access: ModelAccess, work_root: Path, cancel: threading.Event,
@@ -286,7 +283,7 @@ def _start_record(
 
 
 def _write_reports(
-    record: SweepRecord, status: str, rows: list[dict], output: OutputDir, console: Callable[[str], None]
+    record: SweepRecord, status: str, rows: list[Row], output: OutputDir, console: Callable[[str], None]
 ) -> int:
     """Every report from the stored rows, then one health line per arm, then the exit code."""
     output.write_text(SWEEP_RECORD_FILE, record.to_text())

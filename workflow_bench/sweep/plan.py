@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from workflow_bench.arms import ArmSpec
 from workflow_bench.cells.context import TaskContext
 from workflow_bench.cells.templates import TemplateCache
 from workflow_bench.providers.access import CellKey
+from workflow_bench.rows.model import Row
 from workflow_bench.schedule.order import predicted_walls
 from workflow_bench.schedule.reuse import Expected, expected_cell, runtime_digest, select_reuse
 from workflow_bench.taskspec.spec import TaskBinding
@@ -85,7 +85,7 @@ class SweepPlan:
     """Every planned cell, task-major, then run, then arm."""
     done: frozenset[CellKey]
     """Cells ``--resume`` keeps from the output directory: not run again."""
-    reuse: Mapping[CellKey, Mapping[str, Any]]
+    reuse: Mapping[CellKey, Row]
     """``--reuse-results`` rows chosen to stand in for paid cells (their artifacts are re-verified
     when copied; a row that fails that is paid instead)."""
     runtime: str
@@ -96,9 +96,9 @@ class SweepPlan:
         cls, config: SweepConfig, templates: TemplateCache, *, log: Callable[[str], None] = print
     ) -> SweepPlan:
         cells = plan_cells(config.tasks, config.arms, config.runs, templates)
-        done = frozenset(CellKey(task_id=r["task"], run=r["run"], arm=r["arm"]) for r in config.done_rows)
+        done = frozenset(r.key for r in config.done_rows)
         runtime = sweep_runtime(config)
-        reuse: Mapping[CellKey, Mapping[str, Any]] = {}
+        reuse: Mapping[CellKey, Row] = {}
         if config.reuse_from is not None:
             todo = [c for c in cells if c.key not in done]
             reuse = select_reuse([_expected(config, c, runtime) for c in todo], config.prior_rows, log=log)

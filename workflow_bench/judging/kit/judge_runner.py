@@ -83,7 +83,8 @@ def main() -> int:
 def _collect(read_end: int, child) -> tuple[dict, bool, int]:
     """Read result lines until the child exits (then drain what is buffered, never waiting on
     grandchildren that kept the pipe open)."""
-    buffer, total, outcomes, done, malformed = b"", 0, {}, False, 0
+    outcomes: dict[str, str] = {}
+    buffer, total, done, malformed = b"", 0, False, 0
     os.set_blocking(read_end, False)
     while True:
         exited = child.poll() is not None

@@ -61,7 +61,8 @@ def _build(prefix: str, make: Callable[[], _T]) -> _T:
 def _parse_call(raw: object, key: str) -> ToolCall:
     call = _mapping(raw, key, ("name", "input"))
     raw_input = call.get("input")
-    return _build(key, lambda: ToolCall(name=call.get("name"), input={} if raw_input is None else raw_input))
+    name = call.get("name")  # ToolCall refuses a missing or non-string name, naming the key
+    return _build(key, lambda: ToolCall(name=name, input={} if raw_input is None else raw_input))  # type: ignore[arg-type]
 
 
 def _parse_turn(raw: object, key: str) -> Turn:

@@ -50,7 +50,7 @@ class ScriptedProvider:
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.book = self._book
         host, port = self._httpd.server_address[:2]
-        self.base_url = f"http://{host}:{port}"
+        self.base_url = f"http://{host!s}:{port}"
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name=f"scripted-provider:{port}", daemon=True
         )
@@ -160,10 +160,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         decision = self.server.book.decide(
             key=key,
-            session_id=_wire.session_id(self.headers, body),
+            session_id=_wire.session_id(dict(self.headers), body),
             turn_index=_responses.assistant_turns(body) if openai else _wire.assistant_turns(body),
             stream=body.get("stream") is True,
-            agent_id=_wire.agent_id(self.headers),
+            agent_id=_wire.agent_id(dict(self.headers)),
             dialect=_ROUTES[path],
         )
         fault = decision.fault

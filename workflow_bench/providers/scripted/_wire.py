@@ -171,7 +171,7 @@ def sse_events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
     message_start, then per block content_block_start / delta(s) / stop, then message_delta and
     message_stop. No ``ping``, so event counts in scripts stay predictable.
     """
-    start_message = {
+    start_message: dict[str, Any] = {
         "id": reply.message_id,
         "type": "message",
         "role": "assistant",
@@ -185,6 +185,7 @@ def sse_events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
         ("message_start", {"type": "message_start", "message": start_message})
     ]
     for index, block in enumerate(_content(reply)):
+        start: dict[str, Any]
         if block["type"] == "text":
             start = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": piece} for piece in _slices(block["text"], 2)]
