@@ -3,9 +3,12 @@
 A refactor that must not change behaviour runs the same sweep (scripted provider, same task file,
 arms, runs) before and after, then checks every row matches. Cells are matched by (task, arm,
 run); both sides must have the same cells. Fields that differ between any two runs of one sweep
-are not compared: times (`recorded_at`, `duration_s`, `cell_wall_s`), per-session ids
+are not compared: times (`recorded_at`, `duration_s`, `cell_wall_s`, and the "Ran N tests in X s"
+timing a test runner prints inside kept outputs, which is masked), per-session ids
 (`session_ids`, the transcript file names and digests that carry them), the harness-source digest
-(`runtime_digest`, which changes with any code change on purpose) and where a reused row came from.
+(`runtime_digest`, which changes with any code change on purpose), where a reused row came from,
+and a candidate arm's `variant_head_sha` (the candidate overlay is committed inside the sandbox
+with the wall-clock date, so that commit's SHA differs run to run).
 Transcripts are compared by count and source. `--expect FIELD=OLD:NEW` allows one known change
 (e.g. `schema_version=4:5`). Exit 0 when every compared field matches, 1 otherwise (each
 difference printed), 2 on bad input.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,8 +42,17 @@ def _rows(directory: Path) -> dict[tuple[str, str, int], dict[str, Any]]:
     return {(r["task"], r["arm"], r["run"]): r for r in rows}
 
 
+_TEST_TIMING = re.compile(r"(Ran \d+ tests? in )\d+\.\d+s")
+
+
+def _mask(value: Any) -> Any:
+    return _TEST_TIMING.sub(r"\1<t>s", value) if isinstance(value, str) else value
+
+
 def _comparable(row: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in row.items() if k not in VOLATILE}
+    out = {k: _mask(v) for k, v in row.items() if k not in VOLATILE}
+    if str(row.get("arm", "")).startswith("candidate_"):
+        out.pop("variant_head_sha", None)
     out["transcript_artifacts"] = [a.get("source") for a in row.get("transcript_artifacts") or []]
     return out
 

@@ -160,10 +160,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         decision = self.server.book.decide(
             key=key,
-            session_id=_wire.session_id(dict(self.headers), body),
+            session_id=_wire.session_id(self.headers, body),
             turn_index=_responses.assistant_turns(body) if openai else _wire.assistant_turns(body),
             stream=body.get("stream") is True,
-            agent_id=_wire.agent_id(dict(self.headers)),
+            agent_id=_wire.agent_id(self.headers),
             dialect=_ROUTES[path],
         )
         fault = decision.fault
