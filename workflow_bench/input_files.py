@@ -31,12 +31,12 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Annotated, Any, ClassVar, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 # Expanded weight of a YAML document: nodes + scalar characters as if every alias were copied.
 # demo.yaml (74 KB, anchors shared between arms) weighs about 0.2 M; a 600-byte alias bomb
@@ -224,9 +224,40 @@ def _position(text: str, offset: int) -> tuple[int, int]:
 
 
 class InputModel(BaseModel):
-    """Base of every input file's model: frozen, unknown keys refused, values taken as written."""
+    """Base of every input file's model: frozen, unknown keys refused, values taken as written.
+
+    ``NOT_KEYS`` names the fields a loader fills in (the file a model came from) that are never a
+    key of the file: they are left out of an unknown key's "known keys".
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    NOT_KEYS: ClassVar[frozenset[str]] = frozenset()
+
+
+MAX_TEXT_BYTES = 4 * 1024  # any string of an input file without a limit of its own
+
+
+def text_check(limit: int = MAX_TEXT_BYTES) -> Callable[[object], str]:
+    """The rule for one string of an input file: a non-blank string without NUL, at most ``limit``
+    bytes in UTF-8. For ``BeforeValidator``; the message is the key's (``want a string, got int``)."""
+
+    def check(value: object) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"want a string, got {type(value).__name__}")
+        if not value.strip():
+            raise ValueError("must not be blank")
+        if "\0" in value:
+            raise ValueError("must not contain NUL")
+        size = len(value.encode("utf-8", errors="surrogatepass"))
+        if size > limit:
+            raise ValueError(f"is {size} bytes; the limit is {limit}")
+        return value
+
+    return check
+
+
+Text = Annotated[str, BeforeValidator(text_check())]
+"""A string of an input file: non-blank, no NUL, at most ``MAX_TEXT_BYTES``."""
 
 
 _TYPE_WORDS = {
@@ -304,7 +335,8 @@ def _known_keys(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[str
             return ()
     if not (isinstance(current, type) and issubclass(current, BaseModel)):
         return ()
-    return tuple(info.alias or name for name, info in current.model_fields.items())
+    skipped = current.NOT_KEYS if issubclass(current, InputModel) else frozenset()
+    return tuple(info.alias or name for name, info in current.model_fields.items() if name not in skipped)
 
 
 def _inner_model(annotation: Any, part: int | str) -> Any:
@@ -324,6 +356,8 @@ def _inner_model(annotation: Any, part: int | str) -> Any:
 
 def _unwrap(annotation: Any) -> Any:
     """``X | None`` → ``X``; ``list[X]``/``tuple[X, ...]`` stay (an index steps inside)."""
+    if get_origin(annotation) is Annotated:
+        return _unwrap(get_args(annotation)[0])
     if get_origin(annotation) in (list, tuple):
         return annotation
     args = [a for a in get_args(annotation) if a is not type(None)]

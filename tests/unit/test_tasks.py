@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from workflow_bench.taskspec import oracles
 from workflow_bench.taskspec.oracle_staging import stage_oracle, verify_staged
@@ -26,6 +27,7 @@ from workflow_bench.taskspec.oracles import (
     capture_oracle,
 )
 from workflow_bench.taskspec.spec import (
+    TASK_KEYS,
     DependencySpec,
     OracleFileSpec,
     OracleSpec,
@@ -128,7 +130,7 @@ def test_valid_file_loads_with_defaults(corpus: Path) -> None:
     assert first.source_file == path and first.repo_location == corpus / "repo"
     assert first.oracle == OracleSpec(
         command='python3 "$WORKFLOW_BENCH_ORACLE_ROOT/t1_oracle_test.py"',
-        files=(OracleFileSpec(ORACLE_SOURCE, "t1_oracle_test.py"),),
+        files=(OracleFileSpec(source=ORACLE_SOURCE, target="t1_oracle_test.py"),),
     )
     assert (second.expensive, second.setup, second.ref) == (True, "true", "main")
     assert isinstance(first.sandbox_copy, tuple) and isinstance(first.sandbox_dependencies, tuple)
@@ -144,7 +146,7 @@ def test_sandbox_paths_load_as_tuples(corpus: Path) -> None:
     )
     (spec,) = load_task_file(path)
     assert spec.sandbox_copy == ("fixtures/data.json",)
-    assert spec.sandbox_dependencies == (DependencySpec("vendor", "vendor"),)
+    assert spec.sandbox_dependencies == (DependencySpec(source="vendor", target="vendor"),)
 
 
 def test_yaml_anchors_are_allowed(corpus: Path) -> None:
@@ -288,14 +290,19 @@ def test_oracle_too_many_files(corpus: Path) -> None:
 def test_oracle_unknown_key(corpus: Path) -> None:
     oracle = {"command": "c", "files": [{"source": ORACLE_SOURCE, "target": "t.py"}], "timeout": 3}
     assert_one_defect(
-        write_tasks(corpus, task(oracle=oracle)), where="task 't1'", key="oracle", contains="timeout"
+        write_tasks(corpus, task(oracle=oracle)),
+        where="task 't1'",
+        key="oracle.timeout",
+        contains="unknown key; known keys: command, files",
     )
 
 
 def test_oracle_file_entry_unknown_key(corpus: Path) -> None:
     oracle = {"command": "c", "files": [{"source": ORACLE_SOURCE, "target": "t.py", "mode": 1}]}
     path = write_tasks(corpus, task(oracle=oracle))
-    assert_one_defect(path, where="task 't1'", key="oracle.files[0]", contains="mode")
+    assert_one_defect(
+        path, where="task 't1'", key="oracle.files[0].mode", contains="known keys: source, target"
+    )
 
 
 def test_oracle_command_too_long(corpus: Path) -> None:
@@ -370,7 +377,9 @@ def test_bad_sandbox_copy(corpus: Path, key: str, value: list[str]) -> None:
 
 def test_sandbox_dependency_must_be_exactly_source_and_target(corpus: Path) -> None:
     path = write_tasks(corpus, task(sandbox_dependencies=[{"source": "a", "target": "b", "mode": "rw"}]))
-    assert_one_defect(path, where="task 't1'", key="sandbox_dependencies[0]", contains="exactly")
+    assert_one_defect(
+        path, where="task 't1'", key="sandbox_dependencies[0].mode", contains="known keys: source, target"
+    )
 
 
 def test_sandbox_dependency_target_under_git(corpus: Path) -> None:
@@ -405,6 +414,24 @@ def test_task_not_a_mapping(corpus: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "absent.yaml"
     assert_one_defect(path, where="<top level>", key="(file)", contains="no such file")
+
+
+@pytest.mark.parametrize("key", ["task_id", "task_class", "source_file"])
+def test_attribute_names_are_not_keys_of_the_file(corpus: Path, key: str) -> None:
+    # The model's attribute names (and the file it was declared in) are not what a file says.
+    path = write_tasks(corpus, task(**{key: "x"}))
+    assert_one_defect(path, where="task 't1'", key=key, contains="unknown key; known keys: id, class")
+
+
+def test_task_keys_are_read_off_the_one_declaration() -> None:
+    # Adding a task key is one field of TaskSpec: the keys, the required ones and the known-keys
+    # message all follow it.
+    assert (
+        tuple(info.alias or name for name, info in TaskSpec.model_fields.items() if name != "source_file")
+        == TASK_KEYS
+    )
+    assert TASK_KEYS[:5] == ("id", "class", "repo", "prompt", "verify")
+    assert all(TaskSpec.model_fields[name].description for name in TaskSpec.model_fields)
 
 
 def test_every_defect_is_reported_at_once(corpus: Path) -> None:
@@ -443,7 +470,7 @@ def make_spec(**overrides: object) -> TaskSpec:
         "repo": "repo",
         "prompt": "Fix it.",
         "verify": "true",
-        "oracle": OracleSpec("c", (OracleFileSpec("o.py", "o.py"),)),
+        "oracle": OracleSpec(command="c", files=(OracleFileSpec(source="o.py", target="o.py"),)),
     }
     fields.update(overrides)
     return TaskSpec(**fields)  # type: ignore[arg-type]
@@ -455,14 +482,14 @@ def test_spec_constructor_validates() -> None:
     with pytest.raises(TaskSpecError, match=r"tasks.yaml: <top level>: id: "):
         make_spec(task_id="bad id")
     with pytest.raises(TaskSpecError, match=r"oracle.files: want 1 to 8"):
-        make_spec(oracle=OracleSpec("c", ()))
+        make_spec(oracle={"command": "c", "files": ()})
     with pytest.raises(TaskSpecError, match=r"source_file: must be an absolute Path"):
         make_spec(source_file=Path("relative.yaml"))
 
 
 def test_specs_are_frozen() -> None:
     spec = make_spec()
-    with pytest.raises(AttributeError):
+    with pytest.raises(ValidationError, match="frozen"):
         spec.prompt = "changed"  # type: ignore[misc]
 
 
@@ -516,8 +543,8 @@ def test_home_relative_repo_is_expanded(corpus: Path, monkeypatch: pytest.Monkey
 
 
 def snapshot_of(corpus: Path, *targets: str) -> OracleSnapshot:
-    files = tuple(OracleFileSpec(ORACLE_SOURCE, t) for t in targets or ("t1_oracle_test.py",))
-    return capture_oracle(OracleSpec("python3 run.py", files), task_file_dir=corpus)
+    files = tuple(OracleFileSpec(source=ORACLE_SOURCE, target=t) for t in targets or ("t1_oracle_test.py",))
+    return capture_oracle(OracleSpec(command="python3 run.py", files=files), task_file_dir=corpus)
 
 
 def test_snapshot_digests(corpus: Path) -> None:

@@ -15,8 +15,9 @@ Owns three steps of the hidden-oracle lifecycle (reference harness §8, "Hidden-
 Must never: follow a symlink when reading or writing oracle bytes, or put oracle bytes (or the
 oracle's output) into an error message: errors end up in rows and logs that later agents can read.
 
-It also owns the oracle's declaration parts (``OracleFileSpec``, ``OracleSpec``), so it imports
-nothing else of ``tasks``: ``schema`` and ``spec`` import it, never the other way round.
+The oracle's declaration parts (``OracleFileSpec``, ``OracleSpec``: the task file's ``oracle``
+key) and the path rules live in ``oracle_spec``; this module imports nothing else of
+``taskspec``: ``schema`` and ``spec`` import it, never the other way round.
 Callers: ``taskspec.schema``/``taskspec.spec`` (declare, capture at load and bind time) and
 ``judging.judge`` (stage and verify).
 """
@@ -25,43 +26,37 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
+from .oracle_spec import (
+    MAX_ORACLE_COMMAND_BYTES,
+    MAX_ORACLE_FILES,
+    OracleFileSpec,
+    OracleSpec,
+    command_problem,
+    relative_path_problem,
+    target_problem,
+    target_set_problem,
+)
 
-@dataclass(frozen=True, slots=True)
-class OracleFileSpec:
-    """One declared oracle file: ``source`` relative to the task file's directory, staged at ``target``."""
+__all__ = [  # the declaration parts, re-exported: judging and the tests know them from here
+    "MAX_ORACLE_COMMAND_BYTES",
+    "MAX_ORACLE_FILES",
+    "OracleFileSpec",
+    "OracleSpec",
+    "command_problem",
+    "relative_path_problem",
+    "target_problem",
+    "target_set_problem",
+]
 
-    source: str
-    target: str
-
-
-@dataclass(frozen=True, slots=True)
-class OracleSpec:
-    """The hidden oracle as declared: a shell command, 1–8 files and the fewest tests that must
-    run and pass (the outcome-report contract, ``judging.outcome_report``; validated by ``TaskSpec``)."""
-
-    command: str
-    files: tuple[OracleFileSpec, ...]
-    min_tests: int = 1
-
-
-# Limits from the reference harness's oracle declaration rules (§4.1): an oracle is a handful of
-# test files, so anything past these is a mistake or an attempt to smuggle data into the sandbox.
-MAX_ORACLE_FILES = 8
+# Capture limits: an oracle is a handful of test files, so anything past these is a mistake or an
+# attempt to smuggle data into the sandbox (the declaration's own limits are in ``oracle_spec``).
 MAX_ORACLE_FILE_BYTES = 512 * 1024
 MAX_ORACLE_TOTAL_BYTES = 2 * 1024 * 1024
-MAX_ORACLE_COMMAND_BYTES = 8 * 1024
-# 240 bytes leaves room under the 255-byte NAME_MAX of common filesystems for the staging
-# directory's own prefix when a target is a single file name.
-MAX_TARGET_BYTES = 240
-# POSIX portable filename characters plus "/": a target must mean the same file on every
-# filesystem and in every shell quoting context the oracle command may use.
-_PORTABLE_PATH = re.compile(r"[A-Za-z0-9._/-]+")
 _STAGED_FILE_MODE = 0o400
 _STAGED_DIR_MODE = 0o700  # the cell removes the staging dir with rmtree; 0o500 would defeat that
 _DIGEST_DOMAIN = b"workflow-bench/oracle/v1"
@@ -78,7 +73,7 @@ class OracleCaptureError(ValueError):
         self.problems = tuple(problems)
         super().__init__("; ".join(f"{key}: {message}" for key, message in self.problems))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[OracleCaptureError], tuple[tuple[tuple[str, str], ...]]]:
         return (type(self), (self.problems,))
 
 
@@ -88,53 +83,6 @@ class OracleTamperError(RuntimeError):
 
 class OracleStageError(RuntimeError):
     """The staging destination is unusable (exists and is not an empty directory)."""
-
-
-def relative_path_problem(path: str) -> str | None:
-    """Why ``path`` is not a safe path relative to some root, or ``None`` if it is.
-
-    Shared rule for oracle targets and the repository-relative paths in task files: not empty,
-    not absolute, no NUL or backslash, no empty, ``.`` or ``..`` component, and nothing at or
-    under a ``.git`` component (which would let a task reach into repository metadata).
-    """
-    if not path:
-        return "must not be empty"
-    if "\0" in path:
-        return "must not contain NUL"
-    if "\\" in path:
-        return "must use '/' separators, not '\\'"
-    if path.startswith("/"):
-        return f"must be relative, got absolute path {path!r}"
-    parts = path.split("/")
-    if any(part in ("", ".", "..") for part in parts):
-        return f"must be a normalized path without empty, '.' or '..' components, got {path!r}"
-    if any(part.casefold() == ".git" for part in parts):
-        return f"must not name .git or anything under it, got {path!r}"
-    return None
-
-
-def target_problem(target: str) -> str | None:
-    """Why ``target`` is not a valid oracle target path, or ``None`` if it is."""
-    problem = relative_path_problem(target)
-    if problem is not None:
-        return problem
-    if len(target.encode()) > MAX_TARGET_BYTES:
-        return f"must be at most {MAX_TARGET_BYTES} bytes, got {len(target.encode())}"
-    if not _PORTABLE_PATH.fullmatch(target):
-        return f"must use only portable characters [A-Za-z0-9._/-], got {target!r}"
-    return None
-
-
-def command_problem(command: str) -> str | None:
-    """Why ``command`` is not a valid oracle command, or ``None`` if it is."""
-    if not command.strip():
-        return "must not be blank"
-    if "\0" in command:
-        return "must not contain NUL"
-    size = len(command.encode())
-    if size > MAX_ORACLE_COMMAND_BYTES:
-        return f"must be at most {MAX_ORACLE_COMMAND_BYTES} bytes, got {size}"
-    return None
 
 
 def _sha256(data: bytes) -> str:
@@ -222,24 +170,6 @@ def _check_target_set(targets: Sequence[str]) -> None:
     problem = target_set_problem(targets)
     if problem:
         raise ValueError(f"oracle targets: {problem}")
-
-
-def target_set_problem(targets: Sequence[str]) -> str | None:
-    """Why a list of targets cannot be staged together (duplicates, file-vs-directory clashes)."""
-    seen: set[str] = set()
-    for target in targets:
-        if target in seen:
-            return f"duplicate target {target!r}"
-        seen.add(target)
-    for target in targets:
-        parents = PurePosixPath(target).parents
-        clash = next((str(p) for p in parents if str(p) in seen), None)
-        if clash is not None:
-            return f"target {clash!r} is a file but {target!r} needs it to be a directory"
-    return None
-
-
-# ── capture ────────────────────────────────────────────────────────────────
 
 
 def _normalized_parts(source: str) -> tuple[list[str] | None, str | None]:

@@ -1,12 +1,10 @@
-"""Task specs and their binding: ``TaskSpec``, ``load_task_file``, ``TaskBinding``, ``bind_tasks``.
-Over 400 lines on purpose: spec, binding and selection share digests and checks; split after issue 9 lands.
+"""Task specs and their binding: ``load_task_file``, ``TaskBinding``, ``bind_tasks``, ``select_tasks``.
 
-Owns the frozen ``TaskSpec`` (reference harness §4.1) and the digests derived from it (one
-canonical JSON encoder, ``canonical_digest``), ``TaskBinding`` (a spec resolved to an immutable
-commit, its captured hidden oracle and the working-tree paths its sandbox copies or mounts) and
-``select_tasks``. This is the import path for the whole task layer: the schema pieces that live in
-``taskspec.schema`` (keys, errors, declaration parts, loading) and ``cache_root`` from ``taskspec.repos`` are
-re-exported here.
+Owns ``TaskBinding`` (a spec resolved to an immutable commit, its captured hidden oracle and the
+working-tree paths its sandbox copies or mounts) and its digest, ``load_task_file`` and
+``select_tasks``. This is the import path for the whole task layer: the schema pieces that live
+in ``taskspec.schema`` (``TaskSpec``, the one declaration of every task-file key; keys, errors,
+loading), the oracle's parts and ``cache_root`` from ``taskspec.repos`` are re-exported here.
 
 Two steps, kept apart:
 
@@ -34,7 +32,8 @@ from typing import Any, NamedTuple, NoReturn
 
 from workflow_bench.digests import canonical_digest
 
-from .oracles import OracleCaptureError, OracleFileSpec, OracleSnapshot, OracleSpec, capture_oracle
+from .oracle_spec import OracleFileSpec, OracleSpec
+from .oracles import OracleCaptureError, OracleSnapshot, capture_oracle
 from .repos import (
     BUNDLE_CLONE_TIMEOUT_S,
     GIT_TIMEOUT_S,
@@ -54,17 +53,10 @@ from .schema import (
     TASK_ID_PATTERN,
     TASK_KEYS,
     DependencySpec,
-    Problem,
     TaskFileError,
+    TaskSpec,
     TaskSpecError,
-    id_problems,
-    min_tests_problems,
-    oracle_problems,
     parse_task_file,
-    ref_problems,
-    repo_path_problems,
-    resolve_repo_location,
-    text_problems,
 )
 
 __all__ = [
@@ -92,114 +84,16 @@ _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _NO_WORKTREE = MappingProxyType({"bundle": "bundles have none", "bare": "bare repositories have none"})
 
 
-# ── specs ──────────────────────────────────────────────────────────────────
-
-
-@dataclass(frozen=True, slots=True)
-class TaskSpec:
-    """One validated task, exactly as declared in ``source_file``.
-
-    Relative ``repo`` and oracle ``source`` paths are relative to ``source_file``'s directory, so
-    a corpus folder can move as a whole. Construction validates every field and raises the first
-    ``TaskSpecError``; ``load_task_file`` reports all of them.
-    """
-
-    source_file: Path
-    task_id: str
-    task_class: str
-    repo: str
-    prompt: str
-    verify: str
-    oracle: OracleSpec
-    ref: str = "HEAD"
-    verify_min_tests: int | None = None
-    """When set, verify must prove success with an outcome report of at least this many tests."""
-    setup: str | None = None
-    expensive: bool = False
-    sandbox_copy: tuple[str, ...] = ()
-    sandbox_dependencies: tuple[DependencySpec, ...] = ()
-    reference_patch: str | None = None
-    """The known-good fix (a file relative to ``source_file``'s directory); hidden like the
-    oracle: only ``tasks check`` and the oracle agent read it, never a normal cell."""
-    base_verify_passes: bool = False
-    """``base_expected: {verify: pass}``: the authored tests already pass on the untouched base."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.source_file, Path) or not self.source_file.is_absolute():
-            raise TaskSpecError(str(self.source_file), None, "source_file", "must be an absolute Path")
-        task_id = self.task_id if not id_problems(self.task_id) else None
-        problems = _spec_problems(self)
-        if problems:
-            raise TaskSpecError(self.source_file, task_id, problems[0].key, problems[0].message)
-
-    @property
-    def task_dir(self) -> Path:
-        """The directory relative paths in this task resolve against."""
-        return self.source_file.parent
-
-    @property
-    def repo_location(self) -> Path:
-        """``repo`` with ``~`` expanded and made absolute against the task file's directory."""
-        return resolve_repo_location(self.task_dir, self.repo)
-
-    @property
-    def prompt_digest(self) -> str:
-        return canonical_digest(self.prompt)
-
-    @property
-    def setup_digest(self) -> str:
-        return canonical_digest(self.setup)
-
-    @property
-    def verify_digest(self) -> str:
-        return canonical_digest(self.verify)
-
-
-def _spec_problems(spec: TaskSpec) -> list[Problem]:
-    problems = id_problems(spec.task_id)
-    for key, value in (
-        ("class", spec.task_class),
-        ("repo", spec.repo),
-        ("prompt", spec.prompt),
-        ("verify", spec.verify),
-    ):
-        problems += text_problems(key, value)
-    problems += ref_problems(spec.ref)
-    if spec.verify_min_tests is not None:
-        problems += min_tests_problems("verify_min_tests", spec.verify_min_tests)
-    problems += text_problems("setup", spec.setup, optional=True)
-    if type(spec.expensive) is not bool:
-        problems.append(Problem("expensive", f"want true or false, got {spec.expensive!r}"))
-    problems += text_problems("reference_patch", spec.reference_patch, optional=True)
-    if type(spec.base_verify_passes) is not bool:
-        problems.append(Problem("base_expected", f"want true or false, got {spec.base_verify_passes!r}"))
-    if not isinstance(spec.sandbox_copy, tuple):
-        problems.append(Problem("sandbox_copy", "want a tuple of paths"))
-    else:
-        for i, path in enumerate(spec.sandbox_copy):
-            problems += repo_path_problems(f"sandbox_copy[{i}]", path)
-    if not isinstance(spec.sandbox_dependencies, tuple) or not all(
-        isinstance(d, DependencySpec) for d in spec.sandbox_dependencies
-    ):
-        problems.append(Problem("sandbox_dependencies", "want a tuple of DependencySpec"))
-    if not isinstance(spec.oracle, OracleSpec) or not isinstance(spec.oracle.files, tuple):
-        problems.append(Problem("oracle", "want an OracleSpec with a tuple of files"))
-    else:
-        problems += oracle_problems(spec.oracle.command, spec.oracle.files)
-        problems += min_tests_problems("oracle.min_tests", spec.oracle.min_tests)
-    return problems
-
-
 def load_task_file(path: Path) -> tuple[TaskSpec, ...]:
     """Parse and validate one task file; raise ``TaskFileError`` listing every defect.
 
     Checks the schema, the repository (a git top level or a ``*.bundle`` file), that the ref
     exists where that can be known without cloning, and that every oracle source can be captured.
     """
-    file_path, entries, errors = parse_task_file(path)
+    specs, errors = parse_task_file(path)
     if errors:
         raise TaskFileError(errors)
-    return tuple(TaskSpec(source_file=file_path, **fields) for fields in entries)
+    return specs
 
 
 # ── binding ────────────────────────────────────────────────────────────────
