@@ -53,13 +53,13 @@ class _Model(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def relay(tmp_path):
+def relay(short_tmpdir):
     _Model.seen, _Model.delay_s = [], 0.0
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Model)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     upstream = f"http://127.0.0.1:{server.server_address[1]}"
     with ModelRelay(
-        tmp_path / "api.sock",
+        short_tmpdir / "api.sock",  # a socket: under TMPDIR itself, not the deeper tmp_path
         upstream=upstream,
         credentials=CellCredentials(api_key="real-key", auth_token=None),
         session_id=SESSION,
