@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import SESSION_TMPDIR, _missing, needs_root
 from workflow_bench.sandbox import CellLimits, CellResources, RunPolicy, SandboxKind, create_sandbox
-from workflow_bench.sandbox._limits import _own_cgroup
+from workflow_bench.sandbox._limits import _own_cgroup, mounts_under
 
 pytestmark = pytest.mark.component
 
@@ -102,6 +102,15 @@ def test_close_leaves_no_cgroup_mount_or_image(tmp_path, bwrap_bin, enforceable)
     assert resources.close() is None
     assert not any(g.exists() for g in groups)
     assert not os.path.ismount(tmp_path / "cell") and not resources.image.exists()
+
+
+def test_mounts_are_found_below_a_root_reached_through_a_symlink(tmp_path):
+    """A TMPDIR through a symlink: the kernel records mount points resolved (real /proc/self/mountinfo)."""
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to("/proc")  # /proc is always a mount point
+    assert Path("/proc") in mounts_under(link)
+    assert mounts_under(tmp_path / "real") == []  # negative control: no mount there
 
 
 def test_writable_filesystems_in_the_sandbox_are_sized_or_read_only(tmp_path, bwrap_bin):

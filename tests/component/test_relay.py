@@ -171,10 +171,14 @@ def test_connections_beyond_the_cap_are_refused_not_threaded(relay):
     finally:
         for client in idle:
             client.close()
-    # Once the idle ones are gone, the session is served again.
+    # Once the idle ones are gone, the session is served again. Until the relay has seen them go, a
+    # connection is still refused, and a refusal closed over our unread request arrives as a reset.
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        response = _send(relay, _request(GOOD))
+        try:
+            response = _send(relay, _request(GOOD))
+        except ConnectionResetError:
+            response = b""
         if b" 200 " in response[:20]:
             break
         time.sleep(0.1)

@@ -83,7 +83,7 @@ def test_a_killed_runners_volume_loop_device_and_cgroups_are_released(
         assert "removed a stale cell directory left by a killed runner" in text, text[-2000:]
         assert mounts_under(tmpdir) == []
         backing = Path(f"/sys/block/{Path(device).name}/loop/backing_file")
-        assert not backing.exists() or not backing.read_text().startswith(str(tmpdir)), backing
+        assert not backing.exists() or not backing.read_text().startswith(str(tmpdir.resolve())), backing
         assert not any(g.exists() for g in left_groups)
         assert not any(p.name.startswith(f"wfb-{victim.pid}-") for p in tmpdir.iterdir())
     finally:  # never leave a mount behind, whatever failed
