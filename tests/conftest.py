@@ -29,16 +29,19 @@ SESSION_TMPDIR = tempfile.gettempdir()  # read at import, before any test points
 SHORT_DIR_PREFIX = "wfbt-"  # + mkdtemp's 8 random characters
 
 
-def _missing(what: str, *, switch: str = "WORKFLOW_BENCH_REQUIRE_SANDBOX") -> None:
-    if os.environ.get(switch) == "1":
-        pytest.fail(f"{what} is required ({switch}=1) but unavailable")
+def _missing(what: str) -> None:
+    if os.environ.get("WORKFLOW_BENCH_REQUIRE_SANDBOX") == "1":
+        pytest.fail(f"{what} is required (WORKFLOW_BENCH_REQUIRE_SANDBOX=1) but unavailable")
     pytest.skip(f"{what} unavailable")
 
 
 def needs_root(why: str) -> None:
     """Skip unless this is root (a failure under WORKFLOW_BENCH_REQUIRE_ROOT=1, where CI runs)."""
-    if os.geteuid() != 0:
-        _missing(f"root ({why}; .ci/run runs these as root)", switch="WORKFLOW_BENCH_REQUIRE_ROOT")
+    if os.geteuid() == 0:
+        return
+    if os.environ.get("WORKFLOW_BENCH_REQUIRE_ROOT") == "1":
+        pytest.fail(f"needs root ({why}), required by WORKFLOW_BENCH_REQUIRE_ROOT=1; uid is {os.geteuid()}")
+    pytest.skip(f"needs root ({why}); .ci/run runs it as root")
 
 
 # --- TMPDIR: the sockets below it must fit ------------------------------------------------------

@@ -1,8 +1,9 @@
 """Rules the test suite itself must keep, checked over its source.
 
 - A missing tool is a conftest fixture that calls `_missing` (a skip locally, a FAILURE under
-  WORKFLOW_BENCH_REQUIRE_SANDBOX=1): a `skipif`/`pytest.skip` elsewhere would let CI pass by
-  not running a layer.
+  WORKFLOW_BENCH_REQUIRE_SANDBOX=1), and a test that needs root calls `needs_root` (a skip as
+  another user, a FAILURE under WORKFLOW_BENCH_REQUIRE_ROOT=1): a `skipif`/`pytest.skip`
+  elsewhere would let CI pass by not running a layer.
 - No test looks at the shared temporary directory: other sweeps on this machine create
   wfbench-* entries there at any moment; the e2e tests instead
   record the directories the runner makes (`tests/e2e/conftest.py::recorded_tempdirs`) and
@@ -31,7 +32,8 @@ def _skips_without_the_ci_rule(tree: ast.AST) -> list[int]:
             continue
         names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
         strings = {n.value for n in ast.walk(fn) if isinstance(n, ast.Constant)}
-        guarded = "REQUIRE" in names or "_missing" in names or "WORKFLOW_BENCH_REQUIRE_SANDBOX" in strings
+        switches = {"WORKFLOW_BENCH_REQUIRE_SANDBOX", "WORKFLOW_BENCH_REQUIRE_ROOT"}
+        guarded = "REQUIRE" in names or "_missing" in names or bool(switches & strings)
         found += [
             n.lineno
             for n in ast.walk(fn)
