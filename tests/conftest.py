@@ -50,7 +50,7 @@ def needs_root(why: str) -> None:
 def suite_tmpdir_room() -> int:
     """The longest TMPDIR, in bytes, under which every socket the component and e2e tests bind fits."""
     from workflow_bench.cells.paths import AF_UNIX_PATH_MAX, CellPathError, check_paths_fit
-    from workflow_bench.schedule.ray_cells import ExecutorError, check_local_paths_fit
+    from workflow_bench.schedule.ray_local import RayPathError, check_local_paths_fit
 
     def fits(tmpdir: str) -> bool:
         try:
@@ -58,7 +58,7 @@ def suite_tmpdir_room() -> int:
             check_paths_fit(os.path.join(tmpdir, SHORT_DIR_PREFIX + "x" * 8))
             # --executor ray's local instance (the tests' own Ray cluster is 2 bytes shorter)
             check_local_paths_fit(tmpdir)
-        except (CellPathError, ExecutorError):
+        except (CellPathError, RayPathError):
             return False
         return True
 

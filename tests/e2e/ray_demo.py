@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import short_dir
-from workflow_bench.schedule.ray_cells import LOCAL_SOCKET_TAIL
+from workflow_bench.schedule.ray_local import LOCAL_SOCKET_TAIL
 
 from .conftest import DEMO_TASKS, REPO_ROOT
 from .ray_cluster import comm, descendants, two_node_cluster

@@ -20,16 +20,14 @@ from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.runner_args import build_parser
 from workflow_bench.schedule.flags import executor_from_args, validate_schedule_args
 from workflow_bench.schedule.ray_cells import (
-    ExecutorError,
     ExecutorSpec,
     HostIdentity,
     NodeRequirements,
-    check_local_paths_fit,
     is_loopback_url,
-    longest_local_socket_path,
     node_problems,
     shipped_access,
 )
+from workflow_bench.schedule.ray_local import RayPathError, check_local_paths_fit, longest_local_socket_path
 from workflow_bench.schedule.resume import harness_version
 
 pytestmark = pytest.mark.unit
@@ -65,7 +63,7 @@ def test_a_tmpdir_too_long_for_a_local_ray_instance_is_a_usage_error(tmp_path, m
     room = AF_UNIX_PATH_MAX - len(longest_local_socket_path("/"))  # bytes left for TMPDIR
     fits = "/" + "f" * (room - 1)
     check_local_paths_fit(fits)  # exactly at the bound
-    with pytest.raises(ExecutorError, match=f"at most {room} bytes"):
+    with pytest.raises(RayPathError, match=f"at most {room} bytes"):
         check_local_paths_fit(fits + "g")
     monkeypatch.setattr(tempfile, "tempdir", fits + "g")
     with pytest.raises(ValueError, match="too long for a local Ray instance"):

@@ -11,7 +11,8 @@ import argparse
 
 from workflow_bench.schedule.budget import Budget
 from workflow_bench.schedule.pool import SchedulePolicy
-from workflow_bench.schedule.ray_cells import ExecutorError, ExecutorSpec, check_local_paths_fit, require_ray
+from workflow_bench.schedule.ray_cells import ExecutorError, ExecutorSpec, require_ray
+from workflow_bench.schedule.ray_local import check_local_paths_fit
 
 
 def schedule_policy_from_args(args: argparse.Namespace) -> SchedulePolicy:
@@ -33,10 +34,10 @@ def validate_schedule_args(args: argparse.Namespace) -> None:
     if args.executor == "ray":
         try:
             require_ray()
-            if args.ray_address is None:
-                check_local_paths_fit()
         except ExecutorError as exc:
             raise ValueError(str(exc)) from exc
+        if args.ray_address is None:
+            check_local_paths_fit()  # RayPathError, a ValueError
     if args.order != "plan" and args.scheduler != "packed":
         raise ValueError(
             f"--order {args.order} needs --scheduler packed: a wave starts all its cells at once"

@@ -46,13 +46,13 @@ from urllib.parse import urlsplit
 
 from workflow_bench.arms import ArmSpec
 from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext
-from workflow_bench.cells.paths import AF_UNIX_PATH_MAX
 from workflow_bench.cells.rows import provider_fields
 from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.redaction import printable, redact_text
 
 from .ray_address import RayUnreachable, check_ray_head, parse_ray_address
+from .ray_local import LOCAL_TEMP_PREFIX
 from .resume import harness_version
 
 Executor = Literal["threads", "ray"]
@@ -63,10 +63,6 @@ LOCAL_OBJECT_STORE_BYTES = 256 * 1024 * 1024  # rows and artifacts are small; th
 LOCAL_START_ATTEMPTS = 2
 CONSOLE_LINE_CHARS = 2000  # as the driver's console: agent text (tool names) never drives a terminal
 _SETTINGS_KEPT_ON_DRIVER = ("access", "cancel", "progress")
-LOCAL_TEMP_PREFIX = "wfbray-"  # + mkdtemp's 8 characters, directly under $TMPDIR
-# The longest AF_UNIX path a local Ray instance binds below its temp dir (Ray 2.x, measured):
-# <temp>/session_<%Y-%m-%d_%H-%M-%S_%f>_<pid, at most 7 digits>/sockets/plasma_store.
-LOCAL_SOCKET_TAIL = f"session_{'0' * len('2026-12-01_11-01-36_948066')}_{'9' * 7}/sockets/plasma_store"
 
 
 class ExecutorError(Exception):
@@ -88,29 +84,6 @@ class ExecutorSpec:
 
 
 RAY_MISSING = "--executor ray needs the optional ray extra (uv sync --extra ray; ./dev installs it)"
-
-
-def longest_local_socket_path(tmpdir: str | Path) -> str:
-    """The longest Unix socket path a private local Ray instance started under ``tmpdir`` binds."""
-    temp = Path(os.path.abspath(tmpdir)) / (LOCAL_TEMP_PREFIX + "t" * 8)
-    return str(temp / LOCAL_SOCKET_TAIL)
-
-
-def check_local_paths_fit(tmpdir: str | Path | None = None) -> None:
-    """Raise ExecutorError unless a local Ray instance's sockets fit AF_UNIX's limit under ``tmpdir``.
-
-    Ray refuses such a path only while starting, after the task file is bound; this says before
-    anything how long TMPDIR may be (a tighter bound than the cells' own, ``check_paths_fit``).
-    """
-    base = tempfile.gettempdir() if tmpdir is None else str(tmpdir)
-    size = len(os.fsencode(longest_local_socket_path(base)))
-    if size > AF_UNIX_PATH_MAX:
-        room = AF_UNIX_PATH_MAX - (size - len(os.fsencode(os.path.abspath(base))))
-        raise ExecutorError(
-            f"temporary directory {base!r} is too long for a local Ray instance's sockets: the longest "
-            f"would be {size} bytes, the AF_UNIX limit is {AF_UNIX_PATH_MAX}; set TMPDIR to a directory "
-            f"of at most {room} bytes (e.g. /tmp), or join a cluster with --ray-address"
-        )
 
 
 def require_ray() -> None:
