@@ -47,7 +47,7 @@ def _script_for(task_id: str, tmp_path: Path) -> Path:
 def test_128_char_id_with_the_longest_arm_under_the_longest_tmpdir_the_preflight_accepts(
     task_file_for, tmp_path, short_tmpdir, monkeypatch, bwrap_bin, claude_bin
 ):
-    longest = AF_UNIX_PATH_MAX - (len(longest_socket_path("/t")) - len("/t"))  # 67 bytes today
+    longest = AF_UNIX_PATH_MAX - (len(longest_socket_path("/t")) - len("/t"))  # 66 bytes today
     tmpdir = _padded_tmpdir(short_tmpdir, longest)  # the session's TMPDIR is short enough to pad
     check_paths_fit(tmpdir)
     with pytest.raises(CellPathError):
