@@ -73,15 +73,17 @@ def _only_unit_tests(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from workflow_bench.cells.paths import AF_UNIX_PATH_MAX
+
     if hasattr(config, "workerinput") or _only_unit_tests(config):
-        return  # an xdist worker: its controller checked
+        return  # an xdist worker (its controller checked), or only unit tests
     size, room = len(os.fsencode(os.path.abspath(SESSION_TMPDIR))), suite_tmpdir_room()
     if size > room:
         raise pytest.UsageError(
             f"TMPDIR {SESSION_TMPDIR!r} is {size} bytes; the component and e2e tests need at most {room}: "
-            f"they bind AF_UNIX sockets (at most 107 bytes) below it (a local Ray instance's, a sandboxed "
-            f"cell's model socket). Point TMPDIR at a shorter private directory, e.g. "
-            f"`mkdir -p /tmp/$USER && TMPDIR=/tmp/$USER ./dev test`, or run only tests/unit."
+            f"they bind AF_UNIX sockets (at most {AF_UNIX_PATH_MAX} bytes) below it (a local Ray "
+            f"instance's, a sandboxed cell's model socket). Point TMPDIR at a shorter private directory, "
+            f"e.g. `mkdir -p /tmp/$USER && TMPDIR=/tmp/$USER ./dev test`, or run only tests/unit."
         )
 
 
