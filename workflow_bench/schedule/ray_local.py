@@ -10,10 +10,9 @@ cells' own, ``cells.paths.check_paths_fit``). Callers: ``schedule.flags``, ``sch
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
-from workflow_bench.cells.paths import AF_UNIX_PATH_MAX
+from workflow_bench.cells.paths import check_sockets_fit
 
 LOCAL_TEMP_PREFIX = "wfbray-"  # + mkdtemp's 8 characters, directly under $TMPDIR
 # The longest socket path below the temp dir (Ray 2.x, measured): the session directory is
@@ -33,12 +32,10 @@ def longest_local_socket_path(tmpdir: str | Path) -> str:
 
 def check_local_paths_fit(tmpdir: str | Path | None = None) -> None:
     """Raise ``RayPathError`` unless a local Ray instance's sockets fit under ``tmpdir``."""
-    base = tempfile.gettempdir() if tmpdir is None else str(tmpdir)
-    size = len(os.fsencode(longest_local_socket_path(base)))
-    if size > AF_UNIX_PATH_MAX:
-        room = AF_UNIX_PATH_MAX - (size - len(os.fsencode(os.path.abspath(base))))
-        raise RayPathError(
-            f"temporary directory {base!r} is too long for a local Ray instance's sockets: the longest "
-            f"would be {size} bytes, the AF_UNIX limit is {AF_UNIX_PATH_MAX}; set TMPDIR to a directory "
-            f"of at most {room} bytes (e.g. /tmp), or join a cluster with --ray-address"
-        )
+    check_sockets_fit(
+        tmpdir,
+        longest_local_socket_path,
+        RayPathError,
+        what="a local Ray instance's sockets",
+        otherwise=", or join a cluster with --ray-address",
+    )
