@@ -1,0 +1,161 @@
+"""The expected-tests lock (`tasks.expected_tests`) and how binding uses it.
+
+A lock is read strictly (every defect exit-2-worthy, naming the lock, the task and the key); an
+entry whose subject no longer matches the task is stale and refused naming what changed (the
+self-check instead leaves it out, to record a fresh one); the entry's digest is part of the
+binding digest, and a lock rewritten with the same ids is byte-identical.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workflow_bench.judging.judge import oracle_expectation, verify_expectation
+from workflow_bench.tasks.expected_tests import (
+    LOCK_FORMAT,
+    SUBJECT_KEYS,
+    ExpectedTests,
+    RecordedTests,
+    load_lock,
+    lock_path,
+    write_lock,
+)
+from workflow_bench.tasks.spec import TaskFileError, TaskSpecError, bind_tasks, load_task_file
+
+from .test_tasks import corpus, task, write_tasks  # noqa: F401  (corpus is a fixture)
+
+pytestmark = pytest.mark.unit
+
+
+def _bind(path: Path, **options):
+    (binding,) = bind_tasks(load_task_file(path), **options)
+    return binding
+
+
+def _entry(binding, *, oracle=("t1_oracle_test.T.test_ok",), skipped=()) -> ExpectedTests:
+    return ExpectedTests(
+        subject=binding.lock_subject,
+        verify=RecordedTests.of(["tests.test_a.T.test_x"], ["tests.test_a.T.test_platform"]),
+        oracle=RecordedTests.of(oracle, skipped),
+    )
+
+
+def test_the_subject_keys_are_the_locks(corpus: Path) -> None:  # noqa: F811
+    binding = _bind(write_tasks(corpus, task()))
+    assert tuple(binding.lock_subject) == SUBJECT_KEYS
+
+
+def test_a_fresh_entry_judges_the_task_and_is_part_of_its_binding(corpus: Path) -> None:  # noqa: F811
+    path = write_tasks(corpus, task())
+    plain = _bind(path)
+    assert plain.expected_tests is None and plain.to_json()["expected_tests_digest"] is None
+    assert lock_path(path) == corpus / "tasks.lock.json"
+    write_lock(lock_path(path), {"t1": _entry(plain)})
+    locked = _bind(path)
+    assert locked.expected_tests == _entry(plain)
+    assert locked.binding_digest != plain.binding_digest
+    verify, oracle = verify_expectation(locked), oracle_expectation(locked)
+    assert verify.locked and verify.required == {"tests.test_a.T.test_x"}
+    assert verify.may_skip == {"tests.test_a.T.test_platform"}
+    assert oracle.locked and oracle.required == {"t1_oracle_test.T.test_ok"} and oracle.min_tests is None
+    # Other ids, another digest; the same ids, the same bytes (no timestamps).
+    first = lock_path(path).read_bytes()
+    write_lock(lock_path(path), {"t1": _entry(plain)})
+    assert lock_path(path).read_bytes() == first
+    write_lock(lock_path(path), {"t1": _entry(plain, oracle=("other",))})
+    assert _bind(path).binding_digest not in (locked.binding_digest, plain.binding_digest)
+
+
+def test_without_a_lock_the_declared_counts_judge(corpus: Path) -> None:  # noqa: F811
+    binding = _bind(write_tasks(corpus, task(verify_min_tests=3)))
+    assert verify_expectation(binding).min_tests == 3 and not verify_expectation(binding).locked
+    assert oracle_expectation(binding).min_tests == 1  # the default floor
+    plain = _bind(write_tasks(corpus, task()))
+    assert not verify_expectation(plain).by_report  # no verify_min_tests, no lock: exit status
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"verify": "python3 -m unittest -q tests"}, "verify_digest"),
+        ({"setup": "true"}, "setup_digest"),
+        (
+            {"oracle": {"command": 'python3 "$WORKFLOW_BENCH_ORACLE_ROOT/t1_oracle_test.py" -v',
+                        "files": [{"source": "oracles/t1.oracle_test.py", "target": "t1_oracle_test.py"}]}},
+            "oracle_digest",
+        ),
+    ],
+)  # fmt: skip
+def test_a_stale_entry_is_refused_naming_the_lock_the_task_and_what_changed(
+    corpus: Path,  # noqa: F811
+    change,
+    named,
+) -> None:
+    path = write_tasks(corpus, task())
+    write_lock(lock_path(path), {"t1": _entry(_bind(path))})
+    write_tasks(corpus, task(**change))
+    with pytest.raises(TaskFileError) as caught:
+        _bind(path)
+    (error,) = caught.value.errors
+    assert str(error).startswith(f"{lock_path(path)}: task 't1': subject: stale: ")
+    assert f"({named} changed)" in str(error)
+    assert f"python -m workflow_bench.tasks check --tasks {path}" in str(error)
+    # The self-check binds it without the stale entry, to record a fresh one.
+    assert _bind(path, stale_locks="ignore").expected_tests is None
+
+
+def test_a_changed_reference_patch_makes_the_entry_stale(corpus: Path) -> None:  # noqa: F811
+    (corpus / "fix.patch").write_text("--- a/x\n+++ b/x\n")
+    path = write_tasks(corpus, task(reference_patch="fix.patch"))
+    write_lock(lock_path(path), {"t1": _entry(_bind(path))})
+    (corpus / "fix.patch").write_text("--- a/y\n+++ b/y\n")
+    with pytest.raises(TaskFileError, match=r"reference_patch_sha256 changed"):
+        _bind(path)
+
+
+def _lock_text(tasks: object, **top: object) -> str:
+    return json.dumps({"format": LOCK_FORMAT, "tasks": tasks, **top})
+
+
+GOOD_RECORD = {"passed": ["a"], "skipped": []}
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("{not json", "(json)"),
+        (json.dumps({"format": "v0", "tasks": {}}), "format"),
+        (_lock_text({}, extra=1), "tasks"),
+        (_lock_text({"t1": {"subject": {}, "verify": None}}), "(entry)"),
+        (_lock_text({"t1": {"subject": {"x": 1}, "verify": None, "oracle": GOOD_RECORD}}), "subject"),
+        ("verify-not-sorted", "verify.passed"),
+        ("oracle-both", "oracle"),
+        ("oracle-not-strings", "oracle.passed"),
+    ],
+)
+def test_an_unusable_lock_is_refused_naming_the_key(corpus: Path, text: str, key: str) -> None:  # noqa: F811
+    path = write_tasks(corpus, task())
+    subject = _bind(path).lock_subject
+    entries = {
+        "verify-not-sorted": {
+            "subject": subject,
+            "verify": {"passed": ["b", "a"], "skipped": []},
+            "oracle": GOOD_RECORD,
+        },
+        "oracle-both": {"subject": subject, "verify": None, "oracle": {"passed": ["a"], "skipped": ["a"]}},
+        "oracle-not-strings": {"subject": subject, "verify": None, "oracle": {"passed": [1], "skipped": []}},
+    }
+    lock_path(path).write_text(_lock_text({"t1": entries[text]}) if text in entries else text)
+    with pytest.raises(TaskSpecError) as caught:
+        load_lock(lock_path(path))
+    assert caught.value.key == key and caught.value.path == lock_path(path)
+    assert "delete the lock and run `python -m workflow_bench.tasks check`" in str(caught.value)
+    with pytest.raises(TaskFileError):  # binding refuses it too: exit 2, nothing run
+        _bind(path)
+
+
+def test_no_lock_file_is_no_lock(tmp_path: Path) -> None:
+    assert load_lock(tmp_path / "absent.lock.json") is None
