@@ -172,16 +172,18 @@ def probe_lines(probe: Probe) -> list[str]:
     for name, outcome in (("verify", probe.verify), ("oracle", probe.oracle)):
         if outcome is None:
             continue
-        lines.append(f"{name}: {'pass' if outcome.passed else 'fail'} ({_counts(outcome)}) {outcome.detail}")
+        lines.append(f"{name}: {'pass' if outcome.passed else 'fail'} ({_counts(outcome)}): {outcome.detail}")
     return lines
 
 
 def _counts(outcome: JudgeOutcome) -> str:
+    """The counts, and the first failing ids unless the verdict already names them."""
     evidence = outcome.evidence
     if evidence is None:
         return "no report"
     failing = [t.test_id for t in evidence.failing][:SHOWN_IDS]
-    return summary(evidence) + (f"; failing: {', '.join(failing)}" if failing else "")
+    named = not failing or failing[0] in outcome.detail
+    return summary(evidence) + ("" if named else f"; first failing: {', '.join(failing)}")
 
 
 def _update_locks(
