@@ -30,7 +30,11 @@ from .spec import TaskFileError, bind_tasks, load_task_file
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m workflow_bench.tasks", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="prove each task discriminates: base fails, reference patch passes")
+    check = sub.add_parser(
+        "check",
+        help="prove each task discriminates (base fails, reference patch passes) and record its expected "
+        "tests in the lock beside the task file",
+    )
     check.add_argument("--tasks", required=True, type=Path, help="task file (YAML)")
     check.add_argument(
         "--toolkit", default="demo", metavar="DIR|NAME", help="toolkit dir or shipped name (default: demo)"

@@ -220,7 +220,12 @@ def _update_locks(
             entries[task_id] = check.expected
             results[index] = replace(check, lock_note=note, problems=problems)
         if not frozen and (entries != existing or broken):
-            write_lock(path, entries)
+            try:
+                write_lock(path, entries)
+            except OSError as exc:  # the check ran; say that its record could not be kept
+                for _, index in members:
+                    problem = f"the expected-tests lock {path} could not be written: {exc.strerror or exc}"
+                    results[index] = replace(results[index], problems=(*results[index].problems, problem))
     return results
 
 
