@@ -88,6 +88,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "workflow_bench/judging/verdict.py": ("tests/unit/test_verdict.py", "tests/unit/test_outcome_check.py"),
     "workflow_bench/judging/junit.py": ("tests/unit/test_junit.py", "tests/unit/test_outcome_check.py"),
     "workflow_bench/tasks/expected_tests.py": ("tests/unit/test_expected_tests.py",),
+    "workflow_bench/tasks/check_expected.py": ("tests/unit/test_check_expected.py",),
     "workflow_bench/judging/outcome_report.py": (
         "tests/unit/test_outcome_check.py",
         "tests/component/test_outcome_report.py",

@@ -152,6 +152,8 @@ def test_an_unusable_lock_is_refused_naming_the_key(corpus: Path, text: str, key
     with pytest.raises(TaskSpecError) as caught:
         load_lock(lock_path(path))
     assert caught.value.key == key and caught.value.path == lock_path(path)
+    assert caught.value.task_id == ("t1" if text in entries or key in ("(entry)", "subject") else None)
+    assert str(caught.value).startswith(f"{lock_path(path)}: ")
     assert "delete the lock and run `python -m workflow_bench.tasks check`" in str(caught.value)
     with pytest.raises(TaskFileError):  # binding refuses it too: exit 2, nothing run
         _bind(path)
@@ -159,3 +161,42 @@ def test_an_unusable_lock_is_refused_naming_the_key(corpus: Path, text: str, key
 
 def test_no_lock_file_is_no_lock(tmp_path: Path) -> None:
     assert load_lock(tmp_path / "absent.lock.json") is None
+
+
+def test_a_refreshed_lock_is_a_changed_binding_for_resume(corpus: Path, tmp_path: Path) -> None:  # noqa: F811
+    """sweep.lock.json pins every task's binding digest: a sweep judged by one lock is not resumed
+    under another (reuse compares the same digest per row)."""
+    from workflow_bench.schedule.resume import ResumeError, check_lock
+    from workflow_bench.schedule.resume import write_lock as write_sweep_lock
+
+    path = write_tasks(corpus, task())
+    write_lock(lock_path(path), {"t1": _entry(_bind(path))})
+    started = _bind(path).binding_digest
+    out = tmp_path / "out"
+    out.mkdir()
+    write_sweep_lock(out, {"task_binding_digests": {"t1": started}})
+    check_lock(out, {"task_binding_digests": {"t1": _bind(path).binding_digest}})  # unchanged: resumes
+    write_lock(lock_path(path), {"t1": _entry(_bind(path), oracle=("other",))})
+    with pytest.raises(ResumeError, match="task_binding_digests"):
+        check_lock(out, {"task_binding_digests": {"t1": _bind(path).binding_digest}})
+
+
+def test_the_lock_file_is_stable_readable_json(tmp_path: Path) -> None:
+    """One canonical text: sorted keys, one-space indent, non-ASCII ids as written."""
+    entry = ExpectedTests(
+        subject=dict.fromkeys(SUBJECT_KEYS),
+        verify=None,
+        oracle=RecordedTests.of(["b", "é", "a"], ["s", "a"]),
+    )
+    assert entry.describe() == "verify by exit status; oracle 3 passed, 1 skipped"
+    assert ExpectedTests(entry.subject, RecordedTests.of(["x"], ["y"]), entry.oracle).describe() == (
+        "verify 1 passed, 1 skipped; oracle 3 passed, 1 skipped"
+    )
+    assert entry.oracle == RecordedTests(("a", "b", "é"), ("s",))  # passed wins over skipped
+    path = tmp_path / "t.lock.json"
+    write_lock(path, {"z": entry, "a": entry})
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith('{\n "format": "workflow-bench expected tests v1",\n "tasks": {\n  "a": {\n')
+    assert '"é"' in text and text.index('"a": {') < text.index('"z": {') and text.endswith("}\n")
+    assert [p.name for p in path.parent.iterdir()] == ["t.lock.json"]  # no temporary file left
+    assert load_lock(path) == {"a": entry, "z": entry}

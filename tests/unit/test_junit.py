@@ -133,3 +133,41 @@ def test_an_empty_report_has_zero_cases_and_names_are_bounded() -> None:
     assert parse_junit(b"<testsuites><testsuite><testcase/></testsuite></testsuites>") == [
         ("<unnamed test case>", "passed", None)
     ]
+
+
+def test_depth_and_case_count_bounds_are_exact(monkeypatch) -> None:
+    def nested(levels: int) -> bytes:
+        return (
+            b"<testsuites>"
+            + b"<testsuite>" * levels
+            + b'<testcase name="t"/>'
+            + b"</testsuite>" * levels
+            + b"</testsuites>"
+        )
+
+    assert parse_junit(nested(MAX_DEPTH - 1)) == [("t", "passed", None)]  # the test case sits at MAX_DEPTH
+    with pytest.raises(JUnitError, match=f"deeper than {MAX_DEPTH}"):
+        parse_junit(nested(MAX_DEPTH))
+    from workflow_bench.judging import junit
+
+    monkeypatch.setattr(junit, "MAX_TESTCASES", 3)
+    three = b"<testsuites>" + b'<testcase name="t"/>' * 3 + b"</testsuites>"
+    assert len(parse_junit(three)) == 3
+    with pytest.raises(JUnitError, match=r"^more than 3 test cases$"):
+        parse_junit(three.replace(b"</testsuites>", b'<testcase name="u"/></testsuites>'))
+
+
+def test_case_details_unnamed_roots_other_children_ties_and_bounds() -> None:
+    assert parse_junit(b'<testsuite><testcase name="t"/></testsuite>') == [("t", "passed", None)]
+    doc = (
+        b'<testsuites><testcase name="t"><system-out>noise</system-out>'
+        b'<failure message="first"/><error message="second"/></testcase></testsuites>'
+    )
+    assert parse_junit(doc) == [("t", "failed", "first")]  # a tie keeps the first; other tags ignored
+    long = b'<testsuites><testcase name="t"><failure message="' + b"m" * 900 + b'"/></testcase></testsuites>'
+    assert parse_junit(long)[0][2] == "m" * 500
+    with pytest.raises(JUnitError) as caught:
+        parse_junit(b"<" + b"r" * 60 + b"/>")
+    assert str(caught.value) == f"the root element is <{'r' * 40}>, not <testsuites> or <testsuite>"
+    with pytest.raises(JUnitError, match=r"^forbidden XML \(DTDForbidden: "):
+        parse_junit(BILLION_LAUGHS)

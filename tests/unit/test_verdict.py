@@ -16,6 +16,7 @@ from workflow_bench.judging.verdict import (
     for_task,
     merge_results,
     normalize_id,
+    summary,
     verdict,
 )
 
@@ -155,4 +156,45 @@ def test_merging_keeps_the_worst_outcome_and_the_first_message() -> None:
     ],
 )
 def test_ids_are_normalized(raw, normalized) -> None:
+    assert normalize_id(raw) == normalized
+
+
+def test_counts_and_the_summary_of_a_run() -> None:
+    run = _run(("a", "passed"), ("b", "skipped"), ("c", "failed"), ("d", "error"), ("e", "passed"))
+    assert (run.tests_run, run.tests_passed, run.tests_skipped) == (5, 2, 1)
+    assert [t.test_id for t in run.failing] == ["c", "d"]
+    assert [t.passed for t in run.tests] == [True, False, False, False, True]
+    assert summary(run) == "5 run, 2 passed, 1 skipped, 2 failed"
+    assert summary(_run(none=True)) == "no tests reported"
+    assert (_run(none=True).tests_run, _run(none=True).tests_passed, _run(none=True).tests_skipped) == (
+        None,
+    ) * 3
+    assert summary(RunEvidence(problem="x", tests=(TestResult("a", "passed"),))) == "no valid report"
+    assert RunEvidence().complete is False and RunEvidence().tests is None
+
+
+def test_a_refusal_is_false_never_unknown_and_long_lists_are_cut() -> None:
+    assert verdict(RunEvidence(problem="x"), LOCK).passed is False
+    many = _run(*((f"t{i}", "failed") for i in range(7)), exit_code=1)
+    assert verdict(many, COUNT).detail == (
+        "no proof of success: 7 of 7 tests failed: t0, t1, t2, t3, t4 and 2 more; the command exited 1"
+    )
+    exactly = _run(*((f"t{i}", "failed") for i in range(5)), exit_code=1)
+    assert "t0, t1, t2, t3, t4; the command" in verdict(exactly, COUNT).detail
+
+
+def test_a_tie_keeps_the_first_outcome_and_an_unknown_outcome_is_skipped_not_the_end() -> None:
+    assert merge_results([("a", "bogus", None), ("a", "failed", "first"), ("a", "error", "second")]) == (
+        TestResult("a", "failed", "first"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "normalized"),
+    [
+        ("/.wfbench-out-0123456789abcdef/x", "<report-dir>/x"),
+        ("/.wfbench-junit-0123456789abcdef/junit.xml", "<junit-dir>/junit.xml"),
+    ],
+)
+def test_every_harness_path_has_its_placeholder(raw, normalized) -> None:
     assert normalize_id(raw) == normalized

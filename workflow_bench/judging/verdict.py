@@ -133,16 +133,6 @@ class Expectation:
     required: frozenset[str] = field(default_factory=frozenset)
     may_skip: frozenset[str] = field(default_factory=frozenset)
 
-    @property
-    def describe(self) -> str:
-        if not self.by_report:
-            return "exit status"
-        if self.locked:
-            return f"{len(self.required)} expected tests" + (
-                f" (+{len(self.may_skip)} that may be skipped)" if self.may_skip else ""
-            )
-        return f"at least {self.min_tests or 1} tests, all passed"
-
 
 def for_task(
     *, min_tests: int | None, expected: tuple[Sequence[str], Sequence[str]] | None, report_required: bool

@@ -39,7 +39,11 @@ def _read(path: str):
 
 
 def main() -> int:
-    channel = results.open_channel()
+    try:
+        channel = results.open_channel()
+    except results.NoChannel as exc:
+        print(f"review check: {exc}", file=sys.stderr)
+        return 2
     data = _read(os.environ.get("WORKFLOW_BENCH_REVIEW_OUTPUT", ""))
     try:
         is_object = data is not None and isinstance(json.loads(data), dict)
