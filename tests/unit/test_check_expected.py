@@ -92,7 +92,8 @@ def test_a_task_discriminates_when_the_oracle_failed_an_expected_test_on_the_bas
         ),
         (
             _outcome(none=True, passed=False, detail="no test reported a result"),
-            "the oracle did not run on the base (a crash, an import error or no tests): no test reported a result",
+            "the oracle did not run on the base (a crash, an import error or no tests): "
+            "no test reported a result",
         ),
         (None, "the oracle did not run on the base"),
     ],
