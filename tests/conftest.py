@@ -63,6 +63,15 @@ def git_bin() -> str:
 
 
 @pytest.fixture(scope="session")
+def make_bin() -> str:
+    """GNU make: a wrapper the framework tests run verify through (it re-spawns the shell)."""
+    found = shutil.which("make")
+    if not found:
+        _missing("make")
+    return found
+
+
+@pytest.fixture(scope="session")
 def litellm_bin() -> Path:
     """The pinned LiteLLM proxy (``uv sync --extra gateway``); ``./dev test`` installs it."""
     from workflow_bench.providers.gateway import GatewayError, locate_litellm

@@ -36,6 +36,26 @@ class Project:
     verify_skipped: tuple[str, ...] = field(default=())
 
 
+SLUG_TESTS = """import sys
+
+import pytest
+
+from slug import slugify
+
+
+def test_lowercases():
+    assert slugify("Hello") == "hello"
+
+
+def test_joins_words():
+    assert slugify("two words") == "two-words"
+
+
+@pytest.mark.skipif(sys.platform != "win32", reason="reserved device names exist on Windows only")
+def test_windows_reserved_names():
+    assert slugify("CON") == "con-"
+"""
+DROPS_PUNCTUATION = '\n\ndef test_drops_punctuation():\n    assert slugify("Hello, World!") == "hello-world"'
 PYTEST = "PYTHONPATH=.wfbench-deps/site-packages python3 -B -m pytest -q -p no:cacheprovider"
 PYTHON = Project(
     task_id="py-slugify-punctuation",
@@ -52,25 +72,7 @@ def slugify(text):
     return text.lower().replace(" ", "-")
 ''',
         "tests/__init__.py": "",
-        "tests/test_slug.py": """import sys
-
-import pytest
-
-from slug import slugify
-
-
-def test_lowercases():
-    assert slugify("Hello") == "hello"
-
-
-def test_joins_words():
-    assert slugify("two words") == "two-words"
-
-
-@pytest.mark.skipif(sys.platform != "win32", reason="reserved device names exist on Windows only")
-def test_windows_reserved_names():
-    assert slugify("CON") == "con-"
-""",
+        "tests/test_slug.py": SLUG_TESTS,
     },
     fix={
         "slug/__init__.py": '''"""Slugs for titles."""
@@ -82,29 +84,9 @@ def slugify(text):
     """Lower-case words (letters and digits) joined by single dashes."""
     return "-".join(re.findall(r"[a-z0-9]+", text.lower()))
 ''',
-        "tests/test_slug.py": """import sys
-
-import pytest
-
-from slug import slugify
-
-
-def test_lowercases():
-    assert slugify("Hello") == "hello"
-
-
-def test_joins_words():
-    assert slugify("two words") == "two-words"
-
-
-def test_drops_punctuation():
-    assert slugify("Hello, World!") == "hello-world"
-
-
-@pytest.mark.skipif(sys.platform != "win32", reason="reserved device names exist on Windows only")
-def test_windows_reserved_names():
-    assert slugify("CON") == "con-"
-""",
+        "tests/test_slug.py": SLUG_TESTS.replace(
+            "\n\n@pytest.mark.skipif", DROPS_PUNCTUATION + "\n\n\n@pytest.mark.skipif"
+        ),
     },
     oracle={
         "test_slug_oracle.py": """from slug import slugify
@@ -128,6 +110,16 @@ def test_plain_words_are_unchanged():
 )
 
 TS_ORACLE = "range-negative-step"
+RANGE_TESTS = """import { describe, expect, it } from 'vitest';
+import { range } from '../src/range';
+
+describe('range', () => {
+  it('counts up', () => expect(range(0, 3)).toEqual([0, 1, 2]));
+  it('takes steps', () => expect(range(0, 10, 5)).toEqual([0, 5]));
+  it.skip('streams huge ranges lazily (needs the iterator API)', () => {});
+});
+"""
+COUNTS_DOWN = "it('counts down with a negative step', () => expect(range(3, 0, -1)).toEqual([3, 2, 1]));"
 TYPESCRIPT = Project(
     task_id="ts-range-negative-step",
     prompt="`range(start, end, step)` in src/range.ts must count down for a negative step. Add a test.",
@@ -150,15 +142,7 @@ export function range(start: number, end: number, step = 1): number[] {
   return out;
 }
 """,
-        "test/range.test.ts": """import { describe, expect, it } from 'vitest';
-import { range } from '../src/range';
-
-describe('range', () => {
-  it('counts up', () => expect(range(0, 3)).toEqual([0, 1, 2]));
-  it('takes steps', () => expect(range(0, 10, 5)).toEqual([0, 5]));
-  it.skip('streams huge ranges lazily (needs the iterator API)', () => {});
-});
-""",
+        "test/range.test.ts": RANGE_TESTS,
     },
     fix={
         "src/range.ts": """/** The numbers from `start` towards `end`, exclusive, `step` apart (< 0: down). */
@@ -169,16 +153,7 @@ export function range(start: number, end: number, step = 1): number[] {
   return out;
 }
 """,
-        "test/range.test.ts": """import { describe, expect, it } from 'vitest';
-import { range } from '../src/range';
-
-describe('range', () => {
-  it('counts up', () => expect(range(0, 3)).toEqual([0, 1, 2]));
-  it('takes steps', () => expect(range(0, 10, 5)).toEqual([0, 5]));
-  it('counts down with a negative step', () => expect(range(3, 0, -1)).toEqual([3, 2, 1]));
-  it.skip('streams huge ranges lazily (needs the iterator API)', () => {});
-});
-""",
+        "test/range.test.ts": RANGE_TESTS.replace("  it.skip(", "  " + COUNTS_DOWN + "\n  it.skip("),
     },
     oracle={
         # No import: a config staged outside the project cannot resolve 'vitest/config'.
@@ -201,15 +176,7 @@ it('still counts up', () => expect(range(1, 4)).toEqual([1, 2, 3]));
 )
 
 NODE_TEST = "node --test --test-reporter=spec --test-reporter-destination=stdout --test-reporter=junit"
-NODE = Project(
-    task_id="node-wrap-whitespace",
-    prompt="`wrap(text, width)` in src/wrap.mjs must treat any run of whitespace as one space. Add a test.",
-    verify=f'{NODE_TEST} --test-reporter-destination="$WORKFLOW_BENCH_JUNIT" test/wrap.test.mjs',
-    oracle_command=f'{NODE_TEST} --test-reporter-destination="$WORKFLOW_BENCH_JUNIT" '
-    '"$WORKFLOW_BENCH_ORACLE_ROOT/wrap.oracle.test.mjs"',
-    base={
-        "package.json": '{"name": "wrap-demo", "private": true, "type": "module"}\n',
-        "src/wrap.mjs": """/** Break `text` into lines of at most `width` characters, at spaces. */
+WRAP = """/** Break `text` into lines of at most `width` characters, at spaces. */
 export function wrap(text, width) {
   const lines = [];
   let line = '';
@@ -224,42 +191,35 @@ export function wrap(text, width) {
   if (line) lines.push(line);
   return lines;
 }
-""",
-        "test/wrap.test.mjs": """import test from 'node:test';
+"""
+COLLAPSES = "test('collapses runs of spaces', () => assert.deepEqual(wrap('a  b', 10), ['a b']));"
+WRAP_TESTS = """import test from 'node:test';
 import assert from 'node:assert/strict';
 import { wrap } from '../src/wrap.mjs';
 
 test('short text stays on one line', () => assert.deepEqual(wrap('a b', 10), ['a b']));
 test('breaks at the width', () => assert.deepEqual(wrap('aa bb cc', 5), ['aa bb', 'cc']));
 test('hyphenates long words', { skip: 'hyphenation is not supported yet' }, () => {});
-""",
+"""
+NODE = Project(
+    task_id="node-wrap-whitespace",
+    prompt="`wrap(text, width)` in src/wrap.mjs must treat any run of whitespace as one space. Add a test.",
+    verify=f'{NODE_TEST} --test-reporter-destination="$WORKFLOW_BENCH_JUNIT" test/wrap.test.mjs',
+    oracle_command=f'{NODE_TEST} --test-reporter-destination="$WORKFLOW_BENCH_JUNIT" '
+    '"$WORKFLOW_BENCH_ORACLE_ROOT/wrap.oracle.test.mjs"',
+    base={
+        "package.json": '{"name": "wrap-demo", "private": true, "type": "module"}\n',
+        "src/wrap.mjs": WRAP,
+        "test/wrap.test.mjs": WRAP_TESTS,
     },
     fix={
-        "src/wrap.mjs": """/** Break `text` into lines of at most `width` characters, at whitespace. */
-export function wrap(text, width) {
-  const lines = [];
-  let line = '';
-  for (const word of text.split(/\\s+/).filter(Boolean)) {
-    if (line && `${line} ${word}`.length > width) {
-      lines.push(line);
-      line = word;
-    } else {
-      line = line ? `${line} ${word}` : word;
-    }
-  }
-  if (line) lines.push(line);
-  return lines;
-}
-""",
-        "test/wrap.test.mjs": """import test from 'node:test';
-import assert from 'node:assert/strict';
-import { wrap } from '../src/wrap.mjs';
-
-test('short text stays on one line', () => assert.deepEqual(wrap('a b', 10), ['a b']));
-test('breaks at the width', () => assert.deepEqual(wrap('aa bb cc', 5), ['aa bb', 'cc']));
-test('collapses runs of spaces', () => assert.deepEqual(wrap('a  b', 10), ['a b']));
-test('hyphenates long words', { skip: 'hyphenation is not supported yet' }, () => {});
-""",
+        "src/wrap.mjs": WRAP.replace("at spaces", "at whitespace").replace(
+            "text.split(' ')", "text.split(/\\s+/).filter(Boolean)"
+        ),
+        "test/wrap.test.mjs": WRAP_TESTS.replace(
+            "test('hyphenates",
+            COLLAPSES + "\ntest('hyphenates",
+        ),
     },
     oracle={
         "wrap.oracle.test.mjs": """import test from 'node:test';

@@ -475,16 +475,6 @@ def test_a_runner_refuses_a_junit_directory_planted_before_the_run(tmp_path) -> 
     shutil.rmtree(junit)
 
 
-@pytest.fixture(scope="session")
-def make_bin() -> str:
-    from tests.conftest import _missing
-
-    found = shutil.which("make")
-    if not found:
-        _missing("make")
-    return found
-
-
 def test_the_writable_oracle_copy_takes_new_files_but_never_a_changed_oracle_file(
     plain_sandbox, tmp_path
 ) -> None:

@@ -143,3 +143,12 @@ def test_a_probe_is_re_judged_against_other_expectations() -> None:
         == "no proof of success: 1 of 2 tests failed: o.a; 1 expected tests were not reported: o.s"
     )
     assert Probe(None, None, "x").under(verify, oracle) == Probe(None, None, "x")
+
+
+def test_a_missing_oracle_or_base_verify_is_recorded_safely() -> None:
+    assert record(SUBJECT, BASE, [Probe(REFERENCE.verify, None)]) == (
+        None,
+        ["with the reference patch the oracle reported no passing test: the oracle did not run"],
+    )
+    entry, problems = record(SUBJECT, Probe(None, BASE.oracle), [REFERENCE])
+    assert problems == [] and entry.verify == RecordedTests((), ("v.skip",))  # nothing ran on the base

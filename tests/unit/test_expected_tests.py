@@ -121,42 +121,81 @@ def _lock_text(tasks: object, **top: object) -> str:
 
 
 GOOD_RECORD = {"passed": ["a"], "skipped": []}
+KEYS = ", ".join(SUBJECT_KEYS)
 
 
 @pytest.mark.parametrize(
-    ("text", "key"),
+    ("text", "key", "message"),
     [
-        ("{not json", "(json)"),
-        (json.dumps({"format": "v0", "tasks": {}}), "format"),
-        (_lock_text({}, extra=1), "tasks"),
-        (_lock_text({"t1": {"subject": {}, "verify": None}}), "(entry)"),
-        (_lock_text({"t1": {"subject": {"x": 1}, "verify": None, "oracle": GOOD_RECORD}}), "subject"),
-        ("verify-not-sorted", "verify.passed"),
-        ("oracle-both", "oracle"),
-        ("oracle-not-strings", "oracle.passed"),
+        (
+            "{not json",
+            "(json)",
+            "not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))",
+        ),
+        (json.dumps({"format": "v0", "tasks": {}}), "format", f"want {LOCK_FORMAT!r}"),
+        (_lock_text({}, extra=1), "tasks", "want exactly {format, tasks} with a tasks mapping"),
+        (_lock_text([]), "tasks", "want exactly {format, tasks} with a tasks mapping"),
+        (
+            _lock_text({"t1": {"subject": {}, "verify": None}}),
+            "(entry)",
+            "want exactly {subject, verify, oracle}",
+        ),
+        (
+            _lock_text({"t1": {"subject": {"x": 1}, "verify": None, "oracle": GOOD_RECORD}}),
+            "subject",
+            f"want the keys {KEYS}",
+        ),
+        ("verify-not-sorted", "verify.passed", "ids must be sorted and unique"),
+        ("oracle-both", "oracle", "an id is both passed and skipped"),
+        ("oracle-not-strings", "oracle.passed", "want a list of test ids of 1 to 1000 characters"),
+        ("oracle-empty-id", "oracle.skipped", "want a list of test ids of 1 to 1000 characters"),
+        ("oracle-long-id", "oracle.passed", "want a list of test ids of 1 to 1000 characters"),
+        ("oracle-a-list", "oracle", "want exactly {passed, skipped}"),
+        ("verify-extra-key", "verify", "want exactly {passed, skipped}"),
     ],
 )
-def test_an_unusable_lock_is_refused_naming_the_key(corpus: Path, text: str, key: str) -> None:  # noqa: F811
+def test_an_unusable_lock_is_refused_naming_the_key(corpus: Path, text: str, key: str, message: str) -> None:  # noqa: F811
     path = write_tasks(corpus, task())
     subject = _bind(path).lock_subject
+    entry = {"subject": subject, "verify": None, "oracle": GOOD_RECORD}
     entries = {
-        "verify-not-sorted": {
-            "subject": subject,
-            "verify": {"passed": ["b", "a"], "skipped": []},
-            "oracle": GOOD_RECORD,
-        },
-        "oracle-both": {"subject": subject, "verify": None, "oracle": {"passed": ["a"], "skipped": ["a"]}},
-        "oracle-not-strings": {"subject": subject, "verify": None, "oracle": {"passed": [1], "skipped": []}},
+        "verify-not-sorted": {**entry, "verify": {"passed": ["b", "a"], "skipped": []}},
+        "oracle-both": {**entry, "oracle": {"passed": ["a"], "skipped": ["a"]}},
+        "oracle-not-strings": {**entry, "oracle": {"passed": [1], "skipped": []}},
+        "oracle-empty-id": {**entry, "oracle": {"passed": ["a"], "skipped": [""]}},
+        "oracle-long-id": {**entry, "oracle": {"passed": ["x" * 1001], "skipped": []}},
+        "oracle-a-list": {**entry, "oracle": ["passed", "skipped"]},
+        "verify-extra-key": {**entry, "verify": {**GOOD_RECORD, "failed": []}},
     }
     lock_path(path).write_text(_lock_text({"t1": entries[text]}) if text in entries else text)
     with pytest.raises(TaskSpecError) as caught:
         load_lock(lock_path(path))
-    assert caught.value.key == key and caught.value.path == lock_path(path)
-    assert caught.value.task_id == ("t1" if text in entries or key in ("(entry)", "subject") else None)
-    assert str(caught.value).startswith(f"{lock_path(path)}: ")
-    assert "delete the lock and run `python -m workflow_bench.tasks check`" in str(caught.value)
+    task_id = "t1" if text in entries or key in ("(entry)", "subject") else None
+    assert (caught.value.path, caught.value.task_id, caught.value.key) == (lock_path(path), task_id, key)
+    rewrite = "delete the lock and run `python -m workflow_bench.tasks check` to write it again"
+    assert caught.value.message == (f"{message}; {rewrite}" if key != "(file)" else message)
     with pytest.raises(TaskFileError):  # binding refuses it too: exit 2, nothing run
         _bind(path)
+
+
+def test_an_id_of_exactly_the_limit_is_kept(corpus: Path) -> None:  # noqa: F811
+    path = write_tasks(corpus, task())
+    entry = {
+        "subject": _bind(path).lock_subject,
+        "verify": None,
+        "oracle": {"passed": ["x" * 1000], "skipped": []},
+    }
+    lock_path(path).write_text(_lock_text({"t1": entry}))
+    assert load_lock(lock_path(path))["t1"].oracle.passed == ("x" * 1000,)
+
+
+def test_a_lock_that_is_no_regular_file_is_refused_as_a_file(corpus: Path) -> None:  # noqa: F811
+    path = write_tasks(corpus, task())
+    lock_path(path).mkdir()
+    with pytest.raises(TaskSpecError) as caught:
+        load_lock(lock_path(path))
+    assert (caught.value.path, caught.value.task_id, caught.value.key) == (lock_path(path), None, "(file)")
+    assert "not a regular file" in caught.value.message
 
 
 def test_no_lock_file_is_no_lock(tmp_path: Path) -> None:
@@ -194,9 +233,30 @@ def test_the_lock_file_is_stable_readable_json(tmp_path: Path) -> None:
     )
     assert entry.oracle == RecordedTests(("a", "b", "é"), ("s",))  # passed wins over skipped
     path = tmp_path / "t.lock.json"
-    write_lock(path, {"z": entry, "a": entry})
-    text = path.read_text(encoding="utf-8")
-    assert text.startswith('{\n "format": "workflow-bench expected tests v1",\n "tasks": {\n  "a": {\n')
-    assert '"é"' in text and text.index('"a": {') < text.index('"z": {') and text.endswith("}\n")
+    small = ExpectedTests({"k": 1}, None, RecordedTests.of(["é"], []))
+    write_lock(path, {"z": small, "a": small})
+    one = '   "oracle": {\n    "passed": [\n     "é"\n    ],\n    "skipped": []\n   },\n'
+    one += '   "subject": {\n    "k": 1\n   },\n   "verify": null\n'
+    assert path.read_bytes().decode("utf-8") == (
+        '{\n "format": "workflow-bench expected tests v1",\n "tasks": {\n  "a": {\n'
+        + one
+        + '  },\n  "z": {\n'
+        + one
+        + "  }\n }\n}\n"
+    )
     assert [p.name for p in path.parent.iterdir()] == ["t.lock.json"]  # no temporary file left
+    write_lock(path, {"z": entry, "a": entry})
     assert load_lock(path) == {"a": entry, "z": entry}
+
+
+def test_a_failed_lock_write_leaves_the_old_lock_and_no_temporary_file(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "t.lock.json"
+    path.write_text("old")
+
+    def refuse(*args):
+        raise PermissionError("read-only")
+
+    monkeypatch.setattr("workflow_bench.tasks.expected_tests.os.replace", refuse)
+    with pytest.raises(PermissionError, match="read-only"):
+        write_lock(path, {})
+    assert [p.name for p in tmp_path.iterdir()] == ["t.lock.json"] and path.read_text() == "old"
