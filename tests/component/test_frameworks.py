@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -153,14 +154,27 @@ def test_a_pytest_run_killed_at_its_deadline_keeps_what_streamed(py_sandbox, tmp
     assert str(plain.value).endswith("before that: no tests reported")
 
 
-def test_the_pytest_oracle_runs_from_its_staged_copy(py_sandbox, tmp_path) -> None:
-    snapshot = _oracle_snapshot(PYTHON)
+@pytest.mark.parametrize(
+    ("command", "prefix"),
+    [
+        (PYTHON.oracle_command, "pytest::test_slug_oracle::"),
+        (
+            PYTHON.oracle_command.replace("-m pytest", '"$WORKFLOW_BENCH_PYTEST"').replace(
+                ' --junitxml="$WORKFLOW_BENCH_JUNIT"', ""
+            ),
+            "test_slug_oracle.py::",
+        ),
+    ],
+    ids=["junitxml", "adapter"],
+)
+def test_the_pytest_oracle_runs_from_its_staged_copy(py_sandbox, tmp_path, command, prefix) -> None:
+    snapshot = replace(_oracle_snapshot(PYTHON), command=command)
     names = (
         "test_punctuation_is_dropped",
         "test_runs_of_separators_collapse",
         "test_plain_words_are_unchanged",
     )
-    ids = [f"pytest::test_slug_oracle::{name}" for name in names]
+    ids = [f"{prefix}{name}" for name in names]
     fixed = _oracle(py_sandbox(fixed=True), snapshot, _lock(ids), tmp_path)
     assert fixed.passed, fixed.detail
     base = _oracle(py_sandbox(fixed=False), snapshot, _lock(ids), tmp_path)
@@ -230,6 +244,58 @@ def test_a_type_error_stops_the_verify_with_a_reason_that_says_so(js_sandbox, tm
         "no proof of success: no test reported a result (the command exited 2): "
     )
     assert "error TS2322" in outcome.output
+
+
+def test_the_vitest_oracle_through_the_reporter(js_sandbox, tmp_path) -> None:
+    command = TYPESCRIPT.oracle_command.replace(
+        '--reporter=junit --outputFile="$WORKFLOW_BENCH_JUNIT"',
+        '--reporter="$WORKFLOW_BENCH_VITEST_REPORTER"',
+    )
+    snapshot = replace(_oracle_snapshot(TYPESCRIPT), command=command)
+    names = ("counts down to just above the end", "skips values on the way down", "still counts up")
+    ids = [f"<oracle-root>/{TS_ORACLE}.oracle.test.ts > {name}" for name in names]
+    assert _oracle(js_sandbox(fixed=True), snapshot, _lock(ids), tmp_path).passed
+    base = _oracle(js_sandbox(fixed=False), snapshot, _lock(ids), tmp_path)
+    assert (
+        base.detail == f"no proof of success: 2 of 3 tests failed: {ids[0]}, {ids[1]}; the command exited 1"
+    )
+
+
+JEST_ORACLE = {
+    "sum.oracle.test.js": """const path = require('node:path');
+const { add } = require(path.join(process.cwd(), 'jt', 'add.js'));
+test('adds negatives', () => expect(add(-1, -2)).toBe(-3));
+test('adds zero', () => expect(add(0, 5)).toBe(5));
+"""
+}
+
+
+@pytest.mark.parametrize(
+    ("command", "prefix"),
+    [
+        (
+            'npx jest --ci --rootDir=. --roots "$WORKFLOW_BENCH_ORACLE_ROOT" '
+            '--reporters="$WORKFLOW_BENCH_JEST_REPORTER"',
+            "<oracle-root>/sum.oracle.test.js > ",
+        ),
+        (
+            'JEST_JUNIT_OUTPUT_FILE="$WORKFLOW_BENCH_JUNIT" npx jest --ci --rootDir=. '
+            '--roots "$WORKFLOW_BENCH_ORACLE_ROOT" --reporters=jest-junit',
+            " ::",
+        ),
+    ],
+    ids=["reporter", "jest-junit"],
+)
+def test_a_jest_oracle(js_sandbox, tmp_path, command, prefix) -> None:
+    files = tuple(OracleFile.of(name, text.encode()) for name, text in JEST_ORACLE.items())
+    snapshot = OracleSnapshot(command=command, files=files)
+    fixed = js_sandbox(fixed=True, extra={"jt/add.js": "exports.add = (a, b) => a + b;\n"})
+    outcome = _oracle(fixed, snapshot, COUNT, tmp_path)
+    assert outcome.passed and outcome.tests_run == 2, outcome.detail
+    broken = js_sandbox(fixed=True, extra={"jt/add.js": "exports.add = (a, b) => Math.abs(a + b);\n"})
+    assert _oracle(broken, snapshot, COUNT, tmp_path).detail.startswith(
+        "no proof of success: 1 of 2 tests failed: "
+    )
 
 
 def test_the_reference_corpus_vitest_oracle_command_passes_on_a_writable_copy(js_sandbox, tmp_path) -> None:

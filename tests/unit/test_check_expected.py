@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import pytest
 
+from workflow_bench.judging.judge import oracle_expectation, verify_expectation
 from workflow_bench.judging.outcome_report import JudgeOutcome
 from workflow_bench.judging.verdict import RunEvidence, TestResult
-from workflow_bench.tasks.check_expected import Probe, discrimination_problems, expectations, record
+from workflow_bench.tasks.check_expected import Probe, discrimination_problems, record
 from workflow_bench.tasks.expected_tests import RecordedTests
 
 from .test_tasks import make_spec
 
 pytestmark = pytest.mark.unit
 SUBJECT = {"resolved_sha": "a" * 40}
+
+
+def expectations(spec, entry):
+    """What a sweep judges verify and the oracle by (the judge's own functions)."""
+    return verify_expectation(spec, entry), oracle_expectation(spec, entry)
 
 
 def _outcome(
@@ -152,3 +158,22 @@ def test_a_missing_oracle_or_base_verify_is_recorded_safely() -> None:
     )
     entry, problems = record(SUBJECT, Probe(None, BASE.oracle), [REFERENCE])
     assert problems == [] and entry.verify == RecordedTests((), ("v.skip",))  # nothing ran on the base
+
+
+def test_clones_that_disagree_on_verify_are_named_with_a_bounded_diff() -> None:
+    many = Probe(
+        _outcome(("v.old", "passed"), *((f"v.{i}", "passed") for i in range(5)), ("v.skip", "skipped")),
+        REFERENCE.oracle,
+    )
+    base = Probe(_outcome(("v.old", "passed"), *((f"v.{i}", "failed") for i in range(5))), BASE.oracle)
+    entry, problems = record(SUBJECT, base, [REFERENCE, many])
+    assert entry is None
+    assert problems == [
+        "the verify reported other tests on reference clone 2: +v.0 passed, v.1 passed, v.2 passed"
+    ]
+    _, lost = record(SUBJECT, base, [many, REFERENCE])
+    assert lost == [
+        "the verify reported other tests on reference clone 2: -v.0 passed, v.1 passed, v.2 passed"
+    ]
+    _, nothing = record(SUBJECT, base, [many, Probe(_outcome(none=True), REFERENCE.oracle)])
+    assert nothing[0].startswith("the verify reported other tests on reference clone 2: -v.0 passed")

@@ -57,7 +57,8 @@ def test_a_fresh_entry_judges_the_task_and_is_part_of_its_binding(corpus: Path) 
     locked = _bind(path)
     assert locked.expected_tests == _entry(plain)
     assert locked.binding_digest != plain.binding_digest
-    verify, oracle = verify_expectation(locked), oracle_expectation(locked)
+    verify = verify_expectation(locked.spec, locked.expected_tests)
+    oracle = oracle_expectation(locked.spec, locked.expected_tests)
     assert verify.locked and verify.required == {"tests.test_a.T.test_x"}
     assert verify.may_skip == {"tests.test_a.T.test_platform"}
     assert oracle.locked and oracle.required == {"t1_oracle_test.T.test_ok"} and oracle.min_tests is None
@@ -71,10 +72,11 @@ def test_a_fresh_entry_judges_the_task_and_is_part_of_its_binding(corpus: Path) 
 
 def test_without_a_lock_the_declared_counts_judge(corpus: Path) -> None:  # noqa: F811
     binding = _bind(write_tasks(corpus, task(verify_min_tests=3)))
-    assert verify_expectation(binding).min_tests == 3 and not verify_expectation(binding).locked
-    assert oracle_expectation(binding).min_tests == 1  # the default floor
+    verify = verify_expectation(binding.spec, binding.expected_tests)
+    assert verify.min_tests == 3 and not verify.locked
+    assert oracle_expectation(binding.spec, None).min_tests == 1  # the default floor
     plain = _bind(write_tasks(corpus, task()))
-    assert not verify_expectation(plain).by_report  # no verify_min_tests, no lock: exit status
+    assert not verify_expectation(plain.spec, None).by_report  # no verify_min_tests, no lock: exit status
 
 
 @pytest.mark.parametrize(

@@ -292,7 +292,7 @@ class _CellRun:
             self.sandbox,
             spec.verify,
             scratch=self.cell_dir,
-            expectation=verify_expectation(binding),
+            expectation=verify_expectation(spec, binding.expected_tests),
             timeout_s=timeout,
             cancel=cancel,
         )
@@ -300,7 +300,7 @@ class _CellRun:
         oracle = run_hidden_oracle(
             self.sandbox,
             binding.oracle,
-            expectation=oracle_expectation(binding),
+            expectation=oracle_expectation(spec, binding.expected_tests),
             scratch=self.cell_dir,
             timeout_s=timeout,
             cancel=cancel,
@@ -431,7 +431,7 @@ class _CellRun:
             self.sandbox,
             self.task.binding.spec.verify,
             scratch=self.cell_dir,
-            expectation=verify_expectation(self.task.binding),
+            expectation=verify_expectation(self.task.binding.spec, self.task.binding.expected_tests),
             timeout_s=self.settings.verify_timeout_s,
             cancel=self.settings.cancel,
             mounts=(Mount(source=self.review_dir, target=REVIEW_OUTPUT_DIR),),

@@ -40,30 +40,29 @@ from workflow_bench.review.score import (
     score_review,
 )
 from workflow_bench.sandbox import Mount, Sandbox
+from workflow_bench.tasks.expected_tests import ExpectedTests
 from workflow_bench.tasks.oracle_staging import stage_oracle, verify_staged
 from workflow_bench.tasks.oracles import OracleSnapshot
-from workflow_bench.tasks.spec import TaskBinding
+from workflow_bench.tasks.spec import TaskSpec
 
 ORACLE_ENV_VAR = "WORKFLOW_BENCH_ORACLE_ROOT"  # keep in sync with the oracle commands in tasks.*.yaml
 
 
-def verify_expectation(binding: TaskBinding) -> Expectation:
-    """What verify must show: the lock's expected tests, else ``verify_min_tests``, else exit 0."""
-    expected = binding.expected_tests
+def verify_expectation(spec: TaskSpec, expected: ExpectedTests | None) -> Expectation:
+    """What verify must show: the lock entry's tests, else ``verify_min_tests``, else exit 0."""
     recorded = expected.verify if expected is not None else None
     return for_task(
-        min_tests=binding.spec.verify_min_tests,
+        min_tests=spec.verify_min_tests,
         expected=(recorded.passed, recorded.skipped) if recorded is not None else None,
         report_required=False,
     )
 
 
-def oracle_expectation(binding: TaskBinding) -> Expectation:
-    """What the oracle must show: the lock's expected tests, else ``oracle.min_tests`` (default 1)."""
-    expected = binding.expected_tests
+def oracle_expectation(spec: TaskSpec, expected: ExpectedTests | None) -> Expectation:
+    """What the oracle must show: the lock entry's tests, else ``oracle.min_tests`` (default 1)."""
     recorded = expected.oracle if expected is not None else None
     return for_task(
-        min_tests=binding.spec.oracle.min_tests,
+        min_tests=spec.oracle.min_tests,
         expected=(recorded.passed, recorded.skipped) if recorded is not None else None,
         report_required=True,
     )

@@ -47,7 +47,7 @@ from workflow_bench.review.labels import ReviewLabelsError, labels_from_oracle
 from workflow_bench.sandbox import SANDBOX_WORKSPACE, Mount, RunPolicy, SandboxKind, create_sandbox
 from workflow_bench.toolkit.spec import Toolkit
 
-from .check_expected import Probe, discrimination_problems, expectations, record
+from .check_expected import Probe, discrimination_problems, record
 from .expected_tests import ExpectedTests, load_lock, lock_path, subject_changes, write_lock
 from .oracles import read_beneath
 from .schema import MAX_REFERENCE_PATCH_BYTES, TaskSpecError
@@ -141,10 +141,8 @@ def _check_implementation(
         if not base.error and not any(p.error for p in reference):
             entry, problems = record(binding.lock_subject, base, reference)
     # Judged as a sweep would judge them: with the entry recorded now, else as the task stands.
-    if entry is not None:
-        verify_exp, oracle_exp = expectations(spec, entry)
-    else:
-        verify_exp, oracle_exp = verify_expectation(binding), oracle_expectation(binding)
+    judging = entry if entry is not None else binding.expected_tests
+    verify_exp, oracle_exp = verify_expectation(spec, judging), oracle_expectation(spec, judging)
     base = base.under(verify_exp, oracle_exp)
     reference = [p.under(verify_exp, oracle_exp) for p in reference]
     problems += discrimination_problems(spec, base, reference, entry)
@@ -322,14 +320,14 @@ def _probe(
             sandbox,
             spec.verify,
             scratch=cell_dir,
-            expectation=verify_expectation(context.binding),
+            expectation=verify_expectation(spec, context.binding.expected_tests),
             timeout_s=settings.timeout_s,
             cancel=cancel,
         )
         oracle = run_hidden_oracle(
             sandbox,
             context.binding.oracle,
-            expectation=oracle_expectation(context.binding),
+            expectation=oracle_expectation(spec, context.binding.expected_tests),
             scratch=cell_dir,
             timeout_s=settings.timeout_s,
             cancel=cancel,

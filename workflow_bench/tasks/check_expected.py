@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workflow_bench.judging.outcome_report import JudgeOutcome
-from workflow_bench.judging.verdict import Expectation, for_task
+from workflow_bench.judging.verdict import Expectation
 
 from .expected_tests import ExpectedTests, RecordedTests
 from .spec import TaskSpec
@@ -102,25 +102,6 @@ def _diff(mine: RecordedTests | None, theirs: RecordedTests | None) -> str:
         part
         for part in (f"+{', '.join(gained[:3])}" if gained else "", f"-{', '.join(lost[:3])}" if lost else "")
         if part
-    )
-
-
-def expectations(spec: TaskSpec, entry: ExpectedTests | None) -> tuple[Expectation, Expectation]:
-    """(verify, oracle) expectations a sweep would judge with, given ``entry`` (keep in sync with
-    ``judging.judge.verify_expectation`` / ``oracle_expectation``)."""
-    verify = entry.verify if entry is not None else None
-    oracle = entry.oracle if entry is not None else None
-    return (
-        for_task(
-            min_tests=spec.verify_min_tests,
-            expected=(verify.passed, verify.skipped) if verify is not None else None,
-            report_required=False,
-        ),
-        for_task(
-            min_tests=spec.oracle.min_tests,
-            expected=(oracle.passed, oracle.skipped) if oracle is not None else None,
-            report_required=True,
-        ),
     )
 
 
