@@ -21,7 +21,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-OUTCOMES = ("passed", "failed", "error", "skipped")
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 2}  # keep in sync with kit/judge_runner.py
 MAX_ID_CHARS = 1000  # keep in sync with kit/judge_runner.py
 SHOWN_IDS = 5  # ids named in one reason; the row keeps the full bounded list
