@@ -160,6 +160,15 @@ def git_bin() -> str:
 
 
 @pytest.fixture(scope="session")
+def make_bin() -> str:
+    """GNU make: a wrapper the framework tests run verify through (it re-spawns the shell)."""
+    found = shutil.which("make")
+    if not found:
+        _missing("make")
+    return found
+
+
+@pytest.fixture(scope="session")
 def litellm_bin() -> Path:
     """The pinned LiteLLM proxy (``uv sync --extra gateway``); ``./dev test`` installs it."""
     from workflow_bench.providers.gateway import GatewayError, locate_litellm
@@ -206,3 +215,55 @@ def shellcheck_bin() -> Path:
     if found is None:
         _missing("shellcheck (uv sync --locked --extra dev)")
     return found
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FRAMEWORKS_PIN = REPO_ROOT / "tools" / "test-frameworks"
+PYTEST_REQUIREMENTS = REPO_ROOT / "workflow_bench" / "corpus" / "deps" / "pytest-requirements.txt"
+
+
+def _lock_prefix(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+@pytest.fixture(scope="session")
+def js_frameworks() -> Path:
+    """The pinned vitest/typescript/jest ``node_modules`` (tools/test-frameworks), installed by
+    ``./dev setup``'s ``npm ci`` into the cache; tests hard-link it into their repositories."""
+    from workflow_bench.tasks.repos import cache_root
+
+    configured = os.environ.get("WORKFLOW_BENCH_TEST_FRAMEWORKS")
+    prefix = f"test-frameworks-{_lock_prefix(FRAMEWORKS_PIN / 'package-lock.json')}"
+    found = Path(configured) if configured else cache_root() / prefix / "node_modules"
+    if not (found / ".bin" / "vitest").exists() or not (found / ".bin" / "jest").exists():
+        _missing(f"the JS test frameworks at {found} (./dev test installs them from tools/test-frameworks)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def sandbox_pytest_deps() -> Path:
+    """pytest and its closure for the sandbox's python, built once with ``tasks deps`` (PyPI wheels)
+    into the cache and reused: offline after the first build."""
+    from workflow_bench.tasks.deps import DependencyBuildError, build_dependencies
+    from workflow_bench.tasks.repos import cache_root
+
+    out = cache_root() / f"test-pydeps-{_lock_prefix(PYTEST_REQUIREMENTS)}"
+    if not (out / "wfbench-deps.json").is_file():
+        shutil.rmtree(out, ignore_errors=True)
+        uv = os.environ.get("UV") or shutil.which("uv") or "uv"
+        try:
+            build_dependencies(requirements=PYTEST_REQUIREMENTS, out=out, uv_bin=uv)
+        except (DependencyBuildError, OSError) as exc:
+            _missing(f"pytest wheels for the sandbox's python ({exc})")
+    return out / "site-packages"
+
+
+def link_tree(source: Path, dest: Path) -> None:
+    """A copy of ``source`` at ``dest``, hard-linked where the filesystem allows (fast, no bytes)."""
+    try:
+        shutil.copytree(source, dest, symlinks=True, copy_function=os.link)
+    except OSError:
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(source, dest, symlinks=True)

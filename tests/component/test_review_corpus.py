@@ -432,7 +432,7 @@ def test_verify_passes_only_once_an_artifact_was_written(
     """The task's own verify, judged like a cell judges it: in bwrap, on its outcome report."""
     import threading
 
-    from workflow_bench.judging.judge import run_verify
+    from workflow_bench.judging.judge import run_verify, verify_expectation
     from workflow_bench.review.contract import REVIEW_OUTPUT_DIR, REVIEW_OUTPUT_PATH
     from workflow_bench.sandbox import Mount, SandboxKind, create_sandbox
 
@@ -449,7 +449,7 @@ def test_verify_passes_only_once_an_artifact_was_written(
             sandbox,
             spec.verify,
             scratch=tmp_path,
-            min_tests=spec.verify_min_tests,
+            expectation=verify_expectation(spec, None),
             timeout_s=60,
             cancel=threading.Event(),
             mounts=(Mount(source=tmp_path / "out", target=REVIEW_OUTPUT_DIR),),
