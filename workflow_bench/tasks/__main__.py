@@ -17,6 +17,7 @@ import yaml
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 from workflow_bench.taskspec.index_guard import refuse_committed_index
 from workflow_bench.taskspec.spec import TaskFileError, bind_tasks, load_task_file
+from workflow_bench.toolkit.comparator import ComparatorError, plugin_name
 from workflow_bench.toolkit.manifest import load_toolkit
 from workflow_bench.toolkit.spec import ToolkitError
 from workflow_bench.workspace.clone import remove_tree
@@ -51,6 +52,17 @@ def build_parser() -> argparse.ArgumentParser:
     script = sub.add_parser("agent-script", help="write a scripted-provider script playing an agent")
     script.add_argument("--tasks", required=True, type=Path)
     script.add_argument("--agent", required=True, choices=AGENTS)
+    script.add_argument(
+        "--toolkit",
+        default="demo",
+        metavar="DIR|NAME",
+        help="the toolkit whose skills the skill arms invoke (default: demo)",
+    )
+    script.add_argument(
+        "--ce-plugin-dir",
+        type=Path,
+        help="the comparator plugin: with it, the ce_* arms are scripted too (its skills by its name)",
+    )
     script.add_argument("--out", required=True, type=Path, help="script file to write (must not exist)")
     deps = sub.add_parser("deps", help="build a pinned sandbox_dependencies tree for verify and the oracle")
     deps.add_argument(
@@ -79,7 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A stale expected-tests lock stops a sweep (exit 2); here it is what the check refreshes.
         bindings = bind_tasks(load_task_file(args.tasks), stale_locks="ignore")
         if args.command == "agent-script":
-            script = agent_script(bindings, agent=args.agent)
+            comparator = plugin_name(args.ce_plugin_dir) if args.ce_plugin_dir is not None else None
+            script = agent_script(
+                bindings, agent=args.agent, toolkit=load_toolkit(args.toolkit), comparator=comparator
+            )
             with open(args.out, "x", encoding="utf-8") as handle:
                 yaml.safe_dump(script, handle, sort_keys=False, width=1_000_000)
             print(f"wrote the {args.agent} agent for {len(script['cells'])} task(s) to {args.out}")
@@ -91,7 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TaskFileError as exc:
         print(f"error: invalid task file:\n{exc}", file=sys.stderr)
         return 2
-    except (AgentScriptError, CellPathError, SandboxError, FileExistsError, ToolkitError) as exc:
+    except (
+        AgentScriptError, CellPathError, SandboxError, FileExistsError, ToolkitError, ComparatorError
+    ) as exc:  # fmt: skip
         print(f"error: {exc}", file=sys.stderr)
         return 2
     work_root = make_work_root()
