@@ -97,9 +97,8 @@ def _session(
 ) -> dict[str, Any]:
     turns: list[dict[str, Any]] = []
     if skill is not None:
-        turns.append(
-            {"text": f"I'll use the {skill} skill.", "tool_calls": [{"name": "Skill", "input": {"skill": skill}}]}
-        )
+        call = {"name": "Skill", "input": {"skill": skill}}
+        turns.append({"text": f"I'll use the {skill} skill.", "tool_calls": [call]})
     turns += _plan_turns(spec) if session.phase == "plan" else work
     return {"turns": turns}
 
