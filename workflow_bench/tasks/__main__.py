@@ -23,6 +23,7 @@ from workflow_bench.toolkit.spec import ToolkitError
 from workflow_bench.workspace.clone import remove_tree
 from workflow_bench.workspace.paths import CellPathError, check_paths_fit, make_work_root
 
+from . import new
 from .agents import AGENTS, AgentScriptError, agent_script
 from .check import DEFAULT_REPEATS, CheckSettings, check_tasks, render_table
 from .deps import DependencyBuildError, build_dependencies
@@ -64,6 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="the comparator plugin: with it, the ce_* arms are scripted too (its skills by its name)",
     )
     script.add_argument("--out", required=True, type=Path, help="script file to write (must not exist)")
+    new.add_arguments(
+        sub.add_parser(
+            "new",
+            help="write a task from a known fix (base and fix commits, or a fix patch): the reference "
+            "patch, the hidden oracle from the fix's tests, verify, the lock; refused unless it "
+            "discriminates",
+        )
+    )
     deps = sub.add_parser("deps", help="build a pinned sandbox_dependencies tree for verify and the oracle")
     deps.add_argument(
         "--requirements", required=True, type=Path, help="requirements file, every line name==version"
@@ -77,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "new":
+        return new.main(args)
     if args.command == "deps":
         try:
             digest = build_dependencies(requirements=args.requirements, out=args.out, uv_bin=args.uv)
@@ -97,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             with open(args.out, "x", encoding="utf-8") as handle:
                 yaml.safe_dump(script, handle, sort_keys=False, width=1_000_000)
-            print(f"wrote the {args.agent} agent for {len(script['cells'])} task(s) to {args.out}")
+            tasks = len({cell["match"]["task"] for cell in script["cells"]})
+            print(f"wrote the {args.agent} agent for {tasks} task(s) to {args.out}")
             return 0
         toolkit = load_toolkit(args.toolkit)
         refuse_committed_index(bindings, toolkit)

@@ -63,6 +63,7 @@ from .check_expected import Probe, discrimination_problems, record
 DEFAULT_REPEATS = 3  # the brief's determinism bar: three fresh clones, identical verdicts
 SETUP_TIMEOUT_S = 600  # keep in sync with cells.run.SETUP_TIMEOUT_S
 PATCH_TIMEOUT_S = 120
+OUTPUT_TAIL_LINES = 8  # enough for a traceback's last frame and the error line
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +179,11 @@ def probe_lines(probe: Probe) -> list[str]:
         if outcome is None:
             continue
         lines.append(f"{name}: {'pass' if outcome.passed else 'fail'} ({_counts(outcome)}): {outcome.detail}")
+        # A run that reported no test at all failed before its tests (a missing plugin, a config
+        # error): its last lines say why. Only verify's output exists; the oracle's is never kept.
+        if not outcome.passed and not (outcome.tests or ()) and outcome.output.strip():
+            tail = outcome.output.strip().splitlines()[-OUTPUT_TAIL_LINES:]
+            lines += [f"  {name} output: {line[:300]}" for line in tail]
     return lines
 
 
