@@ -7,13 +7,13 @@ discriminate (named in the table); 2 bad arguments or input (nothing run).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
+from workflow_bench.runtimes import RuntimeProvisionError, find_python
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 from workflow_bench.taskspec.index_guard import refuse_committed_index
 from workflow_bench.taskspec.spec import TaskFileError, bind_tasks, load_task_file
@@ -23,10 +23,10 @@ from workflow_bench.toolkit.spec import ToolkitError
 from workflow_bench.workspace.clone import remove_tree
 from workflow_bench.workspace.paths import CellPathError, check_paths_fit, make_work_root
 
-from . import new
+from . import new_cli, recipes
 from .agents import AGENTS, AgentScriptError, agent_script
 from .check import DEFAULT_REPEATS, CheckSettings, check_tasks, render_table
-from .deps import DependencyBuildError, build_dependencies
+from .deps import SANDBOX_PYTHON, DependencyBuildError, build_dependencies, build_node_modules, find_uv
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the comparator plugin: with it, the ce_* arms are scripted too (its skills by its name)",
     )
     script.add_argument("--out", required=True, type=Path, help="script file to write (must not exist)")
-    new.add_arguments(
+    new_cli.add_arguments(
         sub.add_parser(
             "new",
             help="write a task from a known fix (base and fix commits, or a fix patch): the reference "
@@ -73,31 +73,47 @@ def build_parser() -> argparse.ArgumentParser:
             "discriminates",
         )
     )
-    deps = sub.add_parser("deps", help="build a pinned sandbox_dependencies tree for verify and the oracle")
+    recipes.add_arguments(
+        sub.add_parser(
+            "build-corpus",
+            help="build a corpus of real upstream fixes from a recipe (pinned registry releases): "
+            "repositories, dependency trees, and every task via `new` (default: the shipped real-world corpus)",
+        )
+    )
+    deps = sub.add_parser(
+        "deps",
+        help="build a pinned sandbox_dependencies tree: python (wheels for the sandbox's python) or node "
+        "(the project's lockfile into its node_modules)",
+    )
+    deps.add_argument("ecosystem", nargs="?", choices=("python", "node"), default="python")
+    deps.add_argument("--requirements", type=Path, help="python: requirements file, every line name==version")
+    deps.add_argument("--out", type=Path, help="python: new directory, inside the task repo's working tree")
+    deps.add_argument("--uv", help="python: uv binary (default: $UV, else uv on PATH, else the cache's)")
     deps.add_argument(
-        "--requirements", required=True, type=Path, help="requirements file, every line name==version"
+        "--python",
+        metavar="VERSION",
+        help="python: build for the task's python runtime (3.12: found as `runtimes: {python: ...}` "
+        "finds it) instead of the sandbox's /usr/bin/python3",
     )
     deps.add_argument(
-        "--out", required=True, type=Path, help="new directory, inside the task repo's working tree"
+        "--project", type=Path, help="node: the directory holding package.json and its lockfile"
     )
-    deps.add_argument("--uv", default=os.environ.get("UV", "uv"), help="uv binary (default: $UV, else uv)")
+    deps.add_argument(
+        "--allow-scripts",
+        action="store_true",
+        help="node: run the packages' install scripts (off: they would run on this host, not in the sandbox)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "new":
-        return new.main(args)
+        return new_cli.main(args)
+    if args.command == "build-corpus":
+        return recipes.main(args)
     if args.command == "deps":
-        try:
-            digest = build_dependencies(requirements=args.requirements, out=args.out, uv_bin=args.uv)
-        except DependencyBuildError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        print(
-            f"built {args.out}/site-packages (manifest sha256 {digest}); mount it with sandbox_dependencies"
-        )
-        return 0
+        return _deps(args)
     try:
         # A stale expected-tests lock stops a sweep (exit 2); here it is what the check refreshes.
         bindings = bind_tasks(load_task_file(args.tasks), stale_locks="ignore")
@@ -141,6 +157,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     if failing:
         print(f"cannot discriminate: {', '.join(failing)}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _deps(args: argparse.Namespace) -> int:
+    wanted = ("requirements", "out") if args.ecosystem == "python" else ("project",)
+    others = ("project", "allow_scripts") if args.ecosystem == "python" else ("requirements", "out", "python")
+    missing = [f"--{n}" for n in wanted if getattr(args, n) is None]
+    stray = [f"--{n.replace('_', '-')}" for n in others if getattr(args, n) not in (None, False)]
+    if missing or stray:
+        print(
+            f"error: deps {args.ecosystem} needs {' '.join(f'--{n}' for n in wanted)}"
+            + (f"; {' '.join(stray)} belong to the other ecosystem" if stray else ""),
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        if args.ecosystem == "python":
+            python = SANDBOX_PYTHON
+            if args.python is not None:
+                try:
+                    python = str(find_python(args.python)[0])
+                except RuntimeProvisionError as exc:
+                    raise DependencyBuildError(f"--python {args.python}: {exc}") from None
+            digest = build_dependencies(
+                requirements=args.requirements, out=args.out, uv_bin=args.uv or find_uv(), python=python
+            )
+            where = f"{args.out}/site-packages"
+        else:
+            digest = build_node_modules(project=args.project, allow_scripts=args.allow_scripts)
+            where = f"{args.project}/node_modules"
+    except DependencyBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"built {where} (manifest sha256 {digest}); mount it with sandbox_dependencies")
     return 0
 
 

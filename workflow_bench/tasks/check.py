@@ -42,7 +42,7 @@ from workflow_bench.judging.verdict import SHOWN_IDS, summary
 from workflow_bench.process import ProcessError
 from workflow_bench.review.contract import REVIEW_LABELS_TARGET
 from workflow_bench.review.labels import ReviewLabelsError, labels_from_oracle
-from workflow_bench.sandbox import SANDBOX_WORKSPACE, Mount, RunPolicy, SandboxKind, create_sandbox
+from workflow_bench.sandbox import Mount, RunPolicy, SandboxKind, create_sandbox
 from workflow_bench.taskspec.expected_tests import (
     ExpectedTests,
     load_lock,
@@ -50,6 +50,7 @@ from workflow_bench.taskspec.expected_tests import (
     subject_changes,
     write_lock,
 )
+from workflow_bench.taskspec.mounts import task_mounts
 from workflow_bench.taskspec.oracles import read_beneath
 from workflow_bench.taskspec.schema import MAX_REFERENCE_PATCH_BYTES, TaskSpecError
 from workflow_bench.taskspec.spec import TaskBinding
@@ -296,10 +297,7 @@ def _probe(
             workspace=workspace,
             claude_bin=None,
             bwrap_bin=settings.bwrap_bin,
-            base_mounts=tuple(
-                Mount(source=source, target=f"{SANDBOX_WORKSPACE}/{target}", scratch_top=True)
-                for source, target in context.binding.dependency_mounts
-            ),
+            base_mounts=task_mounts(context.binding),
         )
         spec = context.binding.spec
         if spec.setup:

@@ -213,6 +213,9 @@ def _node(base: TreeView, tests: Sequence[tuple[str, bytes]], *, vitest_major: i
     scripts = manifest.get("scripts")
     script = str(scripts.get("test", "")) if isinstance(scripts, dict) else ""
     imports_vitest = any(re.search(rb"""from\s+['"]vitest['"]""", d) for _, d in tests)
+    # What the test files import decides first: package.json often names several runners.
+    if not imports_vitest and any(b"node:test" in d for _, d in tests):
+        return Detection(FRAMEWORKS["node-test"], ("the test files import node:test",))
     if imports_vitest or "vitest" in declared or "vitest" in script:
         why = "the test files import vitest" if imports_vitest else "package.json names vitest"
         if vitest_major is not None and vitest_major < 3:
@@ -220,8 +223,8 @@ def _node(base: TreeView, tests: Sequence[tuple[str, bytes]], *, vitest_major: i
         return Detection(FRAMEWORKS["vitest"], (why,))
     if "jest" in declared or re.search(r"\bjest\b", script):
         return Detection(FRAMEWORKS["jest"], ("package.json names jest",))
-    if any(b"node:test" in d for _, d in tests) or "node --test" in script or "borp" in script:
-        return Detection(FRAMEWORKS["node-test"], ("the test files import node:test",))
+    if "node --test" in script or "borp" in script:
+        return Detection(FRAMEWORKS["node-test"], ("package.json's test script runs node --test",))
     raise FrameworkError(
         "cannot tell which JavaScript test runner runs the fix's tests (no vitest, jest or node:test); "
         f"give --framework ({', '.join(FRAMEWORKS)}) or --test-command"
