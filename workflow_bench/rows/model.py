@@ -31,8 +31,9 @@ from workflow_bench.providers.access import CellKey
 from workflow_bench.review.score import ReviewScore, review_row_fields
 
 SCHEMA_VERSION = 7
-"""7 added ``task_runtimes``; 6: the typed row (closed ``error_kind``, every field present and typed); 5 added per-test
-outcomes (``verify_tests*``, ``oracle_tests*``) and ``expected_tests_digest``; 1–5 migrate on read."""
+"""7 added ``task_runtimes``; 6: the typed row (closed ``error_kind``, every field present and
+typed); 5 added per-test outcomes (``verify_tests*``, ``oracle_tests*``) and
+``expected_tests_digest``; 1–5 migrate on read."""
 
 # A measured quantity that is an integer or a float as produced (``round`` keeps a sum of ints an
 # int): the value is stored as given, so a row re-serializes to the same bytes.

@@ -23,7 +23,7 @@ from workflow_bench.toolkit.spec import ToolkitError
 from workflow_bench.workspace.clone import remove_tree
 from workflow_bench.workspace.paths import CellPathError, check_paths_fit, make_work_root
 
-from . import new_cli, recipes
+from . import importers, new_cli, recipes
 from .agents import AGENTS, AgentScriptError, agent_script
 from .check import DEFAULT_REPEATS, CheckSettings, check_tasks, render_table
 from .deps import SANDBOX_PYTHON, DependencyBuildError, build_dependencies, build_node_modules, find_uv
@@ -73,11 +73,19 @@ def build_parser() -> argparse.ArgumentParser:
             "discriminates",
         )
     )
+    importers.add_arguments(
+        sub.add_parser(
+            "import",
+            help="import tasks from SWE-bench-style JSONL (over local clones) or Harbor task directories; "
+            "each self-checked, a refusal named per instance",
+        )
+    )
     recipes.add_arguments(
         sub.add_parser(
             "build-corpus",
             help="build a corpus of real upstream fixes from a recipe (pinned registry releases): "
-            "repositories, dependency trees, and every task via `new` (default: the shipped real-world corpus)",
+            "repositories, dependency trees, and every task via `new` (default: the shipped "
+            "real-world corpus)",
         )
     )
     deps = sub.add_parser(
@@ -110,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "new":
         return new_cli.main(args)
+    if args.command == "import":
+        return importers.main(args)
     if args.command == "build-corpus":
         return recipes.main(args)
     if args.command == "deps":

@@ -17,6 +17,7 @@ Callers: ``tasks.new``, ``tasks.swebench``, tests.
 from __future__ import annotations
 
 import re
+import secrets
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ TEST_PATH_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 MAX_PATCH_BYTES = 1024 * 1024  # keep in sync with taskspec.schema.MAX_REFERENCE_PATCH_BYTES
 MAX_FILE_BYTES = 512 * 1024  # keep in sync with taskspec.oracles.MAX_ORACLE_FILE_BYTES
 MAX_CHANGED_PATHS = 10_000
+_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # a path is a path, never a pathspec pattern
 _DIFF_OPTIONS = (
     "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "--no-relative",
     "--src-prefix=a/", "--dst-prefix=b/",
@@ -169,12 +171,12 @@ def split_fix(
     if len(fix_patch) > MAX_PATCH_BYTES:
         raise FixError(f"the fix patch is {len(fix_patch)} bytes; at most {MAX_PATCH_BYTES}")
     with tempfile.TemporaryDirectory(prefix="wfbench-fix-") as scratch:
-        borrowed = _borrowing_repo(repo, Path(scratch))
-        tree = _apply_patch(borrowed, base_sha, fix_patch, patch_name=patch_name)
+        borrowed = borrowing_repo(repo, Path(scratch))
+        tree = apply_to_base(borrowed, base_sha, fix_patch, name=f"the fix patch {patch_name}")
         return _split(borrowed, base_sha, tree, fix_ref=f"patch {patch_name}", exclude=exclude)
 
 
-def _borrowing_repo(repo: Path, scratch: Path) -> Path:
+def borrowing_repo(repo: Path, scratch: Path) -> Path:
     """A bare repository in ``scratch`` that reads ``repo``'s objects and writes only its own."""
     ok, objects = query_git(["rev-parse", "--path-format=absolute", "--git-path", "objects"], cwd=repo)
     if not ok:
@@ -185,14 +187,14 @@ def _borrowing_repo(repo: Path, scratch: Path) -> Path:
     return borrowed
 
 
-def _apply_patch(borrowed: Path, base_sha: str, patch: bytes, *, patch_name: str) -> str:
+def apply_to_base(borrowed: Path, base_sha: str, patch: bytes, *, name: str) -> str:
     """The tree of ``base_sha`` with ``patch`` applied (in a private index), or ``FixError``."""
-    index = {"GIT_INDEX_FILE": str(borrowed / "fix.index")}
+    index = {"GIT_INDEX_FILE": str(borrowed / f"fix-{secrets.token_hex(4)}.index")}
     run_git(["read-tree", base_sha], what="read the base tree", cwd=borrowed, env=index)
     try:
         run_git(
             ["apply", "--cached", "--whitespace=nowarn", "-"],
-            what=f"the fix patch {patch_name} does not apply to the base {base_sha[:12]}",
+            what=f"{name} does not apply to the base {base_sha[:12]}",
             cwd=borrowed,
             env=index,
             stdin=patch,
@@ -203,15 +205,19 @@ def _apply_patch(borrowed: Path, base_sha: str, patch: bytes, *, patch_name: str
     return tree.stdout.decode().strip()
 
 
-def _split(repo: Path, base_sha: str, fix: str, *, fix_ref: str, exclude: Sequence[str]) -> FixSplit:
-    literal = {"GIT_LITERAL_PATHSPECS": "1"}
+def changed_files(repo: Path, base_sha: str, fix: str) -> list[ChangedPath]:
+    """Every path ``fix`` (a commit or a tree) changes against ``base_sha``, no renames."""
     listing = run_git(
         ["diff", *_DIFF_OPTIONS, "--raw", "-z", base_sha, fix],
         what="list the fix's changes",
         cwd=repo,
-        env=literal,
+        env=_LITERAL,
     )
-    changed = [c for c in _raw_entries(listing.stdout) if not _excluded(c.path, exclude)]
+    return _raw_entries(listing.stdout)
+
+
+def _split(repo: Path, base_sha: str, fix: str, *, fix_ref: str, exclude: Sequence[str]) -> FixSplit:
+    changed = [c for c in changed_files(repo, base_sha, fix) if not _excluded(c.path, exclude)]
     if not changed:
         raise FixError(
             f"the fix changes nothing against the base {base_sha[:12]}"
@@ -242,7 +248,7 @@ def _split(repo: Path, base_sha: str, fix: str, *, fix_ref: str, exclude: Sequen
         ["diff", *_DIFF_OPTIONS, "--binary", "--full-index", base_sha, fix, "--", *(c.path for c in sources)],
         what="diff the reference patch",
         cwd=repo,
-        env=literal,
+        env=_LITERAL,
         max_stdout_bytes=MAX_PATCH_BYTES + 1,
     ).stdout
     if len(patch) > MAX_PATCH_BYTES:

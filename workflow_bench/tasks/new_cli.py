@@ -15,7 +15,7 @@ from pathlib import Path
 from .check import render_table
 from .draft import DraftError, TaskDraft, commit, preflight, stage
 from .frameworks import FRAMEWORKS
-from .new import TEMPLATE_FIELDS, DEFAULT_CLASS, DEFAULT_TEMPLATE, NewTask, NewTaskError, draft_task
+from .new import DEFAULT_CLASS, DEFAULT_TEMPLATE, TEMPLATE_FIELDS, NewTask, NewTaskError, draft_task
 from .selfcheck import CheckOptions, SelfCheckError, bind_one_by_one, run_self_check
 
 
@@ -101,7 +101,7 @@ def request_from(args: argparse.Namespace) -> NewTask:
         test_command=args.test_command,
         verify=args.verify,
         typecheck=args.typecheck,
-        dependencies=_pairs(args.dependency) if args.dependency else None,
+        dependencies=dependency_pairs(args.dependency) if args.dependency else None,
         runtimes=_runtimes(args.runtime or ()),
         setup=args.setup,
         prompt=args.prompt,
@@ -110,7 +110,7 @@ def request_from(args: argparse.Namespace) -> NewTask:
     )
 
 
-def _pairs(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
+def dependency_pairs(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
     pairs = []
     for value in values:
         source, _, target = value.partition(":")

@@ -280,7 +280,7 @@ def _node_tree(project: Path, cache: Path) -> Path:
     return built
 
 
-def _linked_copy(source: Path, dest: Path) -> None:
+def linked_copy(source: Path, dest: Path) -> None:
     """``source`` at ``dest``, hard-linked where the filesystem allows (no bytes copied)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -311,11 +311,11 @@ def build_task(task: RecipeTask, recipe_dir: Path, out: Path, *, cache: Path) ->
     )
     dependencies = []
     if task.python_requirements is not None:
-        _linked_copy(_python_tree(recipe_dir / task.python_requirements, cache), repo / PYTHON_TREE)
+        linked_copy(_python_tree(recipe_dir / task.python_requirements, cache), repo / PYTHON_TREE)
         dependencies.append((PYTHON_TREE, PYTHON_TREE))
     if task.node_project is not None:
         built = _node_tree(recipe_dir / task.node_project, cache)
-        _linked_copy(built / "node_modules", repo / NODE_PROJECT / "node_modules")
+        linked_copy(built / "node_modules", repo / NODE_PROJECT / "node_modules")
         dependencies.append((f"{NODE_PROJECT}/node_modules", "node_modules"))
     request = NewTask(
         repo=repo,
@@ -349,7 +349,8 @@ def build_corpus(
     refused = []
     for task in recipe.tasks:
         progress(
-            f"[corpus] {task.task_id}: {task.package} {task.base.version} -> {task.fix.version} ({task.registry})"
+            f"[corpus] {task.task_id}: {task.package} {task.base.version} -> {task.fix.version} "
+            f"({task.registry})"
         )
         try:
             _, request = build_task(task, recipe_path.parent, out, cache=cache)

@@ -1,0 +1,139 @@
+"""The pure parts of ``tasks import``: how a SWE-bench id names a pytest test, reading instances,
+finding clones, and the Harbor refusals made before anything runs.
+
+Negative controls throughout: an id that names another test, a different parameter, another
+class, a near-miss bare name; a line that is not an instance; a Harbor task naming /app.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workflow_bench.tasks.harbor import HarborError, draft_harbor
+from workflow_bench.tasks.kit.wfbench_select import dotted, matches
+from workflow_bench.tasks.swebench import Instance, InstanceError, find_clone, read_instances
+
+pytestmark = pytest.mark.unit
+NODE = "tests/test_x.py::Case::test_y[a b]"
+
+
+@pytest.mark.parametrize(
+    ("expected", "nodeid"),
+    [
+        (NODE, NODE),
+        ("tests/test_x.py::Case::test_y[a", NODE),  # SWE-bench's log parser cut it at the space
+        ("test_y (tests.test_x.Case)", "tests/test_x.py::Case::test_y"),
+        ("test_y (tests.test_x.Case.test_y)", "tests/test_x.py::Case::test_y"),
+        ("test_y (test_x.Case)", "tests/test_x.py::Case::test_y"),  # dotted from a package root
+        ("test_y", "tests/test_x.py::test_y[1]"),
+    ],
+)
+def test_a_swebench_id_names_the_test(expected, nodeid):
+    assert matches(expected, nodeid)
+
+
+@pytest.mark.parametrize(
+    ("expected", "nodeid"),
+    [
+        ("tests/test_x.py::test_y", "tests/test_x.py::test_y_more"),
+        ("tests/test_x.py::test_y[1]", "tests/test_x.py::test_y[2]"),
+        ("test_y (tests.test_x.Other)", "tests/test_x.py::Case::test_y"),
+        ("test_y (tests.test_x.Case)", "tests/test_x.py::Case::test_yy"),
+        ("test_y", "tests/test_x.py::test_y_more"),
+        ("test_x.py::test_y", "tests/test_x.py::test_y"),  # a path must be the whole path
+    ],
+)
+def test_a_swebench_id_does_not_name_another_test(expected, nodeid):
+    assert not matches(expected, nodeid)
+
+
+def test_dotted_form():
+    assert dotted("tests/test_x.py::Case::test_y") == "tests.test_x.Case.test_y"
+
+
+def _instance(**changes: object) -> dict:
+    return {
+        "repo": "o/n", "instance_id": "o__n-1", "base_commit": "abc", "patch": "p", "test_patch": "t",
+        "problem_statement": "s", "FAIL_TO_PASS": '["a", "a", "b"]', "PASS_TO_PASS": [], "extra": 1,
+        **changes,
+    }  # fmt: skip
+
+
+def test_instances_are_read_with_their_tests_and_others_refused_by_line(tmp_path):
+    path = tmp_path / "i.jsonl"
+    lines = [
+        json.dumps(_instance()),
+        "",
+        "[1, 2",
+        json.dumps(_instance(FAIL_TO_PASS="not json")),
+        json.dumps(_instance(PASS_TO_PASS=[""])),
+        json.dumps({k: v for k, v in _instance().items() if k != "patch"}),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    found = list(read_instances(path))
+    assert [n for n, _ in found] == [1, 3, 4, 5, 6]
+    first = found[0][1]
+    assert isinstance(first, Instance) and first.fail_to_pass == ("a", "b") and first.pass_to_pass == ()
+    reasons = [r for _, r in found[1:]]
+    assert all(isinstance(r, str) for r in reasons)
+    assert reasons[0].startswith("not JSON")
+    assert "FAIL_TO_PASS" in reasons[1] and "PASS_TO_PASS" in reasons[2] and "patch" in reasons[3]
+
+
+def test_a_missing_instances_file_is_refused(tmp_path):
+    with pytest.raises(InstanceError, match=r"gone\.jsonl"):
+        list(read_instances(tmp_path / "gone.jsonl"))
+
+
+def test_clones_are_found_by_each_layout_and_a_missing_one_named(tmp_path):
+    (tmp_path / "o__n").mkdir()
+    (tmp_path / "p" / "q").mkdir(parents=True)
+    (tmp_path / "r").mkdir()
+    assert find_clone(tmp_path, "o/n") == tmp_path / "o__n"
+    assert find_clone(tmp_path, "p/q") == tmp_path / "p" / "q"
+    assert find_clone(tmp_path, "x/r") == tmp_path / "r"
+    with pytest.raises(InstanceError, match="no clone of a/b in"):
+        find_clone(tmp_path, "a/b")
+
+
+def _harbor(tmp_path, name="t1", **files: str):
+    task = tmp_path / name
+    defaults = {
+        "instruction.md": "Do it.",
+        "solution/solve.sh": "echo done > out.txt\n",
+        "tests/test_outputs.py": "def test_out():\n    assert open('out.txt').read() == 'done\\n'\n",
+        "environment/Dockerfile": "FROM scratch\n",
+        "environment/README": "start\n",
+    }
+    for rel, text in {**defaults, **files}.items():
+        if text is None:
+            continue
+        (task / rel).parent.mkdir(parents=True, exist_ok=True)
+        (task / rel).write_text(text)
+    return task
+
+
+@pytest.mark.parametrize(
+    ("files", "reason"),
+    [
+        ({"instruction.md": "Write /app/out.txt"}, "instruction.md names /app"),
+        ({"tests/test_outputs.py": "def test_a():\n    assert open('/app/x')\n"}, "names /app"),
+        ({"tests/test_outputs.py": None, "tests/helper.py": "x = 1\n"}, "no pytest test file"),
+        ({"instruction.md": None}, "no instruction.md"),
+        ({"solution/solve.sh": None}, "no solve.sh"),
+        ({"task.toml": "[metadata\n"}, "task.toml"),
+    ],
+)
+def test_harbor_refusals_before_anything_runs(tmp_path, files, reason):
+    task = _harbor(tmp_path, **files)
+    with pytest.raises(HarborError, match=reason):
+        draft_harbor(task, tasks_dir=tmp_path / "corpus", repo=None, bwrap_bin="bwrap")
+    assert not (tmp_path / "corpus").exists()
+
+
+def test_harbor_task_id_must_be_usable(tmp_path):
+    task = _harbor(tmp_path, name="bad name")
+    with pytest.raises(HarborError, match="not a usable task id"):
+        draft_harbor(task, tasks_dir=tmp_path / "corpus", repo=None, bwrap_bin="bwrap")

@@ -1,0 +1,256 @@
+"""Harbor / Terminal-Bench task directories as tasks, where they map.
+
+A Harbor task is a directory: ``instruction.md``, ``task.toml``, ``environment/`` (a Dockerfile or
+compose file and its build context), ``solution/solve.sh`` and ``tests/`` (``test.sh``, which
+writes a reward file, and usually ``test_outputs.py``). What maps (``draft_harbor``):
+
+- **prompt** = ``instruction.md``; **class** = ``harbor`` (``task.toml``'s ``[metadata]``
+  ``category`` appended when it has one);
+- **repository** = ``--repo`` (a git working tree at the task's starting state), else the
+  ``environment/`` build context without its Dockerfile and compose files, committed as one
+  commit into ``repos/<task>`` beside the task file;
+- **hidden oracle** = ``tests/``'s Python test files (``test_*.py`` / ``*_test.py``; at most 8
+  files), staged at ``tests/…`` and run with pytest (the harness's adapter) over a copy of the
+  workspace, as ``tasks new`` does;
+- **reference patch** = the changes ``solution/solve.sh`` makes, run once in the sandbox on a
+  fresh clone (no network, like every sandboxed process) and taken with git;
+- **verify** = ``true``: a Harbor task has no tests the agent sees; the hidden oracle decides.
+
+What does not map, and why: the Docker environment (the Dockerfile's ``RUN`` steps never run:
+cells run in bubblewrap on the host's ``/usr``; what the tests import must come from a
+``--dependency`` tree), ``[environment]`` resources and network (sweep-wide ``--cell-*`` limits;
+cells never have network), ``[agent]`` / ``[verifier]`` timeouts (``--timeout``,
+``--verify-timeout``), ``tests/test.sh`` and its reward file (a number is not proof: the judge
+needs each test's result), ``skills_dir`` (the toolkit under test is the sweep's), MCP servers
+and multi-step tasks. A task whose instruction, tests or solution name ``/app`` (the container's
+working directory) is refused: cells work in ``/workspace``.
+
+Callers: ``tasks.importers``, tests.
+"""
+
+from __future__ import annotations
+
+import secrets
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from workflow_bench.input_files import InputFileError, read_bounded
+from workflow_bench.process import ProcessError
+from workflow_bench.sandbox import Mount, RunPolicy, SandboxKind, create_sandbox
+from workflow_bench.taskspec.oracle_spec import MAX_ORACLE_FILES, target_problem
+from workflow_bench.taskspec.schema import MAX_PROMPT_BYTES, TASK_ID_PATTERN
+from workflow_bench.workspace.clone import build_template, copy_clone, remove_tree
+from workflow_bench.workspace.git import sandbox_git
+from workflow_bench.workspace.paths import make_work_root
+
+from .draft import TaskDraft
+from .fixdiff import resolve_commit
+from .frameworks import FRAMEWORKS, overlay_oracle
+from .new import NewTaskError, worktree_top
+from .recipes import linked_copy, write_repository
+
+MAX_FILE_BYTES = 512 * 1024
+SOLVE_TIMEOUT_S = 600
+ENVIRONMENT_EXCLUDED = ("Dockerfile", "docker-compose.yaml", "docker-compose.yml", ".dockerignore")
+CONTAINER_WORKDIR = "/app"
+
+
+class HarborError(ValueError):
+    """The task directory cannot become a task; the message is the named refusal."""
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return read_bounded(path, max_bytes=MAX_FILE_BYTES)
+    except FileNotFoundError:
+        raise HarborError(f"no {path.name} ({path})") from None
+    except (OSError, InputFileError) as err:
+        raise HarborError(f"{path}: {err}") from None
+
+
+def _files(root: Path) -> dict[str, tuple[bytes, bool]]:
+    found: dict[str, tuple[bytes, bool]] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink():
+            raise HarborError(f"{path} is a symlink; a task repository holds files only")
+        if path.is_file() and path.relative_to(root).parts[0] not in ENVIRONMENT_EXCLUDED:
+            found[path.relative_to(root).as_posix()] = (_read(path), bool(path.stat().st_mode & 0o111))
+    return found
+
+
+def draft_harbor(
+    task_dir: Path,
+    *,
+    tasks_dir: Path,
+    repo: Path | None,
+    bwrap_bin: str,
+    dependencies: tuple[tuple[str, str], ...] = (),
+) -> TaskDraft:
+    task_id = task_dir.name
+    if not TASK_ID_PATTERN.fullmatch(task_id):
+        raise HarborError(f"directory name {task_id!r} is not a usable task id ({TASK_ID_PATTERN.pattern})")
+    instruction = _read(task_dir / "instruction.md").decode("utf-8", "replace")
+    if len(instruction.encode()) > MAX_PROMPT_BYTES:
+        raise HarborError(f"instruction.md is over {MAX_PROMPT_BYTES} bytes")
+    config = _config(task_dir / "task.toml")
+    solve = _read(task_dir / "solution" / "solve.sh")
+    tests_dir = task_dir / "tests"
+    pytest = FRAMEWORKS["pytest"]
+    tests = (
+        {
+            f"tests/{p.relative_to(tests_dir).as_posix()}": _read(p)
+            for p in sorted(tests_dir.rglob("*.py"))
+            if p.is_file() and not p.is_symlink()
+        }
+        if tests_dir.is_dir()
+        else {}
+    )
+    runnable = [p for p, data in tests.items() if pytest.runs(p, data)]
+    if not runnable:
+        raise HarborError(
+            "tests/ holds no pytest test file (test_*.py): its test.sh and reward file are not proof"
+        )
+    if len(tests) > MAX_ORACLE_FILES:
+        raise HarborError(
+            f"tests/ holds {len(tests)} Python files; an oracle holds at most {MAX_ORACLE_FILES}"
+        )
+    for name, text in (
+        ("instruction.md", instruction.encode()),
+        ("solution/solve.sh", solve),
+        *tests.items(),
+    ):
+        if CONTAINER_WORKDIR.encode() in text:
+            raise HarborError(
+                f"{name} names {CONTAINER_WORKDIR} (the container's working directory); cells work in "
+                "/workspace, so its paths would not hold"
+            )
+    if repo is not None:
+        try:
+            source = worktree_top(repo)
+        except NewTaskError as err:
+            raise HarborError(str(err)) from None
+        ref = "HEAD"
+    else:
+        context = task_dir / "environment"
+        if not context.is_dir():
+            raise HarborError("no environment/ build context and no --repo: nothing to start the agent in")
+        source = tasks_dir / "repos" / task_id
+        if source.exists():
+            raise HarborError(f"{source} exists already")
+        trees = _prepared_trees(dependencies)
+        write_repository(
+            source, [(f"harbor task {task_id}", _files(context))], ignored=tuple(t for _, t in trees)
+        )
+        for tree, target in trees:
+            linked_copy(tree, source / target)
+        dependencies = tuple((t, t) for _, t in trees)
+        ref = "HEAD"
+    try:
+        patch = solution_patch(source, solve, bwrap_bin=bwrap_bin)
+    except BaseException:
+        if repo is None:
+            remove_tree(source)
+        raise
+    if not patch.strip():
+        if repo is None:
+            remove_tree(source)
+        raise HarborError("solution/solve.sh changed nothing in the repository: no reference patch")
+    site = [f"{t}/site-packages" for s, t in dependencies if (source / s / "site-packages").is_dir()]
+    oracle = overlay_oracle(pytest.command(runnable, pythonpath=site), linked=[t for _, t in dependencies])
+    category = (
+        config.get("metadata", {}).get("category") if isinstance(config.get("metadata"), dict) else None
+    )
+    entry: dict[str, Any] = {
+        "id": task_id,
+        "class": f"harbor-{category}" if isinstance(category, str) and category.isidentifier() else "harbor",
+        "ref": ref,
+        "prompt": instruction,
+        "verify": "true",
+    }
+    if dependencies:
+        entry["sandbox_dependencies"] = [{"source": s, "target": t} for s, t in dependencies]
+    entry["oracle"] = {
+        "command": oracle,
+        "files": [{"source": f"oracles/{task_id}/{p}", "target": p} for p in tests],
+    }
+    entry["reference_patch"] = f"reference/{task_id}.patch"
+    entry["base_expected"] = {"verify": "pass"}
+    files = (
+        *((f"oracles/{task_id}/{p}", d) for p, d in tests.items()),
+        (f"reference/{task_id}.patch", patch),
+    )
+    return TaskDraft(task_id, source, entry, files)
+
+
+def _prepared_trees(dependencies: tuple[tuple[str, str], ...]) -> list[tuple[Path, str]]:
+    """Without ``--repo``, a ``--dependency`` names a prepared tree on disk (SOURCE) and where the
+    new repository's working tree holds it (TARGET, default its name): linked in, git-ignored."""
+    trees = []
+    for source, target in dependencies:
+        tree = Path(source).expanduser().absolute()
+        if not tree.is_dir():
+            raise HarborError(f"--dependency {source}: not a directory (a prepared tree to mount)")
+        name = target or tree.name
+        if problem := target_problem(name):
+            raise HarborError(f"--dependency {source}:{name}: the target {problem}")
+        trees.append((tree, name))
+    return trees
+
+
+def _config(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        return tomllib.loads(_read(path).decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise HarborError(f"task.toml: {err}") from None
+
+
+def solution_patch(repo: Path, script: bytes, *, bwrap_bin: str) -> bytes:
+    """What ``script`` changes in a fresh clone of ``repo``'s HEAD, run in the sandbox (no network)."""
+    sha = resolve_commit(repo, "HEAD", what="the repository's HEAD")
+    work = make_work_root()
+    try:
+        template = work / "template"
+        build_template(source_repo=repo, sha=sha, dest=template)
+        workspace = work / "workspace"
+        copy_clone(template, workspace)
+        sandbox = create_sandbox(SandboxKind.BWRAP, workspace=workspace, claude_bin=None, bwrap_bin=bwrap_bin)
+        staged = work / f"solution-{secrets.token_hex(4)}"
+        staged.mkdir(mode=0o755)
+        (staged / "solve.sh").write_bytes(script)
+        (staged / "solve.sh").chmod(0o555)
+        result = sandbox.run(
+            ["/bin/sh", "/.wfbench-solution/solve.sh"],
+            policy=RunPolicy(
+                workspace_writable=True, mounts=(Mount(source=staged, target="/.wfbench-solution"),)
+            ),
+            timeout_s=SOLVE_TIMEOUT_S,
+        )
+        if not result.ok:
+            raise HarborError(
+                f"solution/solve.sh failed in the sandbox (no network there): {result.describe()}"
+            )
+        try:
+            sandbox_git(sandbox, ["add", "-A"], what="stage the solution", writable=True)
+            return sandbox_git(
+                sandbox,
+                [
+                    "diff",
+                    "--cached",
+                    "--binary",
+                    "--full-index",
+                    "--no-renames",
+                    "--no-ext-diff",
+                    "--no-textconv",
+                    "--src-prefix=a/",
+                    "--dst-prefix=b/",
+                    "HEAD",
+                ],
+                what="diff the solution",
+            )
+        except ProcessError as err:
+            raise HarborError(str(err)) from None
+    finally:
+        remove_tree(work)
