@@ -1,15 +1,16 @@
 """Test dependencies for ``verify`` and the oracle: ``sandbox_dependencies`` trees built from pins.
 
-**Python** (``build_dependencies``). The sandbox's only Python is the host's ``/usr/bin/python3``, without pytest or anything else a
-task's tests may import, and a cell has no network. ``build_dependencies`` installs a requirements
-file for that interpreter into ``<out>/site-packages`` with ``uv pip install --target``: binary
-wheels only (nothing is built, so no setup script runs on the host) and ``--no-deps`` (the file
-lists the whole closure, every line ``name==version``, e.g. the output of ``uv pip compile``, so
-nothing floats). It then writes ``<out>/wfbench-deps.json``: the requirements' sha256, the
-interpreter and the tree's manifest digest. Put ``<out>`` inside the task repository's working
-tree, declare it as a ``sandbox_dependencies`` source, and point ``PYTHONPATH`` at the mounted
-``site-packages`` in ``verify`` / the oracle command. Binding hashes the tree again into
-``dependency_manifest_digest`` (part of every binding's identity): a changed tree is a changed task.
+**Python** (``build_dependencies``). The sandbox's only Python is the host's ``/usr/bin/python3``,
+without pytest or anything else a task's tests may import, and a cell has no network.
+``build_dependencies`` installs a requirements file for that interpreter into
+``<out>/site-packages`` with ``uv pip install --target``: binary wheels only (nothing is built, so
+no setup script runs on the host) and ``--no-deps`` (the file lists the whole closure, every line
+``name==version``, e.g. the output of ``uv pip compile``, so nothing floats). It then writes
+``<out>/wfbench-deps.json``: the requirements' sha256, the interpreter and the tree's manifest
+digest. Put ``<out>`` inside the task repository's working tree, declare it as a
+``sandbox_dependencies`` source, and point ``PYTHONPATH`` at the mounted ``site-packages`` in
+``verify`` / the oracle command. Binding hashes the tree again into ``dependency_manifest_digest``
+(part of every binding's identity): a changed tree is a changed task.
 
 **Node** (``build_node_modules``). The repository's own lockfile is installed into its
 ``node_modules`` with the package manager the lockfile belongs to: ``npm ci`` (package-lock.json,
@@ -36,7 +37,7 @@ from pathlib import Path
 
 from workflow_bench.digests import canonical_digest
 from workflow_bench.input_files import InputFileError, read_bounded
-from workflow_bench.process import run_process
+from workflow_bench.process import ProcessResult, run_process
 from workflow_bench.taskspec.repos import cache_root, tree_manifest
 
 SANDBOX_PYTHON = "/usr/bin/python3"  # the only interpreter inside the sandbox (read-only /usr)
@@ -216,14 +217,22 @@ def build_node_modules(
         )
     binary = _tool_bin(tool, version, npm=npm, cache=(cache or cache_root()) / "package-managers")
     try:
-        result = run_process(
-            _install_argv(tool, binary, lockfile, allow_scripts=allow_scripts),
+        result = run_process(  # stderr into stdout: npm prints its usage after the reason
+            [
+                "/bin/sh",
+                "-c",
+                'exec "$@" 2>&1',
+                "sh",
+                *_install_argv(tool, binary, lockfile, allow_scripts=allow_scripts),
+            ],
             cwd=project,
             timeout_s=NODE_INSTALL_TIMEOUT_S,
         )
         if not result.ok:
             raise DependencyBuildError(
-                f"{lockfile} does not install ({tool} {version or ''}): {result.describe()}"
+                f"{lockfile} does not install ({' '.join(filter(None, (tool, version)))}, exit "
+                f"{result.returncode if result.state == 'exited' else result.state}): "
+                + _install_error(result)
             )
         if not target.is_dir():
             raise DependencyBuildError(f"{tool} finished but made no {target}")
@@ -244,6 +253,18 @@ def build_node_modules(
         shutil.rmtree(target, ignore_errors=True)
         raise
     return digest
+
+
+def _install_error(result: ProcessResult) -> str:
+    """The package manager's reason: its first error lines, before any usage text it prints after."""
+    reasons = []
+    for line in result.stdout.decode("utf-8", "replace").splitlines():
+        text = re.sub(r"^(npm (error|ERR!)|error|ERR_PNPM_\w+)\s*", "", line.strip()).strip()
+        if text.startswith(("Usage:", "Clean install a project", "A complete log of this run")):
+            break
+        if text and not text.startswith(("code ", "npm warn")):
+            reasons.append(text)
+    return "; ".join(reasons[:6])[:1500] or result.describe()
 
 
 def _tool_version(binary: str) -> str | None:
