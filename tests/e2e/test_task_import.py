@@ -13,10 +13,10 @@ patch is the release's library change, the test patch its test change.
 - Only refusals: exit 1, no task file, no oracle or reference file, no staging directory.
 - Bad input (exit 2, nothing written): a missing JSONL, a task file that is not one.
 - Harbor: a task directory (instruction, task.toml, environment/ with its Dockerfile, solution,
-  tests) is imported with its environment as the repository, its solution's change as the
-  reference patch, its pytest file as the hidden oracle; a task that names /app, one whose
-  solution changes nothing and one with no pytest file are refused by name, and no repository
-  of theirs is left behind.
+  tests), and the same task in Terminal-Bench 1's layout, are imported with its environment as the
+  repository, its solution's change as the reference patch, its pytest file as the hidden oracle;
+  a task that names /app, one whose solution changes nothing and one with no pytest file are
+  refused by name, and no repository of theirs is left behind.
 """
 
 from __future__ import annotations
@@ -254,20 +254,35 @@ def test_harbor_task_directories_import_where_they_map(
     app = _harbor_task(harbor, "calc-app", solve=f"cd /app && {fix}", instruction=asked)
     idle = _harbor_task(harbor, "calc-idle", solve="true", instruction=asked)
     untested = _harbor_task(harbor, "calc-untested", solve=fix, instruction=asked, tests=False)
+    # The same task in Terminal-Bench 1's layout: task.yaml, solution.sh, the directory as context.
+    tb1 = _harbor_task(harbor, "calc-tb1", solve=fix, instruction=asked)
+    (tb1 / "instruction.md").unlink()
+    (tb1 / "task.toml").unlink()
+    (tb1 / "task.yaml").write_text(yaml.safe_dump({"instruction": asked, "category": "debugging"}))
+    (tb1 / "solution" / "solve.sh").rename(tb1 / "solution.sh")
+    (tb1 / "solution").rmdir()
+    (tb1 / "tests" / "test.sh").rename(tb1 / "run-tests.sh")
+    for name in ("Dockerfile", "calc.py"):
+        (tb1 / "environment" / name).rename(tb1 / name)
+    (tb1 / "environment").rmdir()
     tasks = tmp_path / "corpus" / "tasks.yaml"
     tasks.parent.mkdir()
     code = tasks_main(
-        ["import", "harbor", str(good), str(app), str(idle), str(untested), "--tasks", str(tasks),
+        ["import", "harbor", str(good), str(app), str(idle), str(untested), str(tb1), "--tasks", str(tasks),
          "--dependency", f"{sandbox_pytest_deps.parent}:.wfbench-deps", "--repeats", "1"]
     )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 1, out
-    assert "[import] calc-sum: imported" in out
+    assert "[import] calc-sum: imported" in out and "[import] calc-tb1: imported" in out
     assert "[import] calc-app: REFUSED: solution/solve.sh names /app" in out
     assert "[import] calc-idle: REFUSED: solution/solve.sh changed nothing" in out
     assert "[import] calc-untested: REFUSED: tests/ holds no pytest test file" in out
-    (task,) = yaml.safe_load(tasks.read_text())["tasks"]
+    task, tb1_task = yaml.safe_load(tasks.read_text())["tasks"]
     assert task["id"] == "calc-sum" and task["class"] == "harbor-debugging" and task["prompt"] == asked
+    assert tb1_task["id"] == "calc-tb1" and tb1_task["class"] == "harbor-debugging"
+    assert tb1_task["prompt"] == asked and tb1_task["oracle"]["command"] == task["oracle"]["command"]
+    tb1_repo = (tasks.parent / tb1_task["repo"]).resolve()
+    assert sorted(_git("ls-files", cwd=tb1_repo).split()) == ["calc.py"]  # no harness file
     assert [f["target"] for f in task["oracle"]["files"]] == ["tests/test_outputs.py"]
     patch = (tasks.parent / task["reference_patch"]).read_text()
     assert "+    return a + b" in patch and "Dockerfile" not in patch
@@ -275,6 +290,6 @@ def test_harbor_task_directories_import_where_they_map(
     assert repo == (tasks.parent / "repos" / "calc-sum").resolve()
     assert sorted(_git("ls-files", cwd=repo).split()) == ["calc.py"]  # no Dockerfile, no deps tree
     assert (repo / ".wfbench-deps" / "site-packages").is_dir()
-    assert sorted(p.name for p in (tasks.parent / "repos").iterdir()) == ["calc-sum"]
+    assert sorted(p.name for p in (tasks.parent / "repos").iterdir()) == ["calc-sum", "calc-tb1"]
     # Its lock records the oracle's one test.
     assert "test_the_sum_is_printed" in (tasks.parent / "tasks.lock.json").read_text()

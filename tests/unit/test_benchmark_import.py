@@ -124,6 +124,9 @@ def _harbor(tmp_path, name="t1", **files: str):
         ({"instruction.md": None}, "no instruction.md"),
         ({"solution/solve.sh": None}, "no solve.sh"),
         ({"task.toml": "[metadata\n"}, "task.toml"),
+        ({"instruction.md": None, "task.yaml": "category: x\n"}, "task.yaml has no 'instruction' text"),
+        ({"instruction.md": None, "task.yaml": "instruction: [\n"}, "task.yaml"),
+        ({"instruction.md": None, "task.yaml": "instruction: Do it.\n"}, "no solution.sh"),
     ],
 )
 def test_harbor_refusals_before_anything_runs(tmp_path, files, reason):

@@ -14,6 +14,10 @@ writes a reward file, and usually ``test_outputs.py``). What maps (``draft_harbo
   workspace, as ``tasks new`` does;
 - **reference patch** = the changes ``solution/solve.sh`` makes, run once in the sandbox on a
   fresh clone (no network, like every sandboxed process) and taken with git;
+- a Terminal-Bench 1 directory (``task.yaml`` with ``instruction`` and ``category``,
+  ``solution.sh``, ``run-tests.sh``, ``tests/``, the Dockerfile's build context being the task
+  directory itself) maps the same way: the prompt from ``task.yaml``, the repository from the
+  directory without its harness files;
 - **verify** = ``true``: a Harbor task has no tests the agent sees; the hidden oracle decides.
 
 What does not map, and why: the Docker environment (the Dockerfile's ``RUN`` steps never run:
@@ -32,10 +36,11 @@ from __future__ import annotations
 
 import secrets
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workflow_bench.input_files import InputFileError, read_bounded
+from workflow_bench.input_files import InputFileError, load_yaml, read_bounded
 from workflow_bench.process import ProcessError
 from workflow_bench.sandbox import Mount, RunPolicy, SandboxKind, create_sandbox
 from workflow_bench.taskspec.oracle_spec import MAX_ORACLE_FILES, target_problem
@@ -54,6 +59,8 @@ MAX_FILE_BYTES = 512 * 1024
 SOLVE_TIMEOUT_S = 600
 ENVIRONMENT_EXCLUDED = ("Dockerfile", "docker-compose.yaml", "docker-compose.yml", ".dockerignore")
 CONTAINER_WORKDIR = "/app"
+# Terminal-Bench 1 task files that are the harness's, not the starting state.
+TERMINAL_BENCH_FILES = ("task.yaml", "solution.sh", "solution.yaml", "run-tests.sh", "tests")
 
 
 class HarborError(ValueError):
@@ -69,12 +76,58 @@ def _read(path: Path) -> bytes:
         raise HarborError(f"{path}: {err}") from None
 
 
-def _files(root: Path) -> dict[str, tuple[bytes, bool]]:
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where a task directory keeps its parts: Harbor's, or Terminal-Bench 1's."""
+
+    instruction_name: str
+    instruction: str
+    category: object
+    solve_name: str
+    context: str
+    context_excluded: frozenset[str]
+
+
+def _layout(task_dir: Path) -> Layout:
+    """Harbor (``instruction.md``, ``task.toml``, ``environment/``, ``solution/solve.sh``) or
+    Terminal-Bench 1 (``task.yaml`` holding ``instruction``, ``solution.sh``, the task directory
+    itself as the build context, its ``run-tests.sh`` and harness files left out)."""
+    if (task_dir / "instruction.md").exists() or not (task_dir / "task.yaml").exists():
+        config = _config(task_dir / "task.toml")
+        metadata = config.get("metadata")
+        return Layout(
+            "instruction.md",
+            _read(task_dir / "instruction.md").decode("utf-8", "replace"),
+            metadata.get("category") if isinstance(metadata, dict) else None,
+            "solution/solve.sh",
+            "environment",
+            frozenset(ENVIRONMENT_EXCLUDED),
+        )
+    try:
+        config = load_yaml(_read(task_dir / "task.yaml").decode("utf-8"))
+    except (InputFileError, UnicodeDecodeError) as err:
+        raise HarborError(f"task.yaml: {err}") from None
+    instruction = config.get("instruction") if isinstance(config, dict) else None
+    if not isinstance(instruction, str) or not instruction.strip():
+        raise HarborError("task.yaml has no 'instruction' text")
+    return Layout(
+        "task.yaml",
+        instruction,
+        config.get("category"),
+        "solution.sh",
+        ".",
+        frozenset({*ENVIRONMENT_EXCLUDED, *TERMINAL_BENCH_FILES}),
+    )
+
+
+def _files(root: Path, *, excluded: frozenset[str]) -> dict[str, tuple[bytes, bool]]:
     found: dict[str, tuple[bytes, bool]] = {}
     for path in sorted(root.rglob("*")):
+        if path.relative_to(root).parts[0] in excluded:
+            continue
         if path.is_symlink():
             raise HarborError(f"{path} is a symlink; a task repository holds files only")
-        if path.is_file() and path.relative_to(root).parts[0] not in ENVIRONMENT_EXCLUDED:
+        if path.is_file():
             found[path.relative_to(root).as_posix()] = (_read(path), bool(path.stat().st_mode & 0o111))
     return found
 
@@ -90,11 +143,11 @@ def draft_harbor(
     task_id = task_dir.name
     if not TASK_ID_PATTERN.fullmatch(task_id):
         raise HarborError(f"directory name {task_id!r} is not a usable task id ({TASK_ID_PATTERN.pattern})")
-    instruction = _read(task_dir / "instruction.md").decode("utf-8", "replace")
+    layout = _layout(task_dir)
+    instruction = layout.instruction
     if len(instruction.encode()) > MAX_PROMPT_BYTES:
-        raise HarborError(f"instruction.md is over {MAX_PROMPT_BYTES} bytes")
-    config = _config(task_dir / "task.toml")
-    solve = _read(task_dir / "solution" / "solve.sh")
+        raise HarborError(f"{layout.instruction_name} is over {MAX_PROMPT_BYTES} bytes")
+    solve = _read(task_dir / layout.solve_name)
     tests_dir = task_dir / "tests"
     pytest = FRAMEWORKS["pytest"]
     tests = (
@@ -116,8 +169,8 @@ def draft_harbor(
             f"tests/ holds {len(tests)} Python files; an oracle holds at most {MAX_ORACLE_FILES}"
         )
     for name, text in (
-        ("instruction.md", instruction.encode()),
-        ("solution/solve.sh", solve),
+        (layout.instruction_name, instruction.encode()),
+        (layout.solve_name, solve),
         *tests.items(),
     ):
         if CONTAINER_WORKDIR.encode() in text:
@@ -130,9 +183,8 @@ def draft_harbor(
             source = worktree_top(repo)
         except NewTaskError as err:
             raise HarborError(str(err)) from None
-        ref = "HEAD"
     else:
-        context = task_dir / "environment"
+        context = task_dir / layout.context
         if not context.is_dir():
             raise HarborError("no environment/ build context and no --repo: nothing to start the agent in")
         source = tasks_dir / "repos" / task_id
@@ -140,14 +192,16 @@ def draft_harbor(
             raise HarborError(f"{source} exists already")
         trees = _prepared_trees(dependencies)
         write_repository(
-            source, [(f"harbor task {task_id}", _files(context))], ignored=tuple(t for _, t in trees)
+            source,
+            [(f"harbor task {task_id}", _files(context, excluded=layout.context_excluded))],
+            ignored=tuple(t for _, t in trees),
         )
         for tree, target in trees:
             linked_copy(tree, source / target)
         dependencies = tuple((t, t) for _, t in trees)
-        ref = "HEAD"
     try:
-        patch = solution_patch(source, solve, bwrap_bin=bwrap_bin)
+        ref = resolve_commit(source, "HEAD", what="the repository's HEAD")
+        patch = solution_patch(source, ref, solve, bwrap_bin=bwrap_bin)
     except BaseException:
         if repo is None:
             remove_tree(source)
@@ -155,12 +209,10 @@ def draft_harbor(
     if not patch.strip():
         if repo is None:
             remove_tree(source)
-        raise HarborError("solution/solve.sh changed nothing in the repository: no reference patch")
+        raise HarborError(f"{layout.solve_name} changed nothing in the repository: no reference patch")
     site = [f"{t}/site-packages" for s, t in dependencies if (source / s / "site-packages").is_dir()]
     oracle = overlay_oracle(pytest.command(runnable, pythonpath=site), linked=[t for _, t in dependencies])
-    category = (
-        config.get("metadata", {}).get("category") if isinstance(config.get("metadata"), dict) else None
-    )
+    category = layout.category
     entry: dict[str, Any] = {
         "id": task_id,
         "class": f"harbor-{category}" if isinstance(category, str) and category.isidentifier() else "harbor",
@@ -207,9 +259,8 @@ def _config(path: Path) -> dict[str, Any]:
         raise HarborError(f"task.toml: {err}") from None
 
 
-def solution_patch(repo: Path, script: bytes, *, bwrap_bin: str) -> bytes:
-    """What ``script`` changes in a fresh clone of ``repo``'s HEAD, run in the sandbox (no network)."""
-    sha = resolve_commit(repo, "HEAD", what="the repository's HEAD")
+def solution_patch(repo: Path, sha: str, script: bytes, *, bwrap_bin: str) -> bytes:
+    """What ``script`` changes in a fresh clone of ``repo`` at ``sha``, run in the sandbox (no network)."""
     work = make_work_root()
     try:
         template = work / "template"

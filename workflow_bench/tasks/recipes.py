@@ -4,15 +4,14 @@ A recipe (``workflow_bench/corpus/realworld/recipe.yaml`` is the shipped one) na
 package on a registry (PyPI sdists, npm tarballs), two consecutive releases pinned by sha256 (the
 base, and the release whose changes fix it, tests included) and what of them the task repository
 holds. Nothing third-party is vendored here: ``build_corpus`` fetches each release once into the
-cache (``releases/``, checked against the recipe's sha256 every time it is used), writes a
+cache (``tasks.releases``: checked against the recipe's sha256 every time it is used), writes a
 two-commit git repository (base, fix; fixed identity and dates, so the SHAs are a pure function
 of the bytes), builds its dependency trees (``tasks deps``: wheels for ``.wfbench-deps``, the
 recipe's lockfile into ``.wfbench-node/node_modules``; each built once into the cache and linked
 in), then writes every task with ``tasks new`` from the fix commit, self-checked and locked:
-a task that does not discriminate is reported and not written.
-
-Extraction is bounded and refuses anything but regular files and directories below the archive's
-one top directory (no links, devices, absolute or ``..`` paths).
+a task that does not discriminate is reported and not written. ``fetch_corpus``
+(``--fetch-only``) fills the cache and builds nothing: CI runs it before the tests, so the
+corpus's e2e test runs offline.
 
 Callers: ``python -m workflow_bench.tasks build-corpus``, tests.
 """
@@ -20,23 +19,18 @@ Callers: ``python -m workflow_bench.tasks build-corpus``, tests.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import hashlib
-import json
 import os
 import shutil
 import sys
-import tarfile
-import tempfile
-import urllib.request
 from collections.abc import Callable, Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from workflow_bench.input_files import InputFileError, InputModel, Text, load_yaml, problems, read_bounded
-from workflow_bench.process import run_process
+from workflow_bench.runtimes import RuntimeProvisionError, provision
 from workflow_bench.taskspec.oracles import read_beneath
 from workflow_bench.taskspec.repos import cache_root
 from workflow_bench.workspace.git import SNAPSHOT_IDENTITY, run_git
@@ -44,31 +38,12 @@ from workflow_bench.workspace.git import SNAPSHOT_IDENTITY, run_git
 from .deps import DependencyBuildError, build_dependencies, build_node_modules, find_uv
 from .new import NewTask, NewTaskError
 from .new_cli import create
+from .releases import RecipeError, Release, extract, fetch_release
 from .selfcheck import CheckOptions, SelfCheckError
 
 MAX_RECIPE_BYTES = 256 * 1024
-MAX_ARCHIVE_BYTES = 64 * 1024 * 1024  # a package release, compressed; the largest here is ~1 MB
-MAX_EXTRACTED_BYTES = 256 * 1024 * 1024
-MAX_ARCHIVE_FILES = 20_000
-FETCH_TIMEOUT_S = 300
-PYPI_INDEX = "https://pypi.org/simple"  # $WORKFLOW_BENCH_PYPI_INDEX overrides (a mirror)
 PYTHON_TREE = ".wfbench-deps"
 NODE_PROJECT = ".wfbench-node"
-
-
-class RecipeError(ValueError):
-    """The recipe, a release or a build step was refused (exit 2); the message names it."""
-
-
-def _sha256(value: object) -> str:
-    if not isinstance(value, str) or len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
-        raise ValueError(f"want 64 lowercase hex characters, got {value!r}")
-    return value
-
-
-class Release(InputModel):
-    version: Text = Field(description="the release's exact version on the registry")
-    sha256: Annotated[str, BeforeValidator(_sha256)] = Field(description="sha256 of its archive")
 
 
 class NewOptions(InputModel):
@@ -120,103 +95,6 @@ def load_recipe(path: Path) -> Recipe:
         raise RecipeError(
             "\n".join(f"{path}: {key}: {message}" for key, message in problems(exc, Recipe))
         ) from None
-
-
-# ── releases ───────────────────────────────────────────────────────────────
-
-
-def fetch_release(registry: str, package: str, release: Release, *, cache: Path) -> Path:
-    """The release's archive in the cache, fetched once and checked against its sha256 every time."""
-    store = cache / "releases"
-    store.mkdir(parents=True, exist_ok=True)
-    cached = store / f"{release.sha256}.tar.gz"
-    if not cached.is_file():
-        with tempfile.TemporaryDirectory(dir=store, prefix=".fetch-") as scratch:
-            fetched = (_fetch_pypi if registry == "pypi" else _fetch_npm)(
-                package, release.version, Path(scratch)
-            )
-            _check_sha256(fetched, release, package)
-            os.replace(fetched, cached)
-    _check_sha256(cached, release, package)
-    return cached
-
-
-def _check_sha256(path: Path, release: Release, package: str) -> None:
-    digest = hashlib.sha256(read_bounded(path, max_bytes=MAX_ARCHIVE_BYTES)).hexdigest()
-    if digest != release.sha256:
-        raise RecipeError(
-            f"{package} {release.version}: the archive's sha256 is {digest}, the recipe pins {release.sha256}"
-        )
-
-
-def _fetch_pypi(package: str, version: str, scratch: Path) -> Path:
-    """The sdist from the package index's JSON API (PEP 691), hashes checked by the caller."""
-    index = os.environ.get("WORKFLOW_BENCH_PYPI_INDEX", PYPI_INDEX).rstrip("/")
-    request = urllib.request.Request(
-        f"{index}/{package}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_S) as response:
-            listing = json.loads(response.read(8 * 1024 * 1024))
-    except (OSError, ValueError) as err:
-        raise RecipeError(f"{package}: the package index {index} did not answer: {err}") from None
-    normalized = package.replace("-", "_").lower()
-    wanted = {f"{package}-{version}.tar.gz", f"{normalized}-{version}.tar.gz"}
-    found = [f for f in listing.get("files", ()) if isinstance(f, dict) and f.get("filename") in wanted]
-    if not found:
-        raise RecipeError(f"{package} {version}: no sdist ({' or '.join(sorted(wanted))}) on {index}")
-    target = scratch / "release.tar.gz"
-    try:
-        with urllib.request.urlopen(found[0]["url"], timeout=FETCH_TIMEOUT_S) as response:
-            target.write_bytes(response.read(MAX_ARCHIVE_BYTES + 1))
-    except OSError as err:
-        raise RecipeError(f"{package} {version}: download failed: {err}") from None
-    return target
-
-
-def _fetch_npm(package: str, version: str, scratch: Path) -> Path:
-    """The tarball through ``npm pack`` (the registry's integrity checked by npm, sha256 by the caller)."""
-    result = run_process(
-        ["npm", "pack", f"{package}@{version}", "--pack-destination", str(scratch), "--json", "--silent"],
-        cwd=scratch,
-        timeout_s=FETCH_TIMEOUT_S,
-    )
-    if not result.ok:
-        raise RecipeError(f"{package}@{version} is not on the npm registry: {result.describe()}")
-    packed = sorted(scratch.glob("*.tgz"))
-    if len(packed) != 1:
-        raise RecipeError(f"npm pack {package}@{version} left {len(packed)} tarballs")
-    return packed[0]
-
-
-def extract(archive: Path, include: tuple[str, ...]) -> dict[str, tuple[bytes, bool]]:
-    """The archive's regular files below its one top directory: path -> (bytes, executable)."""
-    files: dict[str, tuple[bytes, bool]] = {}
-    total = 0
-    with tarfile.open(archive, mode="r:*") as tar:
-        for index, member in enumerate(tar):
-            if index >= MAX_ARCHIVE_FILES:
-                raise RecipeError(f"{archive.name}: over {MAX_ARCHIVE_FILES} entries")
-            parts = [p for p in PurePosixPath(member.name.lstrip("./")).parts if p not in ("", ".")]
-            if member.name.startswith("/") or ".." in parts:
-                raise RecipeError(f"{archive.name}: entry {member.name!r} escapes the archive")
-            if member.isdir() or len(parts) < 2:
-                continue
-            if not member.isreg():
-                continue  # links and devices: never written
-            path = "/".join(parts[1:])
-            if not any(fnmatch.fnmatchcase(path, pattern) for pattern in include):
-                continue
-            total += member.size
-            if total > MAX_EXTRACTED_BYTES:
-                raise RecipeError(f"{archive.name}: over {MAX_EXTRACTED_BYTES} bytes extracted")
-            handle = tar.extractfile(member)
-            if handle is None:
-                continue
-            files[path] = (handle.read(), bool(member.mode & 0o111))
-    if not files:
-        raise RecipeError(f"{archive.name}: no file matches include {list(include)}")
-    return files
 
 
 # ── the repository ─────────────────────────────────────────────────────────
@@ -336,6 +214,27 @@ def build_task(task: RecipeTask, recipe_dir: Path, out: Path, *, cache: Path) ->
     return repo, request
 
 
+def fetch_corpus(recipe_path: Path, *, progress: Callable[[str], None] = print) -> int:
+    """Fetch everything the recipe needs into the cache (releases, dependency trees, runtimes) and
+    build nothing else: a later ``build_corpus`` runs offline. 0, or ``RecipeError``."""
+    recipe = load_recipe(recipe_path)
+    cache = cache_root()
+    for task in recipe.tasks:
+        for release in (task.base, task.fix):
+            fetch_release(task.registry, task.package, release, cache=cache)
+        try:
+            if task.python_requirements is not None:
+                _python_tree(recipe_path.parent / task.python_requirements, cache)
+            if task.node_project is not None:
+                _node_tree(recipe_path.parent / task.node_project, cache)
+            for name, version in task.runtimes.items():
+                provision(name, version, cache=cache)
+        except (DependencyBuildError, RuntimeProvisionError) as exc:
+            raise RecipeError(f"{task.task_id}: {exc}") from None
+        progress(f"[corpus] {task.task_id}: cached")
+    return 0
+
+
 def build_corpus(
     recipe_path: Path, out: Path, options: CheckOptions, *, progress: Callable[[str], None] = print
 ) -> int:
@@ -373,7 +272,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path(__file__).resolve().parents[1] / "corpus" / "realworld" / "recipe.yaml",
         help="the recipe (default: the shipped real-world corpus)",
     )
-    parser.add_argument("--out", required=True, type=Path, help="a new or empty directory for the corpus")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", type=Path, help="a new or empty directory for the corpus")
+    where.add_argument(
+        "--fetch-only",
+        action="store_true",
+        help="only fetch what the recipe needs into the cache (releases, dependency trees, runtimes)",
+    )
     parser.add_argument("--repeats", type=int, default=3, choices=range(1, 11), metavar="1..10")
     parser.add_argument("--toolkit", default="demo", metavar="DIR|NAME")
     parser.add_argument("--verify-timeout", type=int, default=600, choices=range(1, 86_401), metavar="S")
@@ -385,6 +290,8 @@ def main(args: argparse.Namespace) -> int:
         toolkit=args.toolkit, bwrap_bin=args.bwrap_bin, repeats=args.repeats, timeout_s=args.verify_timeout
     )
     try:
+        if args.fetch_only:
+            return fetch_corpus(args.recipe)
         return build_corpus(args.recipe, args.out, options)
     except (RecipeError, NewTaskError, SelfCheckError, DependencyBuildError) as exc:
         print(f"error: {exc}", file=sys.stderr)
