@@ -51,16 +51,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     harbor.add_argument(
         "--repo", type=Path, help="the repository the task starts in (default: its environment/)"
     )
-    for sub in (swe, harbor):
+    dependency_help = {
+        swe: "a dependency tree in each clone's working tree (default: .wfbench-deps if present)",
+        harbor: "a prepared tree on disk, linked into each new repository at TARGET (default: its "
+        "name), git-ignored; with --repo, a tree in that repository's working tree",
+    }
+    for sub, helped in dependency_help.items():
         sub.add_argument(
             "--tasks", required=True, type=Path, help="the task file to add them to (created if missing)"
         )
-        sub.add_argument(
-            "--dependency", action="append", metavar="SOURCE[:TARGET]",
-            help="a dependency tree in each repository's working tree (default: .wfbench-deps if present); "
-            "harbor without --repo: a prepared tree on disk, linked into the new repository at TARGET "
-            "(default: its name), git-ignored",
-        )  # fmt: skip
+        sub.add_argument("--dependency", action="append", metavar="SOURCE[:TARGET]", help=helped)
         sub.add_argument("--toolkit", default="demo", metavar="DIR|NAME")
         sub.add_argument("--repeats", type=int, default=3, choices=range(1, 11), metavar="1..10")
         sub.add_argument("--verify-timeout", type=int, default=600, choices=range(1, 86_401), metavar="S")
