@@ -293,3 +293,24 @@ def test_harbor_task_directories_import_where_they_map(
     assert sorted(p.name for p in (tasks.parent / "repos").iterdir()) == ["calc-sum", "calc-tb1"]
     # Its lock records the oracle's one test.
     assert "test_the_sum_is_printed" in (tasks.parent / "tasks.lock.json").read_text()
+
+
+def test_harbor_bad_input_exits_2_and_leaves_no_repository(tmp_path, capsys, bwrap_bin, private_tmpdir):
+    fix = "sed -i 's/a - b/a + b/' calc.py"
+    task = _harbor_task(tmp_path / "harbor", "calc-sum", solve=fix, instruction="Fix calc.py.")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    argv = ["import", "harbor", str(task), "--tasks", str(corpus / "tasks.yaml"), "--repeats", "1"]
+    cases = [
+        # No sandbox: refused before any repository is made.
+        (["--bwrap-bin", str(tmp_path / "no-bwrap")], "no-bwrap"),
+        # The self-check cannot start (an unknown toolkit) after the repository was made: it goes.
+        (["--toolkit", str(tmp_path / "no-toolkit")], "no-toolkit"),
+        (["--dependency", str(tmp_path / "no-tree")], "no-tree"),
+    ]
+    for extra, named in cases:
+        code = tasks_main([*argv, *extra])
+        captured = capsys.readouterr()
+        assert code in (1, 2), captured
+        assert named in captured.err + captured.out and "Traceback" not in captured.err
+        assert not any(corpus.iterdir()), (extra, sorted(corpus.rglob("*")))

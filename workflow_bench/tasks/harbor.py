@@ -34,6 +34,7 @@ Callers: ``tasks.importers``, tests.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import tomllib
 from dataclasses import dataclass
@@ -204,11 +205,11 @@ def draft_harbor(
         patch = solution_patch(source, ref, solve, bwrap_bin=bwrap_bin)
     except BaseException:
         if repo is None:
-            remove_tree(source)
+            discard_repository(source)
         raise
     if not patch.strip():
         if repo is None:
-            remove_tree(source)
+            discard_repository(source)
         raise HarborError(f"{layout.solve_name} changed nothing in the repository: no reference patch")
     site = [f"{t}/site-packages" for s, t in dependencies if (source / s / "site-packages").is_dir()]
     oracle = overlay_oracle(pytest.command(runnable, pythonpath=site), linked=[t for _, t in dependencies])
@@ -233,6 +234,13 @@ def draft_harbor(
         (f"reference/{task_id}.patch", patch),
     )
     return TaskDraft(task_id, source, entry, files)
+
+
+def discard_repository(repo: Path) -> None:
+    """Remove a repository this import made, and ``repos/`` beside the task file if now empty."""
+    remove_tree(repo)
+    with contextlib.suppress(OSError):  # not empty: other tasks' repositories
+        repo.parent.rmdir()
 
 
 def _prepared_trees(dependencies: tuple[tuple[str, str], ...]) -> list[tuple[Path, str]]:

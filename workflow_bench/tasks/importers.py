@@ -17,9 +17,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
+
 from .check import TaskCheck, render_table
 from .draft import DraftError, TaskDraft, commit, existing_ids, stage
-from .harbor import HarborError, draft_harbor
+from .harbor import HarborError, discard_repository, draft_harbor
 from .new_cli import dependency_pairs
 from .selfcheck import CheckOptions, SelfCheckError, bind_one_by_one, run_self_check
 from .swebench import (
@@ -76,18 +78,34 @@ def main(args: argparse.Namespace) -> int:
         toolkit=args.toolkit, bwrap_bin=args.bwrap_bin, repeats=args.repeats, timeout_s=args.verify_timeout
     )
     dependencies = dependency_pairs(args.dependency) if args.dependency else None
+    made: list[Path] = []  # repositories this import created (Harbor environments)
     try:
         taken = set(existing_ids(tasks_file))
         if args.source == "swebench":
             drafts, refused, post = _swebench(args, dependencies, taken)
         else:
+            try:
+                bwrap = preflight(SandboxKind.BWRAP, bwrap_bin=args.bwrap_bin)  # solve.sh runs in it
+            except SandboxError as exc:
+                raise SelfCheckError(str(exc)) from None
             if args.repo is None:  # prepared trees on disk, placed into each new repository
                 dependencies = tuple(_raw_pair(v) for v in args.dependency or ())
-            drafts, refused, post = _harbor(args, dependencies or (), taken, tasks_file)
-        return _import(drafts, refused, tasks_file, options, post)
+            drafts, refused, post = _harbor(args, dependencies or (), taken, tasks_file, bwrap, made)
+        accepted = _import(drafts, refused, tasks_file, options, post)
     except (DraftError, SelfCheckError, InstanceError) as exc:
+        _remove(made)
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BaseException:
+        _remove(made)
+        raise
+    _remove([d.repo for d in drafts if d not in accepted and d.repo in made])
+    for draft in accepted:
+        print(f"[import] {draft.task_id}: imported")
+    for task_id, reason in refused.items():
+        print(f"[import] {task_id}: REFUSED: {reason}")
+    print(f"[import] {len(accepted)} imported into {tasks_file}, {len(refused)} refused")
+    return 1 if refused else 0
 
 
 def _raw_pair(value: str) -> tuple[str, str]:
@@ -126,7 +144,12 @@ def _swebench(
 
 
 def _harbor(
-    args: argparse.Namespace, dependencies: tuple[tuple[str, str], ...], taken: set[str], tasks_file: Path
+    args: argparse.Namespace,
+    dependencies: tuple[tuple[str, str], ...],
+    taken: set[str],
+    tasks_file: Path,
+    bwrap: str,
+    made: list[Path],
 ) -> tuple[list[TaskDraft], dict[str, str], PostCheck]:
     drafts, refused = [], {}
     for task_dir in args.task_dirs:
@@ -135,23 +158,27 @@ def _harbor(
             refused[name] = f"a task {name!r} exists already in {args.tasks}"
             continue
         try:
-            drafts.append(
-                draft_harbor(
-                    task_dir,
-                    tasks_dir=tasks_file.parent,
-                    repo=args.repo,
-                    bwrap_bin=args.bwrap_bin,
-                    dependencies=dependencies,
-                )
+            draft = draft_harbor(
+                task_dir,
+                tasks_dir=tasks_file.parent,
+                repo=args.repo,
+                bwrap_bin=bwrap,
+                dependencies=dependencies,
             )
         except HarborError as err:
             refused[name] = str(err)
+            continue
+        drafts.append(draft)
+        if args.repo is None:
+            made.append(draft.repo)
     return drafts, refused, lambda _task_id, _check: []
 
 
 def _import(
     drafts: list[TaskDraft], refused: dict[str, str], tasks_file: Path, options: CheckOptions, post: PostCheck
-) -> int:
+) -> list[TaskDraft]:
+    """Self-check ``drafts`` together and write those that hold (all at once); the rest join
+    ``refused`` with their reasons. The drafts written."""
     accepted: list[TaskDraft] = []
     locks = {}
     if drafts:
@@ -175,20 +202,10 @@ def _import(
     for draft in drafts:
         if draft.task_id not in refused and draft not in accepted:
             refused[draft.task_id] = "was not judged"
-    _abandon(drafts, accepted, tasks_file)
-    for draft in accepted:
-        print(f"[import] {draft.task_id}: imported")
-    for task_id, reason in refused.items():
-        print(f"[import] {task_id}: REFUSED: {reason}")
-    print(f"[import] {len(accepted)} imported into {tasks_file}, {len(refused)} refused")
-    return 1 if refused else 0
+    return accepted
 
 
-def _abandon(drafts: list[TaskDraft], accepted: list[TaskDraft], tasks_file: Path) -> None:
-    """Remove the repositories an import made for drafts it did not write (Harbor environments)."""
-    from workflow_bench.workspace.clone import remove_tree
-
-    made = tasks_file.parent / "repos"
-    for draft in drafts:
-        if draft not in accepted and made in draft.repo.parents:
-            remove_tree(draft.repo)
+def _remove(repos: list[Path]) -> None:
+    """Remove repositories this import made (never a user's clone: only those it created)."""
+    for repo in repos:
+        discard_repository(repo)
