@@ -17,6 +17,7 @@ from ._suite import CANARY_TASKS, render_table, run_suite
 from .attacks_graphs import run_graph_suite
 from .attacks_judging import run_judging_suite
 from .attacks_limits import run_limit_cells
+from .attacks_relay import run_breach_cell
 from .attacks_replay import run_replay_cell
 
 EXIT_OK, EXIT_ESCAPED, EXIT_PREFLIGHT = 0, 1, 2
@@ -36,6 +37,7 @@ def run_canary(
     verdicts = run_suite(**cli)
     verdicts += run_limit_cells(**cli)  # attacks_limits.py: one cell per resource bound, own limits
     verdicts += run_replay_cell(**cli)  # attacks_replay.py: a byte-identical replay of a CLI request
+    verdicts += run_breach_cell(**cli)  # attacks_relay.py: a breached relay key, hidden turns, smuggling
     verdicts += run_judging_suite(**cli, canary_tasks=CANARY_TASKS)  # attacks_judging.py
     verdicts += run_graph_suite(**cli)  # attacks_graphs.py: MCP servers, the index, tool grants
     table = render_table(verdicts)

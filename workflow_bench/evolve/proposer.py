@@ -28,12 +28,12 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from workflow_bench.cells.evidence import apply_wire
+from workflow_bench.cells.evidence import SubagentPolicy, apply_wire
 from workflow_bench.cells.paths import make_work_root, new_cell_dir_path, relay_socket
 from workflow_bench.cells.sessions import SessionOutcome, SessionRequest, run_session
 from workflow_bench.judging.attribution import attribute_session
 from workflow_bench.providers.access import CellKey, ModelAccess
-from workflow_bench.relay.server import SURROGATE_API_KEY, ModelRelay
+from workflow_bench.relay.server import ModelRelay, new_session_key
 from workflow_bench.sandbox import (
     MODEL_SOCKET_DIR,
     CellLimits,
@@ -153,7 +153,8 @@ def run_proposer(run: ProposerRun, *, collect) -> SessionOutcome:
 def _session(run: ProposerRun, sandbox, policy: RunPolicy, socket_path: Path) -> SessionOutcome:
     key = CellKey(task_id=f"gen-{run.generation}", run=0, arm="proposer")
     credentials = run.access.credentials_for(key)
-    secrets = (*credentials.secrets, *run.access.static_secrets)
+    session_key = new_session_key()
+    secrets = (*credentials.secrets, *run.access.static_secrets, session_key)
     request = SessionRequest(
         prompt=proposer_prompt(
             generation=run.generation, skills=run.skills, required_skills=run.required_skills
@@ -166,7 +167,7 @@ def _session(run: ProposerRun, sandbox, policy: RunPolicy, socket_path: Path) ->
             model=run.model,
             max_retries=3,
             api_timeout_ms=int(run.timeout_s * 1000),
-            surrogate_key=SURROGATE_API_KEY,
+            session_key=session_key,
         ),
         timeout_s=run.timeout_s,
         effort=run.effort,
@@ -177,6 +178,7 @@ def _session(run: ProposerRun, sandbox, policy: RunPolicy, socket_path: Path) ->
         socket_path,
         upstream=run.access.base_url,
         credentials=credentials,
+        client_key=session_key,
         session_id=session_id,
         model=run.model,
     )
@@ -186,7 +188,9 @@ def _session(run: ProposerRun, sandbox, policy: RunPolicy, socket_path: Path) ->
             sandbox, request, policy=policy, secrets=secrets, session_id=session_id, cancel=run.cancel
         )
         outcome = attribute_session(outcome, relay.endpoint)
-    return apply_wire(outcome, relay.record(), expected_skill=None)
+    granted = {t.lower() for t in PROPOSER_TOOLS} - {t.lower() for t in PROPOSER_DISALLOWED}
+    policy = SubagentPolicy(agent_tool=bool(granted & {"agent", "task"}))  # it invokes no skill
+    return apply_wire(outcome, relay.record(), expected_skill=None, policy=policy)
 
 
 def _detail(outcome: SessionOutcome) -> str:
