@@ -81,7 +81,8 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     (
         "usage",
         "cost_usd",
-        "sum of the CLI's total_cost_usd (includes subagents); null if any session lacked it",
+        "sum of the CLI's total_cost_usd (includes subagents); null if any session lacked it, or "
+        "if the relay served a thread the CLI never opened (its spend is in usage_wire, never priced)",
     ),
     ("usage", "duration_s", "sum of the CLI's duration_ms / 1000 (process wall time when absent)"),
     (
