@@ -20,7 +20,6 @@ them. A session that is not ``ok`` fails the generation.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import threading
@@ -31,8 +30,10 @@ from pathlib import Path
 from workflow_bench.cells.evidence import SubagentPolicy, apply_wire
 from workflow_bench.cells.paths import make_work_root, new_cell_dir_path, relay_socket
 from workflow_bench.cells.sessions import SessionOutcome, SessionRequest, run_session
+from workflow_bench.input_files import TreeLimitError, bounded_walk
 from workflow_bench.judging.attribution import attribute_session
 from workflow_bench.providers.access import CellKey, ModelAccess
+from workflow_bench.redaction import printable
 from workflow_bench.relay.server import ModelRelay, new_session_key
 from workflow_bench.sandbox import (
     MODEL_SOCKET_DIR,
@@ -53,6 +54,7 @@ PROPOSER_TOOLS = ("Read", "Grep", "Glob", "Write", "Edit")
 PROPOSER_DISALLOWED = ("Bash", "Skill", "WebFetch", "WebSearch")
 MAX_SKILL_FILES = 256  # a role skill is a few Markdown files; more means the wrong directory
 MAX_SKILL_BYTES = 8 * 1024 * 1024
+MAX_SKILL_DEPTH = 16  # a skill's reference docs nest a few levels
 CLONE_SKILLS = Path(".claude") / "skills"
 OUTPUT_DIR = ".wfbench-output"
 
@@ -84,21 +86,19 @@ def sanitized_clone(toolkit: Toolkit, dest: Path) -> None:
     count = total = 0
     for skill in toolkit.skill_names:
         source = toolkit.skills_path / skill
-        for current, dirs, files in os.walk(source, followlinks=False):
-            dirs.sort()
-            for name in sorted(files):
-                path = Path(current) / name
-                info = os.lstat(path)
-                if not stat.S_ISREG(info.st_mode):
-                    continue  # symlinks and specials never enter the clone
-                count, total = count + 1, total + info.st_size
-                if count > MAX_SKILL_FILES or total > MAX_SKILL_BYTES:
-                    raise ProposerError(
-                        f"toolkit skills over {MAX_SKILL_FILES} files or {MAX_SKILL_BYTES} bytes"
-                    )
-                target = dest / CLONE_SKILLS / skill / path.relative_to(source)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, target)
+        try:
+            entries = list(bounded_walk(source, max_entries=4 * MAX_SKILL_FILES, max_depth=MAX_SKILL_DEPTH))
+        except (TreeLimitError, OSError) as exc:
+            raise ProposerError(f"toolkit skill {skill}: {printable(str(exc), 200)}") from None
+        for rel, full, info in entries:
+            if not stat.S_ISREG(info.st_mode):
+                continue  # directories are made below; symlinks and specials never enter the clone
+            count, total = count + 1, total + info.st_size
+            if count > MAX_SKILL_FILES or total > MAX_SKILL_BYTES:
+                raise ProposerError(f"toolkit skills over {MAX_SKILL_FILES} files or {MAX_SKILL_BYTES} bytes")
+            target = dest / CLONE_SKILLS / skill / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(full, target)
 
 
 def run_proposer(run: ProposerRun, *, collect) -> SessionOutcome:

@@ -42,6 +42,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from workflow_bench.input_files import bounded_walk
 from workflow_bench.process import ProcessError, run_checked
 
 from . import _watchdog
@@ -155,12 +156,8 @@ class _Cgroup:
 @functools.lru_cache(maxsize=64)
 def _tree_bytes(root: Path) -> int:
     """Allocated bytes under ``root`` (a task template: built once per sweep, never changed)."""
-    total = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in (*dirnames, *filenames):
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-    return total
+    # input_files.bounded_walk: iterative; the bounds are far past what a workspace snapshot accepts anyway.
+    return sum(st.st_blocks * 512 for _, _, st in bounded_walk(root, max_entries=10_000_000, max_depth=4096))
 
 
 def _is_root() -> bool:
