@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workflow_bench.canary._suite import ATTACKS as SUITE_ATTACKS  # every module registered there
+from workflow_bench.canary.attacks_budgets import BUDGET_ATTACKS
 from workflow_bench.canary.attacks_graphs import GRAPH_ATTACKS
 from workflow_bench.canary.attacks_judging import ATTACKS as JUDGING_ATTACKS
 from workflow_bench.canary.attacks_limits import LIMIT_ATTACKS
@@ -12,7 +13,10 @@ from workflow_bench.canary.attacks_relay import BREACH_ATTACKS
 from workflow_bench.canary.attacks_replay import REPLAY_ATTACKS
 
 # The judging suite adds one verdict per attack plus the breaker's.
-ATTACKS = (*SUITE_ATTACKS, *LIMIT_ATTACKS, *REPLAY_ATTACKS, *BREACH_ATTACKS, *JUDGING_ATTACKS, *GRAPH_ATTACKS)
+ATTACKS = (
+    *SUITE_ATTACKS, *LIMIT_ATTACKS, *BUDGET_ATTACKS, *REPLAY_ATTACKS, *BREACH_ATTACKS, *JUDGING_ATTACKS,
+    *GRAPH_ATTACKS,
+)  # fmt: skip
 TOTAL = len(ATTACKS) + 1
 
 pytestmark = pytest.mark.e2e

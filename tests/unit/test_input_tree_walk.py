@@ -14,13 +14,18 @@ pytestmark = pytest.mark.unit
 def test_a_chain_deeper_than_the_recursion_limit_is_a_limit_error_not_a_crash(tmp_path):
     """A 1,100-deep chain once raised RecursionError out of os.walk in the evolve driver."""
     deep = tmp_path / "root"
-    path = deep
+    chain = [deep]
+    deep.mkdir()
     for _ in range(1100):  # os.makedirs recurses too
-        path = path / "d"
-        os.mkdir(path) if deep.exists() else (deep.mkdir(), os.mkdir(path))
-    assert len(list(bounded_walk(deep, max_entries=10_000, max_depth=1100))) == 1100  # no RecursionError
-    with pytest.raises(TreeLimitError, match="deeper than 8 levels"):
-        list(bounded_walk(deep, max_entries=10_000, max_depth=8))
+        chain.append(chain[-1] / "d")
+        chain[-1].mkdir()
+    try:
+        assert len(list(bounded_walk(deep, max_entries=10_000, max_depth=1100))) == 1100  # no RecursionError
+        with pytest.raises(TreeLimitError, match="deeper than 8 levels"):
+            list(bounded_walk(deep, max_entries=10_000, max_depth=8))
+    finally:
+        for path in reversed(chain):  # pytest's own cleanup of tmp_path recurses
+            path.rmdir()
 
 
 def test_entries_are_counted_sorted_and_links_never_followed(tmp_path):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_bench.input_files import bounded_walk
+from workflow_bench.process import run_process
 from workflow_bench.sandbox import Mount, RunPolicy, SandboxKind, create_sandbox, tool_environment
 from workflow_bench.toolkit.spec import Toolkit
 
@@ -102,6 +103,11 @@ def build_index(template: Path, *, toolkit: Toolkit, bwrap_bin: str) -> IndexRes
             tail = (dump.describe() + "\n" + dump.stdout.decode("utf-8", "replace"))[-LOG_TAIL_CHARS:]
             return IndexResult(step.output, None, f"index digest command failed: {tail}")
         canonical = dump.stdout
+    # Cells read the snapshot as their own unprivileged uid (sandbox/_userns.py), never as the
+    # uid that built it: whatever modes the toolkit left, everyone may read it (never write).
+    made_readable = run_process(["chmod", "-R", "a+rX", "--", str(output)], timeout_s=INDEX_TIMEOUT_S)
+    if not made_readable.ok:
+        return IndexResult(step.output, None, f"index output not readable: {made_readable.describe()}")
     try:
         digest = index_digest(output, volatile=step.digest_volatile, canonical=canonical)
     except (ValueError, OSError) as exc:  # TreeLimitError is a ValueError

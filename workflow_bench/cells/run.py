@@ -49,6 +49,7 @@ from workflow_bench.sandbox import (
     Mount,
     RunPolicy,
     Sandbox,
+    SandboxKind,
     claude_environment,
     create_sandbox,
 )
@@ -100,6 +101,8 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
             raise RuntimeError(task.index.error)  # memoized per task: no cell of it can run
         resources.open(clone_source=task.template)
         copy_clone(task.template, cell_dir / "workspace")
+        if settings.sandbox_kind is SandboxKind.BWRAP:
+            resources.own(cell_dir / "workspace")  # the cell's uid (root runner) writes its clone
         run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts, resources)
         row = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
