@@ -194,7 +194,7 @@ class BwrapSandbox:
         # Modes: in a cell's namespace of a root runner bwrap makes these as uid 0, not as 1000.
         args += ["--proc", "/proc", "--dev", "/dev"]
         args += ["--perms", "1777", "--size", str(SHM_SIZE_BYTES), "--tmpfs", "/dev/shm"]
-        args += ["--size", str(RUN_SIZE_BYTES), "--tmpfs", "/run"]
+        args += ["--perms", "1777", "--size", str(RUN_SIZE_BYTES), "--tmpfs", "/run"]
         args += ["--perms", "1777", "--size", str(TMP_SIZE_BYTES), "--tmpfs", SANDBOX_TMP]
         args += ["--size", str(HOME_SIZE_BYTES), "--tmpfs", "/home", "--perms", "0777", "--dir", SANDBOX_HOME]
         if self.resources is not None:
