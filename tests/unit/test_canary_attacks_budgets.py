@@ -51,6 +51,10 @@ def test_without_root_a_cell_has_no_pty_at_all(monkeypatch):
     no_devpts = {**ROW, "resource_limits": {"ptys": None}}
     assert _judge("pty-exhaustion")(_ev("budget-held 0 Input/output error", no_devpts))[0] is True
     assert _judge("pty-exhaustion")(_ev("budget-held 3 No space left on device", no_devpts))[0] is False
+    monkeypatch.setitem(PROBES, "pty", (True, False))  # the second cell has none either: nothing lost
+    assert _judge("pty-exhaustion")(_ev("budget-held 0 Input/output error", no_devpts))[0] is True
+    monkeypatch.setitem(PROBES, "pty", (False, False))
+    assert _judge("pty-exhaustion")(_ev("budget-held 0 Input/output error", no_devpts))[0] is False
 
 
 def test_the_descriptor_judge_needs_the_watchdogs_verdict():

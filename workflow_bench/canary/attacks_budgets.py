@@ -211,6 +211,8 @@ def _budget_judge(name: str, bound, refusal: str):
         host, second = PROBES.get(name, (False, False))
         if count > limit or refusal not in error:
             return False, f"the cell took {count} ({error}); its bound is {limit}"
+        if limit == 0 and second is False:
+            second = None  # no cell has any of it (no pty without root): nothing the 2nd cell lost
         if not host or second is False:
             return False, f"cell stopped at {count}, but host={host} second cell={second}"
         others = "host and second cell unaffected" if second else "host unaffected"
