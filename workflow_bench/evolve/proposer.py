@@ -30,6 +30,7 @@ from pathlib import Path
 from workflow_bench.cells.evidence import SubagentPolicy, apply_wire
 from workflow_bench.cells.paths import make_work_root, new_cell_dir_path, relay_socket
 from workflow_bench.cells.sessions import SessionOutcome, SessionRequest, run_session
+from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.input_files import TreeLimitError, bounded_walk
 from workflow_bench.judging.attribution import attribute_session
 from workflow_bench.providers.access import CellKey, ModelAccess
@@ -145,7 +146,10 @@ def run_proposer(run: ProposerRun, *, collect) -> SessionOutcome:
         return outcome
     finally:
         problem = resources.close()
-        shutil.rmtree(work_root, ignore_errors=True)
+        try:
+            remove_tree(work_root)  # iterative: the proposer may have left a 1,100-deep chain
+        except OSError as exc:
+            problem = f"{problem or ''} {exc}".strip()
         if problem:
             print(f"[evolve] proposer cleanup: {problem}")
 
