@@ -26,7 +26,7 @@ from workflow_bench.cells.evidence import (
 )
 from workflow_bench.relay.wire import ToolResult, ToolUse
 
-from .test_evidence import USER, _exchange, _honest, _outcome, _record, _reply, _stream
+from .test_evidence import USER, _exchange, _honest, _outcome, _record, _reply, _stream, _usage
 
 pytestmark = pytest.mark.unit
 
@@ -142,7 +142,7 @@ def test_a_thread_the_session_never_had_is_spend_and_leaves_the_cost_unknown() -
     hidden = _exchange(1, [{"role": "user", "content": "hidden"}], _reply("h1", [], 7), agent_id="evil")
     wire = analyse(_record([_parent([SKILL]), hidden]), FORKS)
     assert wire.tampering == NEVER_HAD
-    assert wire.usage_foreign == _one_usage(7)
+    assert wire.usage_foreign == _usage(7)
     assert wire.usage["input_tokens"] == 17  # usage_wire: every message served, each once
     honest = analyse(_record([_parent([SKILL]), _child(1, "ag1", _fork_opening())]), FORKS)
     assert honest.usage_foreign == {}  # negative control: a real subagent is no foreign spend
@@ -156,15 +156,6 @@ def test_foreign_spend_makes_the_session_tampered_with_an_unknown_cost() -> None
     assert outcome.error_kind == "evidence-tampered"
     assert outcome.cost_usd is None and outcome.usage_wire["input_tokens"] == 17
     assert "served threads the CLI never opened" in outcome.error_detail
-
-
-def _one_usage(n: int) -> dict:
-    return {
-        "input_tokens": n,
-        "output_tokens": 1,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
-    }
 
 
 def test_a_task_call_anchors_its_subagent_like_an_agent_call() -> None:

@@ -167,7 +167,7 @@ ATTACKS: tuple[JudgingAttack, ...] = (
             "    if p.isdigit() and int(p) != os.getpid():\n"
             "        with contextlib.suppress(OSError):\n"
             "            if name in open(f'/proc/{p}/cmdline', 'rb').read():\n"
-            "                os.kill(int(p), signal.SIGKILL)\"",
+            '                os.kill(int(p), signal.SIGKILL)"',
         ),
         _charged("session-failed"),
         self_excluding=True,
