@@ -161,7 +161,7 @@ class BwrapSandbox:
         # then setpriv becomes 1000 (the cell's host uid), which clears every capability.
         ids = ["--userns", str(USERNS_FD), "--uid", "0", "--gid", "0"]
         ids += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
-        become = [SETPRIV, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups"]
+        become = [SETPRIV, "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID), "--clear-groups"]
         become += ["--inh-caps=-all", "--bounding-set=-all", "--", *_CLOSE_USERNS_FD]
         return ids, become
 
