@@ -1,4 +1,4 @@
-"""Per-cell resource bounds enforced by the kernel: memory, process count, total disk, CPU.
+"""Per-cell resource bounds: memory, process count, total disk, CPU and the host's per-user budgets.
 
 One ``CellResources`` per cell, opened before the clone exists and closed
 after its last process:
@@ -34,7 +34,14 @@ before the kernel refuses a fork it could not count.
 cgroup v2 is not used: on the machines we run on its hierarchy carries no
 controllers (they are all bound to v1).
 
-A cell that hit a bound (an OOM kill, a refused fork, a full volume) is
+Kernel budgets the host keeps per user or host-wide (``_open_kernel_budgets``, README
+"Per-cell kernel budgets"): the cell's own user namespace and uid (``_userns.py``), the seccomp
+filter (``_seccomp.py``), a devpts instance with ``max=CELL_PTYS`` on the cell's volume (root;
+otherwise no pty at all), RLIMIT_MSGQUEUE / RLIMIT_NOFILE / RLIMIT_CORE per process
+(``prlimit_args``), and the cell's descriptor budget (``files``, always sampled by the watchdog:
+no kernel counter exists for a group of processes).
+
+A cell that hit a bound (an OOM kill, a refused fork, a full volume, its descriptor budget) is
 reported by ``breaches()``; the cell turns that into ``resource-limit``,
 charged to the arm (the agent's processes are the only ones in the cell).
 """

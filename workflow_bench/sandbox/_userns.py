@@ -23,10 +23,13 @@ harness builds it once per cell, through a holder process that lives as long as 
   bwrap's ``--disable-userns`` did, which cannot be combined with ``--userns``). The sandboxed
   processes have no capability in the namespace, so they cannot raise them.
 
-The holder blocks on its stdin; closing it (``close``, or the runner dying) ends it, and the
-namespace goes with the last sandbox still in it. Fails closed: a namespace that cannot be built
-is an error the cell records (``CellResources`` then runs the cell without these bounds and the
-row's ``resource_limits`` says so), never a silent claim.
+The holder blocks on its stdin; closing it (``close``) ends it, and so does the runner dying,
+by SIGKILL too (``PR_SET_PDEATHSIG``; found by the kill -9 resume test: a holder still waiting
+for its maps outlived a killed runner), and the namespace goes with the last sandbox still in it.
+The death signal follows the thread that started the holder: the cell's own thread, which
+outlives the cell's holder (``CellResources.close``) by construction. Fails closed: a namespace
+that cannot be built is an error the cell records (``CellResources`` then runs the cell without
+these bounds and the row's ``resource_limits`` says so), never a silent claim.
 """
 
 from __future__ import annotations
@@ -61,8 +64,11 @@ _READY = "wfb-userns-ok"
 _READY_TIMEOUT_S = 10
 # Runs as ``python3 -I -S -c``: unshare, wait for the maps, set the limits, say so, hold.
 _HOLDER = f"""
-import ctypes, os, sys, time
+import ctypes, os, signal, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the harness (even by SIGKILL)
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(5)  # the harness died before the line above
 if libc.unshare(0x10000000) != 0:
     sys.exit(3)
 deadline = time.monotonic() + {_READY_TIMEOUT_S}
@@ -106,7 +112,8 @@ class CellUserNamespace:
         """Start the holder, write its uid/gid maps, wait until it has set ``NAMESPACE_LIMITS``."""
         own = os.readlink("/proc/self/ns/user")
         try:
-            holder = spawn_group(["/usr/bin/python3", "-I", "-S", "-c", _HOLDER], env={}, stdin_pipe=True)
+            argv = ["/usr/bin/python3", "-I", "-S", "-c", _HOLDER, str(os.getpid())]
+            holder = spawn_group(argv, env={}, stdin_pipe=True)
         except OSError as exc:
             raise UserNamespaceError(f"cannot start the user namespace holder: {exc}") from None
         self._holder = holder
