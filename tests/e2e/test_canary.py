@@ -36,6 +36,7 @@ def test_runner_canary_flag_blocks_every_attack_before_the_sweep(tmp_path, capsy
     argv = ["--tasks", str(DEMO_TASKS), "--provider", "scripted", "--canary", "--arms", "baseline"]
     code = runner.main([*argv, "--out", str(out)])
     printed = capsys.readouterr().out
+    assert f"blocked {TOTAL}/{TOTAL}" in printed, printed[-8000:]  # the table, to see what was not
     table = printed[: printed.index(f"blocked {TOTAL}/{TOTAL}")]  # the table comes before any cell
     for attack in (*ATTACKS, *JUDGING_ATTACKS):
         assert f"{attack.name} " in table, attack.name
