@@ -16,7 +16,7 @@ from typing import Any
 
 from workflow_bench.review.score import REVIEW_ROW_FIELDS
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _FIELDS: tuple[tuple[str, str, str], ...] = (
     # (section, name, meaning)
@@ -37,31 +37,51 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     (
         "outcome",
         "authored_tests_passed",
-        "the task's verify passed (workspace read-only, no network): with verify_min_tests, a "
-        "verified outcome report; otherwise exit status 0",
+        "the task's verify passed (workspace read-only, no network), judged on the judge runner's "
+        "nonce-bound outcome report: every expected test (the lock `tasks check` wrote) reported and "
+        "passed, else at least verify_min_tests tests all passed; a task declaring neither is judged "
+        "by verify's exit status",
     ),
     ("outcome", "authored_test_output", "tail (≤4000 chars) of the verify output, redacted"),
     ("outcome", "verify_output", "alias of authored_test_output (reference compatibility)"),
     (
         "outcome",
         "oracle_passed",
-        "the hidden oracle proved success: a nonce-bound outcome report, written by the harness's "
-        "judge runner outside the workspace, shows ≥ oracle.min_tests tests run, all passed, exit 0",
+        "the hidden oracle proved success: its nonce-bound outcome report, written by the harness's "
+        "judge runner outside the workspace, shows every expected test (lock) passed, else at least "
+        "oracle.min_tests (default 1) tests run and all passed; and the command exited 0",
     ),
     (
         "outcome",
         "oracle_tests_run",
-        "distinct tests the oracle's outcome report counted; null without a valid report",
+        "distinct tests the oracle reported (result lines and JUnit XML merged by normalized id); null "
+        "when nothing reported any test or the report was no evidence (never 0 for unknown)",
     ),
-    ("outcome", "oracle_tests_passed", "of those, tests that passed; null without a valid report"),
+    ("outcome", "oracle_tests_passed", "of those, tests that passed; null as oracle_tests_run"),
+    ("outcome", "oracle_tests_skipped", "of those, tests reported skipped; null as oracle_tests_run"),
+    (
+        "outcome",
+        "oracle_tests",
+        "{tests: [{id, outcome, message}], omitted}: the oracle's tests (normalized ids; outcome "
+        "passed | failed | error | skipped), failures first, at most 200; message always null (it "
+        "may quote the hidden tests); omitted counts the rest; null as oracle_tests_run",
+    ),
     (
         "outcome",
         "verify_detail",
-        "how verify was judged: the outcome report's verdict, or 'exit status N' when the task "
-        "declares no verify_min_tests",
+        "how verify was judged: the verdict with its reasons (which tests failed, were missing or "
+        "skipped; counts; exit status), or 'exit status N' when the task declares no verify_min_tests "
+        "and has no expected tests",
     ),
-    ("outcome", "verify_tests_run", "distinct tests verify's outcome report counted; null when none"),
-    ("outcome", "verify_tests_passed", "of those, tests that passed; null when none"),
+    ("outcome", "verify_tests_run", "distinct tests verify reported; null when nothing reported any test"),
+    ("outcome", "verify_tests_passed", "of those, tests that passed; null as verify_tests_run"),
+    ("outcome", "verify_tests_skipped", "of those, tests reported skipped; null as verify_tests_run"),
+    (
+        "outcome",
+        "verify_tests",
+        "{tests: [{id, outcome, message}], omitted}: verify's tests as oracle_tests, with the first "
+        "300 characters of each failure's message, redacted; null as verify_tests_run",
+    ),
     (
         "outcome",
         "oracle_output",
@@ -204,6 +224,12 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("provenance", "oracle_digest", "digest of the hidden oracle command and files"),
     ("provenance", "oracle_command_digest", "digest of the oracle command"),
     ("provenance", "oracle_manifest_digest", "digest of the oracle file manifest (target, sha256, size)"),
+    (
+        "provenance",
+        "expected_tests_digest",
+        "digest of the task's expected-tests lock entry that judged verify and the oracle (part of "
+        "task_binding_digest); null when the task has no lock",
+    ),
     (
         "provenance",
         "ce_plugin_version",

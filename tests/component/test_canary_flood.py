@@ -29,7 +29,7 @@ def _program(socket_path) -> str:
     return source.replace(repr(MODEL_SOCKET), repr(str(socket_path)))
 
 
-def test_a_slow_relay_still_counts_every_refusal(tmp_path, monkeypatch):
+def test_a_slow_relay_still_counts_every_refusal(short_tmpdir, monkeypatch):
     real = ModelRelay._refuse
 
     def slow(self, client, status, reason):
@@ -38,8 +38,9 @@ def test_a_slow_relay_still_counts_every_refusal(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ModelRelay, "_refuse", slow)
     credentials = CellCredentials(api_key="k", auth_token=None)
+    socket_path = short_tmpdir / "api.sock"
     with ModelRelay(
-        tmp_path / "api.sock", upstream="http://127.0.0.1:9", credentials=credentials, client_key="k"
+        socket_path, upstream="http://127.0.0.1:9", credentials=credentials, client_key="k"
     ) as relay:
         started = time.monotonic()
         result = subprocess.run(

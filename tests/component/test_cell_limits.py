@@ -7,31 +7,33 @@ which CI has. Every check has a benign negative control that must NOT count as a
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import SESSION_TMPDIR, _missing, needs_root
 from workflow_bench.sandbox import CellLimits, CellResources, RunPolicy, SandboxKind, create_sandbox
 from workflow_bench.sandbox._cgroups import own_cgroup as _own_cgroup
+from workflow_bench.sandbox._stale import mounts_under
 
 pytestmark = pytest.mark.component
 
 SMALL = CellLimits(memory_mib=128, pids=48, disk_mib=16)
 
 
-def _enforceable() -> bool:
+@pytest.fixture
+def enforceable() -> None:
+    """Root, writable cgroup v1 memory/pids controllers and loop devices: the bounds this module tests."""
+    needs_root("cgroup v1 memory/pids and loop mounts")
     cgroups = all((d := _own_cgroup(c)) is not None and os.access(d, os.W_OK) for c in ("memory", "pids"))
-    return os.geteuid() == 0 and cgroups and Path("/dev/loop-control").exists()
-
-
-needs_root = pytest.mark.skipif(
-    not _enforceable() and os.environ.get("WORKFLOW_BENCH_REQUIRE_SANDBOX") != "1",
-    reason="cgroup v1 memory/pids and loop mounts need root",
-)
+    if not cgroups or not Path("/dev/loop-control").exists():
+        _missing("writable cgroup v1 memory/pids controllers and /dev/loop-control")
 
 
 @pytest.fixture
-def cell(tmp_path, bwrap_bin):
+def cell(tmp_path, bwrap_bin, enforceable):
     template = tmp_path / "template"
     template.mkdir()
     (template / "file.txt").write_text("hello\n")
@@ -54,7 +56,6 @@ def _sh(sandbox, script: str):
     return sandbox.run(["/bin/sh", "-c", script], policy=RunPolicy(workspace_writable=True), timeout_s=60)
 
 
-@needs_root
 def test_every_bound_is_enforced_and_a_benign_run_is_no_breach(cell):
     resources, sandbox = cell
     enforced = resources.enforced()
@@ -73,7 +74,6 @@ def test_every_bound_is_enforced_and_a_benign_run_is_no_breach(cell):
     assert resources.breaches() == []
 
 
-@needs_root
 def test_memory_over_the_limit_is_oom_killed_inside_the_cell(cell):
     resources, sandbox = cell
     result = _sh(sandbox, "python3 -c 'b = [bytearray(16 * 2**20) for _ in range(32)]; print(\"survived\")'")
@@ -81,7 +81,6 @@ def test_memory_over_the_limit_is_oom_killed_inside_the_cell(cell):
     assert any(b.startswith("memory limit 128 MiB") for b in resources.breaches()), resources.breaches()
 
 
-@needs_root
 def test_processes_over_the_limit_are_refused(cell):
     resources, sandbox = cell
     script = (
@@ -95,7 +94,6 @@ def test_processes_over_the_limit_are_refused(cell):
     assert any(b.startswith("process limit 48") for b in resources.breaches())
 
 
-@needs_root
 def test_disk_is_the_cells_own_volume(cell, tmp_path):
     resources, sandbox = cell
     # three files, each far under the 1 GiB per-file cap, together over the cell's room
@@ -106,8 +104,7 @@ def test_disk_is_the_cells_own_volume(cell, tmp_path):
     assert any(b.startswith("disk limit 16 MiB") for b in resources.breaches())
 
 
-@needs_root
-def test_close_leaves_no_cgroup_mount_or_image(tmp_path, bwrap_bin):
+def test_close_leaves_no_cgroup_mount_or_image(tmp_path, bwrap_bin, enforceable):
     template = tmp_path / "template"
     template.mkdir()
     resources = CellResources(SMALL, tmp_path / "cell")
@@ -117,6 +114,15 @@ def test_close_leaves_no_cgroup_mount_or_image(tmp_path, bwrap_bin):
     assert resources.close() is None
     assert not any(g.exists() for g in groups)
     assert not os.path.ismount(tmp_path / "cell") and not resources.image.exists()
+
+
+def test_mounts_are_found_below_a_root_reached_through_a_symlink(tmp_path):
+    """A TMPDIR through a symlink: the kernel records mount points resolved (real /proc/self/mountinfo)."""
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to("/proc")  # /proc is always a mount point
+    assert Path("/proc") in mounts_under(link)
+    assert mounts_under(tmp_path / "real") == []  # negative control: no mount there
 
 
 # Two busy processes for WALL_S: CPU seconds they got, as the sandbox's own clock counts them.
@@ -130,8 +136,7 @@ _SPIN = (
 )
 
 
-@needs_root
-def test_the_cpu_quota_bounds_all_the_cells_processes_together(tmp_path, bwrap_bin):
+def test_the_cpu_quota_bounds_all_the_cells_processes_together(tmp_path, bwrap_bin, enforceable):
     """``--cell-cpus``: the quota is the cell's whole share, however many processes it starts.
 
     Two spinners want two cores; the cell gets at most its 0.2 (an upper bound: host load only
@@ -197,14 +202,12 @@ def test_a_bound_that_cannot_be_enforced_is_never_claimed(tmp_path, monkeypatch)
     assert not os.path.ismount(tmp_path / "cell")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="drops to nobody with setpriv, which needs root")
 def test_without_root_the_process_count_falls_back_to_rlimit_nproc(tmp_path, bwrap_bin, monkeypatch):
     """Measured for real: the sandbox as uid nobody, bounded by RLIMIT_NPROC inside its user namespace."""
-    import shutil
-    import tempfile
-
     from workflow_bench.process import run_process
     from workflow_bench.sandbox import _cgroups, _limits
+
+    needs_root("drops to nobody with setpriv")
 
     monkeypatch.setattr(_cgroups, "own_cgroup", lambda _controller: None)
     monkeypatch.setattr(_limits, "_can_mount", lambda: False)
@@ -217,7 +220,12 @@ def test_without_root_the_process_count_falls_back_to_rlimit_nproc(tmp_path, bwr
     resources.open(clone_source=tmp_path)
     assert resources.prlimit_args()[0] == "--nproc=48"  # no watchdog: the kernel bound is the limit
     assert resources.enforced()["pids"] == 48
-    workspace = Path(tempfile.mkdtemp(prefix="wfbench-nproc-"))  # reachable by nobody, unlike tmp_path
+    # uid nobody must reach the workspace: under TMPDIR when every directory above it lets others
+    # through (a private TMPDIR is often 0700), else under /tmp; a private mkdtemp directory either way.
+    base = Path(SESSION_TMPDIR).resolve()
+    if not all(os.stat(p).st_mode & 0o001 for p in (base, *base.parents)):
+        base = Path("/tmp")
+    workspace = Path(tempfile.mkdtemp(prefix="wfbench-nproc-", dir=base))
     try:
         workspace.chmod(0o755)
         sandbox = create_sandbox(

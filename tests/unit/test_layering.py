@@ -20,6 +20,7 @@ pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow_bench"
 LAYERS = {
     "usage": 0, "process": 0, "redaction": 0, "judging.outcomes": 0, "row_schema": 0, "providers.access": 0,
+    "judging.verdict": 0, "judging.junit": 1,
     "input_files": 0, "review": 0, "toolkit.spec": 0, "arms": 0, "toolkit.mcp": 1,
     "tasks": 1, "tasks.index_guard": 1, "relay": 1, "claude_cli": 1, "sandbox": 1,
     "providers.scripted": 1, "corpus": 1, "providers.gateway": 1, "toolkit.overlay": 1,
@@ -31,7 +32,7 @@ LAYERS = {
     "judging.judge": 2, "cells.evidence": 2,
     "judging.attribution": 2, "judging.outcome_report": 2, "judging.patch": 2, "judging.kit": 2,
     "cells.context": 3, "cells.rows": 3, "cells.run": 3, "cells.templates": 3,
-    "tasks.check": 3, "tasks.agents": 3,
+    "tasks.check": 3, "tasks.check_expected": 3, "tasks.agents": 3,
     "schedule": 4, "output": 4, "output_lock": 4,
     "reports.aggregate": 5, "reports.accounting": 5,
     "reports.markdown": 6, "reports.accounting_section": 6, "reports.provenance": 6,

@@ -19,6 +19,7 @@ from workflow_bench.tasks import oracles
 from workflow_bench.tasks.oracle_staging import stage_oracle, verify_staged
 from workflow_bench.tasks.oracles import (
     MAX_ORACLE_FILE_BYTES,
+    STAGED_OWNER_UID,
     OracleCaptureError,
     OracleSnapshot,
     OracleStageError,
@@ -570,9 +571,28 @@ def test_stage_and_verify_round_trip(corpus: Path, tmp_path: Path) -> None:
     dest = tmp_path / "stage"
     stage_oracle(snap, dest)
     assert (dest / "nested/dir/b.py").read_bytes() == ORACLE_BYTES
-    assert stat.S_IMODE((dest / "a_oracle_test.py").stat().st_mode) == 0o400
+    assert stat.S_IMODE((dest / "a_oracle_test.py").stat().st_mode) == 0o444
+    # Writable beside the files for the one run (sticky: a run removes only what it created).
+    assert stat.S_IMODE((dest / "nested/dir").stat().st_mode) == stat.S_IMODE(dest.stat().st_mode) == 0o1777
+    if os.geteuid() == 0:  # given to a uid the sandbox does not map: it cannot chmod or replace them
+        owners = {p.stat().st_uid for p in (dest, dest / "nested", dest / "a_oracle_test.py")}
+        assert owners == {STAGED_OWNER_UID}
     verify_staged(snap, dest)
-    shutil.rmtree(dest)  # the cell's cleanup must work on 0400 files
+    shutil.rmtree(dest)  # the cell's cleanup must work on these modes
+
+
+def test_files_a_run_adds_beside_the_oracle_are_allowed_and_never_followed(
+    corpus: Path, tmp_path: Path
+) -> None:
+    snap = snapshot_of(corpus, "a_oracle_test.py", "nested/dir/b.py")
+    dest = tmp_path / "stage"
+    stage_oracle(snap, dest)
+    (dest / "vitest.config.mts.timestamp-1-ab.mjs").write_text("export default {}\n")  # vite
+    (dest / "nested" / "__pycache__").mkdir()
+    (dest / "nested" / "dir" / ".pytest_cache").symlink_to("/etc")  # never followed
+    (dest / "nested" / "dir" / "planted").mkdir()
+    (dest / "nested" / "dir" / "planted" / "x").write_text("x")
+    verify_staged(snap, dest)
 
 
 def test_stage_refuses_a_populated_destination(corpus: Path, tmp_path: Path) -> None:
@@ -594,8 +614,9 @@ def _modify(dest: Path) -> None:
     target.chmod(0o400)
 
 
-def _add(dest: Path) -> None:
-    (dest / "conftest.py").write_text("x = 1\n")
+def _replace_parent(dest: Path) -> None:
+    shutil.rmtree(dest / "nested")
+    (dest / "nested").symlink_to(dest.parent)
 
 
 def _remove(dest: Path) -> None:
@@ -614,9 +635,9 @@ def _swap_for_symlink(dest: Path) -> None:
     target.symlink_to(copy)
 
 
-@pytest.mark.parametrize("tamper", [_modify, _add, _remove, _chmod, _swap_for_symlink])
+@pytest.mark.parametrize("tamper", [_modify, _replace_parent, _remove, _chmod, _swap_for_symlink])
 def test_verify_staged_detects_tampering(corpus: Path, tmp_path: Path, tamper) -> None:
-    snap = snapshot_of(corpus)
+    snap = snapshot_of(corpus, "t1_oracle_test.py", "nested/dir/b.py")
     dest = tmp_path / "stage"
     stage_oracle(snap, dest)
     tamper(dest)

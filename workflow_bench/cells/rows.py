@@ -2,7 +2,8 @@
 
 ``identity_fields`` (who, what, on which commit and model), ``arm_provenance``
 (comparator version and overlay digest), ``provider_fields`` (what the model
-side observed for the cell) and ``infra_error_row`` (the row of a cell the
+side observed for the cell), ``judge_fields`` (what verify or the oracle
+reported, per test, bounded) and ``infra_error_row`` (the row of a cell the
 harness itself could not run). Field meanings live in ``row_schema``.
 """
 
@@ -13,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from workflow_bench.arms import ArmSpec
+from workflow_bench.judging.outcome_report import JudgeOutcome
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.redaction import redact_text, redact_value
 from workflow_bench.row_schema import SCHEMA_VERSION
@@ -116,6 +118,7 @@ def identity_fields(settings: SweepSettings, task: TaskContext, arm: ArmSpec, ke
         "oracle_digest": binding.oracle.digest,
         "oracle_command_digest": binding.oracle.command_digest,
         "oracle_manifest_digest": binding.oracle.manifest_digest,
+        "expected_tests_digest": binding.expected_tests_digest,
         "recorded_at": datetime.now(UTC).isoformat(),
         **arm_provenance(settings, arm),
         **toolkit_provenance(settings, task, arm),
@@ -143,4 +146,41 @@ def arm_provenance(settings: SweepSettings, arm: ArmSpec) -> dict[str, Any]:
         "ce_plugin_version": comparator.version if comparator else None,
         "ce_plugin_manifest_digest": comparator.manifest_digest if comparator else None,
         "candidate_overlay_digest": overlay.digest if overlay else None,
+    }
+
+
+# Per-test outcomes kept in a row: failures first, then skips, then passes. 200 is enough to name
+# every failure of a real run (the report shows the first few) and bounds a 100 000-test suite's
+# row to tens of kB; a failure message keeps its first 300 characters, redacted.
+MAX_ROW_TESTS = 200
+MAX_ROW_MESSAGE_CHARS = 300
+_ORDER = {"failed": 0, "error": 0, "skipped": 1, "passed": 2}
+
+
+def judge_fields(which: str, outcome: JudgeOutcome, cell_secrets) -> dict[str, Any]:
+    """``<which>_tests_run/_passed/_skipped`` and ``<which>_tests`` for ``which`` in verify, oracle.
+
+    Messages are kept only if the outcome still has them: the oracle's are dropped before they
+    get here (``judging.judge.hide_oracle_text``), since they may quote hidden tests.
+    """
+    tests = outcome.tests
+    listed = None
+    if tests is not None:
+        ordered = sorted(tests, key=lambda t: _ORDER.get(t.outcome, 0))
+        shown = [
+            {
+                "id": t.test_id,
+                "outcome": t.outcome,
+                "message": redact_text(t.message, cell_secrets)[:MAX_ROW_MESSAGE_CHARS]
+                if t.message
+                else None,
+            }
+            for t in ordered[:MAX_ROW_TESTS]
+        ]
+        listed = {"tests": shown, "omitted": max(0, len(tests) - MAX_ROW_TESTS)}
+    return {
+        f"{which}_tests_run": outcome.tests_run,
+        f"{which}_tests_passed": outcome.tests_passed,
+        f"{which}_tests_skipped": outcome.tests_skipped,
+        f"{which}_tests": listed,
     }

@@ -17,8 +17,9 @@ Order inside a cell, and why:
   copy template → setup (sandbox, no network) → sessions (workspace
   writable; phase boundaries and skill fingerprints checked after each) →
   authored verify (workspace read-only, no network) → hidden oracle, staged
-  only now, after every model process has exited, read-only, no network,
-  its output never kept, its bytes re-checked afterwards → patch capture.
+  only now, after every model process has exited, as a per-run copy outside
+  the workspace (workspace read-only, no network), its output and failure
+  messages never kept, its bytes re-checked afterwards → patch capture.
 """
 
 from __future__ import annotations
@@ -32,7 +33,13 @@ from typing import Any
 
 from workflow_bench.arms import ArmSpec, SessionSpec
 from workflow_bench.judging.attribution import ChargedFailure, attribute_session
-from workflow_bench.judging.judge import judge_review, run_hidden_oracle, run_verify
+from workflow_bench.judging.judge import (
+    judge_review,
+    oracle_expectation,
+    run_hidden_oracle,
+    run_verify,
+    verify_expectation,
+)
 from workflow_bench.judging.outcome_report import JudgeOutcome
 from workflow_bench.judging.patch import PatchView
 from workflow_bench.process import ProcessError
@@ -59,7 +66,7 @@ from workflow_bench.toolkit.mcp import JAIL_SOURCE, JAIL_TARGET, SessionMcp, ses
 from .context import CellResult, SweepSettings, TaskContext
 from .evidence import SubagentPolicy, apply_wire, wire_lines
 from .paths import new_cell_dir_path, relay_socket
-from .rows import SESSION_MEASUREMENTS, identity_fields, infra_error_row, provider_fields
+from .rows import SESSION_MEASUREMENTS, identity_fields, infra_error_row, judge_fields, provider_fields
 from .session_fold import progress_observer, sum_sessions
 from .sessions import SessionOutcome, SessionRequest, run_session
 from .skill_evidence import forked_skills
@@ -219,7 +226,7 @@ class _CellRun:
             claude_bin=settings.claude_bin,
             runtime_dir=settings.runtime_dir,
             base_mounts=tuple(
-                Mount(source=source, target=f"{SANDBOX_WORKSPACE}/{target}")
+                Mount(source=source, target=f"{SANDBOX_WORKSPACE}/{target}", scratch_top=True)
                 for source, target in task.binding.dependency_mounts
             ),
             bwrap_bin=settings.bwrap_bin,
@@ -259,6 +266,9 @@ class _CellRun:
             return self._judge(row, base=base)
         except ChargedFailure as exc:
             failure, kind = exc, exc.kind
+            if isinstance(exc.outcome, JudgeOutcome):  # a timed-out judge: what had reported by then
+                which = "oracle" if kind == "oracle-timeout" else "verify"
+                row.update(judge_fields(which, exc.outcome, self.secrets))
         except WorkspaceLimitError as exc:
             failure, kind = exc, "workspace-invalid"
         except Exception as exc:  # anything the agent left may have caused it: charged, kept as data
@@ -282,19 +292,20 @@ class _CellRun:
         self.artifacts["patch.diff"] = patch
         row.update(churn)
         timeout, cancel = settings.verify_timeout_s, settings.cancel
+        binding = self.task.binding
         verify = run_verify(
             self.sandbox,
             spec.verify,
             scratch=self.cell_dir,
-            min_tests=spec.verify_min_tests,
+            expectation=verify_expectation(spec, binding.expected_tests),
             timeout_s=timeout,
             cancel=cancel,
         )
         self._record_verify(row, verify)
         oracle = run_hidden_oracle(
             self.sandbox,
-            self.task.binding.oracle,
-            min_tests=spec.oracle.min_tests,
+            binding.oracle,
+            expectation=oracle_expectation(spec, binding.expected_tests),
             scratch=self.cell_dir,
             timeout_s=timeout,
             cancel=cancel,
@@ -303,8 +314,7 @@ class _CellRun:
             oracle_passed=oracle.passed,
             oracle_output=("hidden oracle passed: " if oracle.passed else "hidden oracle failed: ")
             + oracle.detail,
-            oracle_tests_run=oracle.tests_run,
-            oracle_tests_passed=oracle.tests_passed,
+            **judge_fields("oracle", oracle, self.secrets),
         )
         return _judged(row, arm=self.arm, base=base, after=after)
 
@@ -313,8 +323,7 @@ class _CellRun:
         row.update(authored_tests_passed=verify.passed, authored_test_output=output, verify_output=output)
         row.update(
             verify_detail=redact_text(verify.detail, self.secrets),
-            verify_tests_run=verify.tests_run,
-            verify_tests_passed=verify.tests_passed,
+            **judge_fields("verify", verify, self.secrets),
         )
 
     def _setup(self) -> None:
@@ -427,7 +436,7 @@ class _CellRun:
             self.sandbox,
             self.task.binding.spec.verify,
             scratch=self.cell_dir,
-            min_tests=self.task.binding.spec.verify_min_tests,
+            expectation=verify_expectation(self.task.binding.spec, self.task.binding.expected_tests),
             timeout_s=self.settings.verify_timeout_s,
             cancel=self.settings.cancel,
             mounts=(Mount(source=self.review_dir, target=REVIEW_OUTPUT_DIR),),

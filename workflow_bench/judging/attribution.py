@@ -19,17 +19,23 @@ Must never: read agent-written files, or excuse a failure on evidence from insid
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from workflow_bench.cells.sessions import SessionOutcome
 from workflow_bench.relay.server import EndpointLog
 
 
 class ChargedFailure(Exception):
-    """A failure the agent could have caused; ``kind`` is a charged error kind."""
+    """A failure the agent could have caused; ``kind`` is a charged error kind.
 
-    def __init__(self, kind: str, message: str) -> None:
+    ``outcome`` is what the failed step proved before it failed (a timed-out verify's or oracle's
+    ``JudgeOutcome``: the tests that had reported), or None.
+    """
+
+    def __init__(self, kind: str, message: str, *, outcome: Any = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.outcome = outcome
 
 
 def attribute_session(outcome: SessionOutcome, endpoint: EndpointLog) -> SessionOutcome:

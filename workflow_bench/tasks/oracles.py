@@ -6,11 +6,12 @@ Owns three steps of the hidden-oracle lifecycle (reference harness §8, "Hidden-
    in-memory ``OracleSnapshot``. Every later use stages these bytes, never the source files, so
    editing an oracle mid-sweep cannot change what later cells are judged by, and the digests in
    every row describe exactly what judged it.
-2. ``stage_oracle`` (in ``oracle_staging``) writes the snapshot (files 0400) into a fresh
-   directory after every model process of a cell has exited; the cell mounts it read-only and
-   names it through ``WORKFLOW_BENCH_ORACLE_ROOT``.
+2. ``stage_oracle`` (in ``oracle_staging``) writes the snapshot (files 0444, owned by a uid the
+   sandbox does not map when run as root) into a fresh directory after every model process of a
+   cell has exited; the cell mounts this per-run copy writable (frameworks write beside their
+   config) and names it through ``WORKFLOW_BENCH_ORACLE_ROOT``.
 3. ``verify_staged`` (in ``oracle_staging``) re-reads every staged byte after the oracle ran and
-   raises ``OracleTamperError`` if anything changed, appeared or vanished.
+   raises ``OracleTamperError`` if an oracle file or directory changed or vanished.
 
 Must never: follow a symlink when reading or writing oracle bytes, or put oracle bytes (or the
 oracle's output) into an error message: errors end up in rows and logs that later agents can read.
@@ -42,12 +43,13 @@ class OracleFileSpec:
 
 @dataclass(frozen=True, slots=True)
 class OracleSpec:
-    """The hidden oracle as declared: a shell command, 1–8 files and the fewest tests that must
-    run and pass (the outcome-report contract, ``judging.outcome_report``; validated by ``TaskSpec``)."""
+    """The hidden oracle as declared: a shell command, 1–8 files and, optionally, the fewest tests
+    that must run and pass (``None``: not declared; then the expected-tests lock decides, else at
+    least one test; ``judging.verdict``; validated by ``TaskSpec``)."""
 
     command: str
     files: tuple[OracleFileSpec, ...]
-    min_tests: int = 1
+    min_tests: int | None = None
 
 
 # Limits from the reference harness's oracle declaration rules (§4.1): an oracle is a handful of
@@ -62,8 +64,15 @@ MAX_TARGET_BYTES = 240
 # POSIX portable filename characters plus "/": a target must mean the same file on every
 # filesystem and in every shell quoting context the oracle command may use.
 _PORTABLE_PATH = re.compile(r"[A-Za-z0-9._/-]+")
-_STAGED_FILE_MODE = 0o400
-_STAGED_DIR_MODE = 0o700  # the cell removes the staging dir with rmtree; 0o500 would defeat that
+# The staged copy is writable for the one run that uses it: test frameworks write beside their
+# files (vite bundles `vitest.config.mts` to `vitest.config.mts.timestamp-<n>.mjs` next to it,
+# pytest writes caches). Files are read-only and directories sticky and world-writable, and as
+# root every staged entry is given to a uid the sandbox does not map (oracle_staging), so the
+# run may add files but cannot change, replace or remove an oracle file; its bytes are
+# re-checked after the run either way.
+_STAGED_FILE_MODE = 0o444
+_STAGED_DIR_MODE = 0o1777
+STAGED_OWNER_UID = 65534  # "nobody": never the sandbox's mapped uid, never the host child uid
 _DIGEST_DOMAIN = b"workflow-bench/oracle/v1"
 
 

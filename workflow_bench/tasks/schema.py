@@ -459,8 +459,8 @@ def _oracle_declaration(
     if detail := _exact_keys_detail(value, keys):
         problems.append(Problem("oracle", f"want {{command, files}} and optional min_tests: {detail}"))
         return None, ()
-    min_tests = value.get("min_tests", 1)
-    if count_problems := min_tests_problems("oracle.min_tests", min_tests):
+    min_tests = value.get("min_tests")
+    if min_tests is not None and (count_problems := min_tests_problems("oracle.min_tests", min_tests)):
         problems += count_problems
         return None, ()
     shape: list[Problem] = []
