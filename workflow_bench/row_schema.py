@@ -101,7 +101,8 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     (
         "usage",
         "cost_usd",
-        "sum of the CLI's total_cost_usd (includes subagents); null if any session lacked it",
+        "sum of the CLI's total_cost_usd (includes subagents); null if any session lacked it, or "
+        "if the relay served a thread the CLI never opened (its spend is in usage_wire, never priced)",
     ),
     ("usage", "duration_s", "sum of the CLI's duration_ms / 1000 (process wall time when absent)"),
     (
@@ -201,9 +202,14 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     (
         "provenance",
         "resource_limits",
-        "bounds the cell ran under: {memory_mib, pids, disk_mib, sampled} (disk = room over the clone); "
-        "a bound is enforced by the kernel (cgroup, loop volume: root) or, listed in sampled, by the "
-        "host-side watchdog (non-root); null for a bound not enforced at all",
+        "bounds the cell ran under: {memory_mib, pids, disk_mib, cpus, files, nofile_per_process, "
+        "msgqueue_bytes, ptys, cell_uid, namespace_limits, seccomp_denied, sampled} (disk = room over "
+        "the clone; cpus = CFS quota in cores; files = open descriptors of the whole cell; ptys = its "
+        "devpts max; cell_uid = the unprivileged host uid its processes ran as, root runner only; "
+        "namespace_limits = the /proc/sys/user limits of its user namespace; seccomp_denied = the "
+        "syscalls refused); a bound is enforced by the kernel (cgroup, loop volume, devpts, uid: root; "
+        "rlimits, user namespace, seccomp: any invoker) or, listed in sampled, by the host-side "
+        "watchdog; null for a bound not enforced at all",
     ),
     ("provenance", "task_ref", "the ref named in the task file"),
     ("provenance", "task_base_sha", "the immutable commit the ref resolved to"),

@@ -41,7 +41,7 @@ from .canary import run_canary
 from .claude_cli import ClaudeCliError, claude_version, locate_claude
 from .output import OutputDirError
 from .output_lock import OutputClaim, claim_output_dir
-from .runner_args import DEMO_SCRIPT
+from .runner_args import DEMO_SCRIPT, default_cell_cpus
 from .sandbox import (
     CellLimits,
     SandboxError,
@@ -188,8 +188,20 @@ def _sweep_config(
         comparator=ready.comparator,
         sandbox_kind=ready.sandbox_kind,
         promotion_policy=ready.promotion_policy,
-        limits=CellLimits(memory_mib=args.cell_memory_mib, pids=args.cell_pids, disk_mib=args.cell_disk_mib),
+        limits=CellLimits(
+            memory_mib=args.cell_memory_mib,
+            pids=args.cell_pids,
+            disk_mib=args.cell_disk_mib,
+            cpus=_cell_cpus(args),
+        ),
     )
+
+
+def _cell_cpus(args) -> float | None:
+    """``--cell-cpus`` (0: no bound), else the fair share for ``--workers`` (``default_cell_cpus``)."""
+    if args.cell_cpus is None:
+        return default_cell_cpus(args.workers)
+    return args.cell_cpus or None
 
 
 def _require_canary(ready: PreparedInput) -> None:

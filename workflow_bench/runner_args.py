@@ -180,6 +180,21 @@ def _bounded(minimum: int, maximum: int, unit: str):
 _HOST_MEMORY_MIB = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
 
 
+def _cpus(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want a number of cores, got {text!r}") from None
+    if not (value == 0 or 0.01 <= value <= 4096):
+        raise argparse.ArgumentTypeError(f"want 0 (no bound) or 0.01..4096 cores, got {text}")
+    return value
+
+
+def default_cell_cpus(workers: int) -> float:
+    """The fair share: this host's cores over the cells that run at once, at least one core."""
+    return max(1.0, round((os.cpu_count() or 1) / max(1, workers), 2))
+
+
 def _cell_bounds(parser: argparse.ArgumentParser) -> None:
     """Kernel resource bounds per cell (sandbox/_limits.py)."""
     parser.add_argument(
@@ -193,6 +208,13 @@ def _cell_bounds(parser: argparse.ArgumentParser) -> None:
         type=_bounded(MIN_PIDS, 1 << 20, "processes"),
         default=DEFAULT_PIDS,
         help=f"process/thread limit per cell (cgroup; default {DEFAULT_PIDS})",
+    )
+    parser.add_argument(
+        "--cell-cpus",
+        type=_cpus,
+        default=None,
+        help="CPU quota per cell in cores, all its processes together (cgroup; default: host cores / "
+        "--workers, at least 1, so a cell's durations do not depend on its neighbours; 0: no bound)",
     )
     parser.add_argument(
         "--cell-disk-mib",
