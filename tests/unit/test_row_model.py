@@ -163,7 +163,7 @@ def test_an_older_rows_resource_limits_read_with_the_later_bounds_unknown():
     assert (limits.cpus, limits.files, limits.ptys, limits.cell_uid, limits.seccomp_denied) == (None,) * 5
     # Today's rows carry every bound: one missing is refused, not guessed.
     today = _stored(resource_limits={"memory_mib": 4096, "pids": 1024, "disk_mib": 16, "sampled": []})
-    with pytest.raises(RowReadError, match="resource_limits.cpus"):
+    with pytest.raises(RowReadError, match=r"resource_limits\.cpus"):
         row_from_stored(today, where="x")
 
 
