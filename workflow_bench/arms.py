@@ -12,13 +12,15 @@ typo fails at argument parsing with the known names listed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
 from workflow_bench.review.contract import REVIEW_OUTPUT_CONTRACT
-from workflow_bench.toolkit.spec import SkillRole
+from workflow_bench.toolkit.overlay import Overlay, OverlayError, load_overlay
+from workflow_bench.toolkit.spec import SkillRole, Toolkit
 
 Phase = Literal["plan", "work", "review"]
 Family = Literal["toolkit", "comparator", "none"]
@@ -259,3 +261,37 @@ def required_candidate_arms(roles: set[SkillRole] | frozenset[SkillRole]) -> tup
         if role in roles:
             ordered += [a for a in REQUIRED_ARMS_BY_ROLE[role] if a not in ordered]
     return tuple(ordered)
+
+
+CANDIDATE_ORIGINS = ("manual-initial-overlay", "model-proposer")
+
+
+def candidate_overlay(
+    root: Path | None, *, arms: Sequence[str], toolkit: Toolkit, origin: str | None = None
+) -> Overlay | None:
+    """Load ``--candidate-overlay`` and enforce the candidate-arm rules (reference main()).
+
+    Candidate arms need an overlay; an overlay needs exactly the arms its skill roles imply,
+    each candidate paired with its incumbent, in that order.
+    """
+    candidates = [a for a in arms if ARMS[a].candidate_of]
+    if origin is not None and (root is None or origin not in CANDIDATE_ORIGINS):
+        raise OverlayError(
+            f"--candidate-origin {origin}: needs --candidate-overlay and one of "
+            f"{', '.join(CANDIDATE_ORIGINS)}"
+        )
+    if root is None:
+        if candidates:
+            raise OverlayError(f"arm(s) {' '.join(candidates)} need --candidate-overlay")
+        return None
+    if not candidates:
+        raise OverlayError("--candidate-overlay needs the candidate arms it is evaluated on (candidate_*)")
+    overlay = load_overlay(root, toolkit=toolkit)
+    required = required_candidate_arms(overlay.roles)
+    if tuple(arms) != required:
+        raise OverlayError(
+            f"--candidate-overlay touches skill role(s) {', '.join(sorted(overlay.roles))}: --arms must be "
+            f"exactly {' '.join(required)} (each candidate paired with its incumbent), "
+            f"got {' '.join(arms)}"
+        )
+    return overlay if origin is None else replace(overlay, origin=origin)

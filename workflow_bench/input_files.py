@@ -1,4 +1,5 @@
-"""Bounded reading of user-supplied input: ``read_bounded``, ``load_yaml`` and ``bounded_walk``.
+"""Reading user-supplied input: bounded bytes, bounded YAML, one declarative model; bounded walks.
+Over 400 lines on purpose: every harness read of untrusted input (a file, a tree) starts here.
 
 Owns the one YAML loader every input goes through (task files, scripted-provider scripts) and
 the bounded read in front of it. A new user's typo must cost an exit 2, never the machine:
@@ -15,6 +16,12 @@ the bounded read in front of it. A new user's typo must cost an exit 2, never th
   Error messages carry line and column marks only, never the document's values, so a bomb is
   never expanded by printing it.
 
+- ``InputModel`` is the base of every input file's declarative model (task file, toolkit.yaml,
+  scripted-provider script): frozen, unknown keys refused, no coercion. ``problems`` turns a
+  pydantic ``ValidationError`` into ``(key, message)`` pairs, the key dotted the way the files are
+  written (``oracle.files[0].target``), the message in the project's words (``want a string, got
+  int``), so every caller can name the file, the task and the key.
+
 - ``bounded_walk`` is the one walker over directory trees the harness did not write (a clone
   after the agent ran, a proposer's overlay, a task repository's template, a plugin, an index):
   iterative, sorted, never following a link, and stopped at ``max_entries`` entries or
@@ -28,9 +35,10 @@ the bounded read in front of it. A new user's typo must cost an exit 2, never th
 
 Must never: follow a value into memory before it is weighed, construct arbitrary objects, or
 recurse over a tree.
-Callers: ``task_schema`` (task files), ``provider._load`` (scripts); walks: cells (workspace
-snapshots, index digests), sandbox (template sizes, host handover), toolkit (overlays, comparator
-snapshots, manifests), evolve (proposer clones, frozen overlays).
+Callers: ``taskspec.schema`` (task files), ``toolkit.manifest`` (toolkit.yaml),
+``providers.scripted`` (scripts); walks: workspace (snapshots), cells (index digests), sandbox
+(template sizes, host handover), toolkit (overlays, comparator snapshots, manifests), evolve
+(proposer clones, frozen overlays).
 """
 
 from __future__ import annotations
@@ -38,11 +46,12 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar, get_args, get_origin
 
 import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 # Expanded weight of a YAML document: nodes + scalar characters as if every alias were copied.
 # demo.yaml (74 KB, anchors shared between arms) weighs about 0.2 M; a 600-byte alias bomb
@@ -185,15 +194,22 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 def load_yaml(text: str, *, limit: int = MAX_YAML_EXPANDED_WEIGHT) -> Any:
     """Parse one YAML document safely: duplicate keys and oversized alias expansion are errors.
 
-    Raises ``InputFileError`` with the line and column of the problem (never its value).
+    Raises ``InputFileError`` with the line and column of the problem (never its value), also for
+    a character YAML does not allow (a NUL byte, say), which PyYAML's reader refuses as soon as the
+    loader is built.
     """
-    loader = _BoundedLoader(text)
+    try:
+        loader = _BoundedLoader(text)
+    except yaml.reader.ReaderError as err:
+        raise _refused_character(text, err) from None
     try:
         node = loader.get_single_node()
         if node is None:
             return None
         expanded_weight(node, limit=limit)
         return loader.construct_document(node)
+    except yaml.reader.ReaderError as err:
+        raise _refused_character(text, err) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or type(err).__name__
@@ -204,6 +220,163 @@ def load_yaml(text: str, *, limit: int = MAX_YAML_EXPANDED_WEIGHT) -> Any:
         raise InputFileError("YAML nesting is too deep") from None
     finally:
         loader.dispose()
+
+
+def _refused_character(text: str, err: yaml.reader.ReaderError) -> InputFileError:
+    """A character YAML does not allow (PyYAML's reader checks at construction and while reading)."""
+    line, column = _position(text, err.position)
+    return InputFileError(
+        f"YAML: character {err.character:#06x} is not allowed in a YAML document", line=line, column=column
+    )
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of a character offset into ``text``."""
+    before = text[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
+
+
+class InputModel(BaseModel):
+    """Base of every input file's model: frozen, unknown keys refused, values taken as written.
+
+    ``NOT_KEYS`` names the fields a loader fills in (the file a model came from) that are never a
+    key of the file: they are left out of an unknown key's "known keys".
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    NOT_KEYS: ClassVar[frozenset[str]] = frozenset()
+
+
+MAX_TEXT_BYTES = 4 * 1024  # any string of an input file without a limit of its own
+
+
+def text_check(limit: int = MAX_TEXT_BYTES) -> Callable[[object], str]:
+    """The rule for one string of an input file: a non-blank string without NUL, at most ``limit``
+    bytes in UTF-8. For ``BeforeValidator``; the message is the key's (``want a string, got int``)."""
+
+    def check(value: object) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"want a string, got {type(value).__name__}")
+        if not value.strip():
+            raise ValueError("must not be blank")
+        if "\0" in value:
+            raise ValueError("must not contain NUL")
+        size = len(value.encode("utf-8", errors="surrogatepass"))
+        if size > limit:
+            raise ValueError(f"is {size} bytes; the limit is {limit}")
+        return value
+
+    return check
+
+
+Text = Annotated[str, BeforeValidator(text_check())]
+"""A string of an input file: non-blank, no NUL, at most ``MAX_TEXT_BYTES``."""
+
+
+_TYPE_WORDS = {
+    "string_type": "want a string",
+    "int_type": "want an integer",
+    "int_from_float": "want an integer",
+    "bool_type": "want true or false",
+    "float_type": "want a number",
+    "list_type": "want a list",
+    "tuple_type": "want a list",
+    "dict_type": "want a mapping",
+    "model_type": "want a mapping",
+    "model_attributes_type": "want a mapping",
+    "missing": "missing required key",
+}
+
+
+# A rule that judges several keys at once names the one at fault first: "read_only_tools: ...".
+_RELATIVE_KEY = re.compile(r"^([A-Za-z_]\w*(?:\[\d+\])?(?:\.[A-Za-z_]\w*(?:\[\d+\])?)*): (.+)$", re.DOTALL)
+
+
+def problems(exc: ValidationError, model: type[BaseModel] | None = None) -> list[tuple[str, str]]:
+    """Every defect of one validation as ``(dotted key, message)``, in document order.
+
+    ``model`` (the model that was validated) lets an unknown key's message list the known ones. A
+    rule's message that starts with a key relative to where the rule sits (``read_only_tools:
+    ...``, ``when: ...``) is reported at that key.
+    """
+    found = []
+    for error in exc.errors(include_url=False):
+        loc = error["loc"]
+        key = _dotted(loc)
+        kind = error["type"]
+        given = error.get("input")
+        if kind == "extra_forbidden":
+            known = _known_keys(model, loc[:-1]) if model is not None else ()
+            message = "unknown key" + (f"; known keys: {', '.join(known)}" if known else "")
+        elif kind in _TYPE_WORDS:
+            message = _TYPE_WORDS[kind]
+            if kind != "missing":
+                message += f", got {_shown(given)}"
+        elif kind in ("value_error", "assertion_error"):
+            message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+            relative = _RELATIVE_KEY.match(message)
+            if relative:
+                inner, message = relative.groups()
+                key = f"{key}.{inner}" if key else inner
+        else:
+            message = f"{error['msg']}, got {_shown(given)}"
+        found.append((key or "(document)", message))
+    return found
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    key = ""
+    for part in loc:
+        key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
+    return key
+
+
+def _shown(value: object) -> str:
+    """A value for an error message: its type for containers (never a document's bulk), else repr."""
+    if isinstance(value, Mapping | list | tuple):
+        return type(value).__name__
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
+def _known_keys(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[str, ...]:
+    """The keys the (sub)model at ``loc`` declares, by the names files use."""
+    current: Any = model
+    for part in loc:
+        current = _inner_model(current, part)
+        if current is None:
+            return ()
+    if not (isinstance(current, type) and issubclass(current, BaseModel)):
+        return ()
+    skipped = current.NOT_KEYS if issubclass(current, InputModel) else frozenset()
+    return tuple(info.alias or name for name, info in current.model_fields.items() if name not in skipped)
+
+
+def _inner_model(annotation: Any, part: int | str) -> Any:
+    """The annotation one step inside ``annotation`` (a model's field, a list's item)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if isinstance(part, int):
+            return None
+        for name, info in annotation.model_fields.items():
+            if part in (name, info.alias):
+                return _unwrap(info.annotation)
+        return None
+    if isinstance(part, int):
+        args = [a for a in get_args(annotation) if a is not Ellipsis]
+        return _unwrap(args[0]) if args else None
+    return None
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``X | None`` → ``X``; ``list[X]``/``tuple[X, ...]`` stay (an index steps inside)."""
+    if get_origin(annotation) is Annotated:
+        return _unwrap(get_args(annotation)[0])
+    if get_origin(annotation) in (list, tuple):
+        return annotation
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if len(args) == 1 and get_origin(annotation) is not None and get_origin(annotation) not in (list, tuple):
+        return _unwrap(args[0])
+    return annotation
 
 
 # ── trees ──────────────────────────────────────────────────────────────────

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 ProcessState = Literal["exited", "timeout", "cancelled", "spawn-failure"]
 
@@ -173,7 +173,9 @@ def run_process(
             )
     except OSError as exc:
         return ProcessResult(argv, "spawn-failure", None, b"", False, "", 0.0, f"{type(exc).__name__}: {exc}")
-    out, err, flags, err_flags = bytearray(), bytearray(), {"overflow": False}, {}
+    out, err = bytearray(), bytearray()
+    flags: dict[str, Any] = {"overflow": False}
+    err_flags: dict[str, Any] = {}
     readers = [
         threading.Thread(
             target=_drain,
@@ -228,7 +230,9 @@ def run_process(
     )
 
 
-def _feed(proc: subprocess.Popen, data: bytes) -> None:
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    if proc.stdin is None:  # never: spawned with stdin=PIPE when there is data to feed
+        return
     try:
         proc.stdin.write(data)
         proc.stdin.close()

@@ -17,30 +17,32 @@ import hashlib
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workflow_bench.cells.paths import CellPathError, check_paths_fit
-from workflow_bench.cells.workspace import remove_tree
+from workflow_bench.cells.context import CellPolicy, Evaluated, Harness
+from workflow_bench.promotion.flags import promotion_policy_from_args
+from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.providers.gateway import GatewayError, locate_litellm
 from workflow_bench.providers.options import ProviderOptions, ProviderOptionsError
 from workflow_bench.providers.scripted import Script, ScriptError, load_script
-from workflow_bench.reports.promotion.flags import promotion_policy_from_args
-from workflow_bench.reports.promotion.policy import PromotionPolicy
-from workflow_bench.tasks.index_guard import bind_for_toolkit
-from workflow_bench.tasks.spec import TaskBinding, TaskFileError, load_task_file, select_tasks
-from workflow_bench.toolkit.comparator import ComparatorError, ComparatorPlugin, comparator_for_arms
+from workflow_bench.rows.model import Row
+from workflow_bench.taskspec.index_guard import bind_for_toolkit
+from workflow_bench.taskspec.spec import TaskBinding, TaskFileError, load_task_file, select_tasks
+from workflow_bench.toolkit.comparator import ComparatorError, comparator_for_arms
 from workflow_bench.toolkit.manifest import load_toolkit
-from workflow_bench.toolkit.overlay import Overlay, OverlayError, candidate_overlay
-from workflow_bench.toolkit.spec import Toolkit, ToolkitError
+from workflow_bench.toolkit.overlay import OverlayError
+from workflow_bench.toolkit.spec import ToolkitError
+from workflow_bench.workspace.clone import remove_tree
+from workflow_bench.workspace.paths import CellPathError, check_paths_fit
 
 from . import runner_args
-from .arms import ARMS, resolve_arm
+from .arms import ARMS, candidate_overlay, resolve_arm
 from .canary import run_canary
 from .claude_cli import ClaudeCliError, claude_version, locate_claude
-from .output import OutputDirError
-from .output_lock import OutputClaim, claim_output_dir
+from .output.directory import OutputDirError
+from .output.lock import OutputClaim, claim_output_dir
 from .runner_args import DEMO_SCRIPT, default_cell_cpus
 from .sandbox import (
     CellLimits,
@@ -54,7 +56,9 @@ from .schedule import flags as schedule_flags
 from .schedule.resume import ResumeError, check_lock, kept_rows
 from .schedule.reuse import ReuseError, load_prior_rows
 from .schedule.signals import cancel_on_signals, interrupt_on_sigterm
-from .sweep import EXIT_CANCELLED, SweepConfig, config_lock, plan_keys, run_sweep
+from .sweep.config import EXIT_CANCELLED, SweepConfig, config_lock, plan_keys
+from .sweep.driver import run_sweep
+from .sweep.plan import describe_plan
 
 EXIT_USAGE = 2
 
@@ -78,6 +82,8 @@ def _validate_args(args: argparse.Namespace) -> PromotionPolicy | None:
         policy = promotion_policy_from_args(args, has_candidates=any(ARMS[a].candidate_of for a in args.arms))
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    if args.dry_run and args.canary:
+        raise UsageError("--dry-run prints the plan without running anything; drop --canary")
     if args.unsafe_no_bwrap:
         check_unsafe_host_request(args.arms, canary=args.canary)
     if len(set(args.arms)) != len(args.arms):
@@ -88,18 +94,16 @@ def _validate_args(args: argparse.Namespace) -> PromotionPolicy | None:
 
 @dataclass(frozen=True, slots=True)
 class PreparedInput:
-    """Everything validated from argv and the task file, before any clone or model call."""
+    """Everything validated from argv and the task file, before any clone or model call.
 
-    toolkit: Toolkit
+    ``harness`` and ``evaluated`` are the objects every cell later receives: built here, passed on.
+    """
+
+    harness: Harness
+    evaluated: Evaluated
     bindings: tuple[TaskBinding, ...]
     skipped_expensive: tuple[str, ...]
-    bwrap_bin: str
-    claude_bin: Path
-    claude_version: str
     script: Script | None
-    overlay: Overlay | None = None
-    comparator: ComparatorPlugin | None = None
-    sandbox_kind: SandboxKind = SandboxKind.BWRAP
     promotion_policy: PromotionPolicy | None = None
 
 
@@ -131,16 +135,11 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
         version=args.ce_plugin_version,
     )
     return PreparedInput(
-        toolkit=toolkit,
+        harness=Harness(claude_bin=claude_bin, claude_version=version, bwrap_bin=bwrap, sandbox_kind=kind),
+        evaluated=Evaluated(toolkit=toolkit, overlay=overlay, comparator=comparator),
         bindings=bindings,
         skipped_expensive=tuple(skipped),
-        bwrap_bin=bwrap,
-        claude_bin=claude_bin,
-        claude_version=version,
         script=script,
-        overlay=overlay,
-        comparator=comparator,
-        sandbox_kind=kind,
         promotion_policy=promotion_policy,
     )
 
@@ -150,14 +149,38 @@ def _script_digest(args: argparse.Namespace) -> str | None:
     return hashlib.sha256((args.script or DEMO_SCRIPT).read_bytes()).hexdigest() if scripted else None
 
 
+def cell_policy(args: argparse.Namespace, *, model: str) -> CellPolicy:
+    """How every cell runs: the one copy of these flags out of the namespace."""
+    return CellPolicy(
+        model=model,
+        effort=args.effort,
+        session_timeout_s=args.timeout,
+        verify_timeout_s=args.verify_timeout,
+        max_retries=args.max_retries,
+        limits=CellLimits(
+            memory_mib=args.cell_memory_mib,
+            pids=args.cell_pids,
+            disk_mib=args.cell_disk_mib,
+            cpus=_cell_cpus(args),
+        ),
+    )
+
+
+def _cell_cpus(args: argparse.Namespace) -> float | None:
+    """``--cell-cpus`` (0: no bound), else the fair share for ``--workers`` (``default_cell_cpus``)."""
+    if args.cell_cpus is None:
+        return default_cell_cpus(args.workers)
+    return args.cell_cpus or None
+
+
 def _sweep_config(
     args: argparse.Namespace,
     ready: PreparedInput,
     *,
     out_dir: Path,
     model: str,
-    done_rows: tuple[dict, ...] = (),
-    prior_rows: tuple[dict, ...] = (),
+    done_rows: tuple[Row, ...] = (),
+    prior_rows: tuple[Row, ...] = (),
 ) -> SweepConfig:
     return SweepConfig(
         done_rows=done_rows,
@@ -175,38 +198,18 @@ def _sweep_config(
         arms=tuple(resolve_arm(a) for a in args.arms),
         runs=args.runs,
         out_dir=out_dir,
-        model=model,
-        effort=args.effort,
-        session_timeout_s=args.timeout,
-        verify_timeout_s=args.verify_timeout,
-        max_retries=args.max_retries,
-        claude_bin=ready.claude_bin,
-        claude_version=ready.claude_version,
-        bwrap_bin=ready.bwrap_bin,
-        toolkit=ready.toolkit,
-        overlay=ready.overlay,
-        comparator=ready.comparator,
-        sandbox_kind=ready.sandbox_kind,
+        cell=cell_policy(args, model=model),
+        harness=ready.harness,
+        evaluated=ready.evaluated,
         promotion_policy=ready.promotion_policy,
-        limits=CellLimits(
-            memory_mib=args.cell_memory_mib,
-            pids=args.cell_pids,
-            disk_mib=args.cell_disk_mib,
-            cpus=_cell_cpus(args),
-        ),
     )
-
-
-def _cell_cpus(args) -> float | None:
-    """``--cell-cpus`` (0: no bound), else the fair share for ``--workers`` (``default_cell_cpus``)."""
-    if args.cell_cpus is None:
-        return default_cell_cpus(args.workers)
-    return args.cell_cpus or None
 
 
 def _require_canary(ready: PreparedInput) -> None:
     code, table = run_canary(
-        claude_bin_arg=str(ready.claude_bin), bwrap_bin=ready.bwrap_bin, progress=lambda _: None
+        claude_bin_arg=str(ready.harness.claude_bin),
+        bwrap_bin=ready.harness.bwrap_bin,
+        progress=lambda _: None,
     )
     print(table)
     if code != 0:
@@ -231,23 +234,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CANCELLED
     finally:
         for ready in prepared:
-            if ready.comparator is not None:
-                remove_tree(ready.comparator.snapshot.parent)
+            if ready.evaluated.comparator is not None:
+                remove_tree(ready.evaluated.comparator.snapshot.parent)
+
+
+def _known_model(args: argparse.Namespace, ready: PreparedInput) -> str:
+    """The model before any provider starts: ``--model``, or the script's (validate() requires one)."""
+    model = args.model or (ready.script.model if ready.script else None)
+    if not model:
+        raise UsageError("--model is required with --provider anthropic")
+    return str(model)
 
 
 def _resume_rows(
     args: argparse.Namespace, ready: PreparedInput, out_dir: Path, claims: list[OutputClaim]
-) -> tuple[dict, ...]:
+) -> tuple[Row, ...]:
     """Refuse a configuration that differs from the directory's lock; return the rows it keeps.
 
     The configuration is checked before the directory is claimed (claiming rewrites the holder
     record), so a refused resume changes nothing; the rows are read under the claim.
     """
-    model = args.model or (ready.script.model if ready.script else None)
-    config = _sweep_config(args, ready, out_dir=out_dir, model=model)
+    config = _sweep_config(args, ready, out_dir=out_dir, model=_known_model(args, ready))
     check_lock(out_dir, config_lock(config))
     claims.append(claim_output_dir(out_dir, resume=True))
     return kept_rows(out_dir, plan_keys(config))
+
+
+def _dry_run(args: argparse.Namespace, ready: PreparedInput, out_dir: Path, prior: tuple[Row, ...]) -> int:
+    """Print the plan the sweep would run (``--resume`` read, never rewritten) and exit 0."""
+    config = _sweep_config(args, ready, out_dir=out_dir, model=_known_model(args, ready), prior_rows=prior)
+    if args.resume is not None:
+        check_lock(out_dir, config_lock(config))
+        config = replace(config, done_rows=kept_rows(out_dir, plan_keys(config), dry_run=True))
+    print(describe_plan(config), end="")
+    return 0
 
 
 def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
@@ -263,8 +283,8 @@ def _run(args: argparse.Namespace, prepared: list[PreparedInput]) -> int:
 
 def _run_claimed(args: argparse.Namespace, prepared: list[PreparedInput], claims: list[OutputClaim]) -> int:
     out_dir = args.resume or args.out or _default_out()
-    done_rows: tuple[dict, ...] = ()
-    prior_rows: tuple[dict, ...] = ()
+    done_rows: tuple[Row, ...] = ()
+    prior_rows: tuple[Row, ...] = ()
     try:
         ready = prepare(args)
         prepared.append(ready)  # main() removes the comparator snapshot whatever happens next
@@ -272,6 +292,8 @@ def _run_claimed(args: argparse.Namespace, prepared: list[PreparedInput], claims
             _require_canary(ready)
         if args.reuse_results is not None:
             prior_rows = load_prior_rows(args.reuse_results, out_dir=out_dir)
+        if args.dry_run:
+            return _dry_run(args, ready, out_dir, prior_rows)
         # --resume is locked too: a resumed sweep and a second runner never share a directory.
         if args.resume is not None:
             done_rows = _resume_rows(args, ready, out_dir, claims)
@@ -295,7 +317,8 @@ def _run_claimed(args: argparse.Namespace, prepared: list[PreparedInput], claims
             config = _sweep_config(
                 args, ready, out_dir=out_dir, model=model, done_rows=done_rows, prior_rows=prior_rows
             )
-            print(f"workflow-bench: {access.provider} provider, model {model}, CLI {ready.claude_version}")
+            cli = ready.harness.claude_version
+            print(f"workflow-bench: {access.provider} provider, model {model}, CLI {cli}")
             print(f"workflow-bench: writing to {out_dir}")
             _, exit_code = run_sweep(config, access=access, cancel=cancel)
             return exit_code

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SESSION_TMPDIR, _missing, needs_root
+from tests.builders import missing_tool
+from tests.conftest import SESSION_TMPDIR, needs_root
 from workflow_bench.sandbox import CellLimits, CellResources, RunPolicy, SandboxKind, create_sandbox
 from workflow_bench.sandbox._cgroups import own_cgroup as _own_cgroup
 from workflow_bench.sandbox._stale import mounts_under
@@ -29,7 +30,7 @@ def enforceable() -> None:
     needs_root("cgroup v1 memory/pids and loop mounts")
     cgroups = all((d := _own_cgroup(c)) is not None and os.access(d, os.W_OK) for c in ("memory", "pids"))
     if not cgroups or not Path("/dev/loop-control").exists():
-        _missing("writable cgroup v1 memory/pids controllers and /dev/loop-control")
+        missing_tool("writable cgroup v1 memory/pids controllers and /dev/loop-control")
 
 
 @pytest.fixture

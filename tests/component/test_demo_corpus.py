@@ -31,8 +31,8 @@ from workflow_bench.corpus.build_target import (
 )
 from workflow_bench.judging.outcome_report import KIT, UNITTEST_ENV_VAR, read_evidence
 from workflow_bench.judging.verdict import for_task, verdict
-from workflow_bench.tasks.oracle_staging import stage_oracle, verify_staged
-from workflow_bench.tasks.spec import TaskBinding, bind_tasks, load_task_file
+from workflow_bench.taskspec.oracle_staging import stage_oracle, verify_staged
+from workflow_bench.taskspec.spec import TaskBinding, bind_tasks, load_task_file
 
 pytestmark = pytest.mark.component
 

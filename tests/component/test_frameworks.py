@@ -27,8 +27,8 @@ from workflow_bench.judging.judge import run_hidden_oracle, run_verify
 from workflow_bench.judging.outcome_report import JudgeOutcome, run_with_report
 from workflow_bench.judging.verdict import Expectation, for_task
 from workflow_bench.sandbox import Mount, SandboxKind, create_sandbox
-from workflow_bench.tasks.oracle_staging import stage_oracle, verify_staged
-from workflow_bench.tasks.oracles import OracleFile, OracleSnapshot, OracleTamperError
+from workflow_bench.taskspec.oracle_staging import stage_oracle, verify_staged
+from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot, OracleTamperError
 
 pytestmark = pytest.mark.component
 COUNT = for_task(min_tests=1, expected=None, report_required=True)

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from workflow_bench.cells.workspace import workspace_snapshot
 from workflow_bench.sandbox import RunPolicy, SandboxKind, create_sandbox
 from workflow_bench.sandbox._host import HOST_CHILD_UID
+from workflow_bench.workspace.snapshot import workspace_snapshot
 
 pytestmark = pytest.mark.component
 

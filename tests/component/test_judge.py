@@ -20,7 +20,8 @@ import pytest
 from workflow_bench.judging.judge import judge_review, read_review_artifact
 from workflow_bench.review.contract import MAX_ARTIFACT_BYTES, REVIEW_OUTPUT_FILE, ReviewArtifactError
 from workflow_bench.review.score import REVIEW_ROW_FIELDS
-from workflow_bench.tasks.oracles import OracleFile, OracleSnapshot
+from workflow_bench.rows.model import Review
+from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
 
 pytestmark = pytest.mark.component
 
@@ -102,11 +103,11 @@ def test_an_artifact_that_is_not_a_regular_file_is_unreadable(tmp_path, kind):
 
 
 def test_a_review_that_matches_every_label_passes(tmp_path):
-    fields, data, problem = judge_review(_write(tmp_path, "request_changes", [FINDING]), _snapshot([LABEL]))
-    assert problem is None and data == (tmp_path / REVIEW_OUTPUT_FILE).read_bytes()
-    assert fields["oracle_passed"] is True and fields["oracle_output"] == "hidden review labels matched"
-    assert fields["review_evidence_valid"] is True and fields["review_true_positives"] == 1
-    assert fields["review_score"]["recall"] == 1.0
+    judged = judge_review(_write(tmp_path, "request_changes", [FINDING]), _snapshot([LABEL]))
+    assert judged.problem is None and judged.artifact == (tmp_path / REVIEW_OUTPUT_FILE).read_bytes()
+    assert judged.oracle_passed is True and judged.oracle_output == "hidden review labels matched"
+    assert judged.evidence_valid is True and judged.score is not None and judged.score.true_positives == 1
+    assert judged.score.recall == 1.0
 
 
 @pytest.mark.parametrize(
@@ -122,19 +123,16 @@ def test_a_review_that_matches_every_label_passes(tmp_path):
     ids=["wrong-verdict", "false-positive", "miss"],
 )
 def test_a_review_short_of_the_labels_fails(tmp_path, verdict, findings):
-    fields, _, problem = judge_review(_write(tmp_path, verdict, findings), _snapshot([LABEL]))
-    assert problem is None and fields["review_evidence_valid"] is True
-    assert (
-        fields["oracle_passed"] is False
-        and fields["oracle_output"] == "hidden review labels not fully matched"
-    )
+    judged = judge_review(_write(tmp_path, verdict, findings), _snapshot([LABEL]))
+    assert judged.problem is None and judged.evidence_valid is True
+    assert judged.oracle_passed is False and judged.oracle_output == "hidden review labels not fully matched"
 
 
 def test_a_clean_control_passes_only_with_approve_and_no_findings(tmp_path):
-    passed, _, _ = judge_review(_write(tmp_path, "approve", []), _snapshot([]))
-    assert passed["oracle_passed"] is True and passed["review_clean_pass"] is True
-    failed, _, _ = judge_review(_write(tmp_path, "comment", [{**FINDING, "blocking": False}]), _snapshot([]))
-    assert failed["oracle_passed"] is False
+    passed = judge_review(_write(tmp_path, "approve", []), _snapshot([]))
+    assert passed.oracle_passed is True and passed.score is not None and passed.score.clean_pass is True
+    failed = judge_review(_write(tmp_path, "comment", [{**FINDING, "blocking": False}]), _snapshot([]))
+    assert failed.oracle_passed is False
 
 
 @pytest.mark.parametrize(
@@ -157,12 +155,13 @@ def test_an_unscorable_review_is_never_a_passed_oracle(tmp_path, setup):
     elif setup == "directory":  # the agent can make one; it must be an invalid artifact, not a crash
         artifact.mkdir()
     # A clean control: approve with no findings would pass, if anything were scored.
-    fields, data, problem = judge_review(out, _snapshot([]))
-    assert fields["oracle_passed"] is False and fields["oracle_output"] == "hidden review labels not scored"
-    assert fields["review_evidence_valid"] is False and fields["review_score"] is None
-    assert all(fields[name] is None for name in REVIEW_ROW_FIELDS)
-    assert problem  # the violation, for the row's error_detail
-    assert data == (artifact.read_bytes() if setup in ("not-json", "contract-violation") else None)
+    judged = judge_review(out, _snapshot([]))
+    assert judged.oracle_passed is False and judged.oracle_output == "hidden review labels not scored"
+    assert judged.evidence_valid is False and judged.score is None
+    review = Review.scored(judged.score, evidence_valid=judged.evidence_valid)  # the row's review part
+    assert all(getattr(review, name) is None for name in REVIEW_ROW_FIELDS)
+    assert judged.problem  # the violation, for the row's error_detail
+    assert judged.artifact == (artifact.read_bytes() if setup in ("not-json", "contract-violation") else None)
 
 
 # ── the authored verify and the hidden oracle, in a real bwrap sandbox ─────────────────────

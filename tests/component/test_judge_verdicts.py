@@ -18,7 +18,7 @@ from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.judging.judge import run_hidden_oracle, run_verify
 from workflow_bench.judging.verdict import for_task
 from workflow_bench.sandbox import Mount, SandboxKind, create_sandbox
-from workflow_bench.tasks.oracles import OracleFile, OracleSnapshot
+from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
 
 pytestmark = pytest.mark.component
 

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.cells.workspace import MAX_PATCH_BYTES
-from workflow_bench.judging.patch import PatchView
+from workflow_bench.workspace.patch import MAX_PATCH_BYTES, PatchView
 
 pytestmark = pytest.mark.component
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.judging.patch import PatchView
 from workflow_bench.process import ProcessError
+from workflow_bench.workspace.patch import PatchView
 
 pytestmark = pytest.mark.component
 
@@ -83,7 +83,7 @@ def test_a_truncated_patch_keeps_its_head(tmp_path, workspace) -> None:
 
 
 def test_plan_and_skill_paths_are_in_the_patch_but_not_in_the_churn(tmp_path, workspace) -> None:
-    from workflow_bench.cells.workspace import PLAN_DIR
+    from workflow_bench.workspace.snapshot import PLAN_DIR
 
     def change(ws: Path) -> None:
         (ws / PLAN_DIR).mkdir(parents=True)

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.cells.workspace import WorkspaceLimitError
-from workflow_bench.judging import patch as patch_module
-from workflow_bench.judging.patch import PatchView
+from workflow_bench.workspace import git as git_module
+from workflow_bench.workspace import patch as patch_module
+from workflow_bench.workspace.patch import PatchView
+from workflow_bench.workspace.snapshot import WorkspaceLimitError
 
 pytestmark = pytest.mark.component
 
@@ -104,9 +105,9 @@ def test_churn_is_never_a_silent_undercount_of_a_cut_numstat(tmp_path, workspace
         view.diff("base", "after")
 
 
-# Each seal of the view's git against the host's configuration must hold on its own: the tests
-# below breach every other way in (by adding a hostile source to the view's own environment) and
-# check that the one seal left still keeps the patch exact.
+# Each seal of the harness's git (workspace.git) against the host's configuration must hold on its
+# own: the tests below breach every other way in (by adding a hostile source to the environment
+# every harness git command gets) and check that the one seal left still keeps the patch exact.
 HOSTILE = "[diff]\n\tnoprefix = true\n[core]\n\tquotePath = false\n\tattributesFile = {attrs}\n"
 
 
@@ -131,8 +132,8 @@ def _exact_patch(tmp_path: Path, ws: Path) -> bytes:
 
 
 def test_a_hostile_system_config_is_never_read(tmp_path, workspace, monkeypatch) -> None:
-    env = {**patch_module._GIT_ENV, "GIT_CONFIG_SYSTEM": str(_hostile_config(tmp_path))}
-    monkeypatch.setattr(patch_module, "_GIT_ENV", env)
+    env = {**git_module._FIXED_ENV, "GIT_CONFIG_SYSTEM": str(_hostile_config(tmp_path))}
+    monkeypatch.setattr(git_module, "_FIXED_ENV", env)
     _exact_patch(tmp_path, workspace)
 
 
@@ -142,8 +143,8 @@ def test_a_hostile_home_config_is_never_read(tmp_path, workspace, monkeypatch) -
     (home / ".gitconfig").write_text(_hostile_config(tmp_path).read_text())
     (home / ".config" / "git").mkdir(parents=True)
     (home / ".config" / "git" / "config").write_text(_hostile_config(tmp_path).read_text())
-    env = {**patch_module._GIT_ENV, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
-    monkeypatch.setattr(patch_module, "_GIT_ENV", env)
+    env = {**git_module._FIXED_ENV, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    monkeypatch.setattr(git_module, "_FIXED_ENV", env)
     _exact_patch(tmp_path, workspace)
 
 
@@ -154,7 +155,7 @@ def test_inherited_config_parameters_are_overridden_by_the_views_own(
     attrs.write_text("* -diff\n")
     inherited = f"'core.quotepath'='false' 'core.attributesfile'='{attrs}'"
     monkeypatch.setattr(
-        patch_module, "_GIT_ENV", {**patch_module._GIT_ENV, "GIT_CONFIG_PARAMETERS": inherited}
+        git_module, "_FIXED_ENV", {**git_module._FIXED_ENV, "GIT_CONFIG_PARAMETERS": inherited}
     )
     _exact_patch(tmp_path, workspace)
 

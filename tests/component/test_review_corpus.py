@@ -34,7 +34,7 @@ from workflow_bench.review.score import (
     review_oracle_passed,
     score_review,
 )
-from workflow_bench.tasks.spec import TaskBinding, TaskSpec, bind_tasks, load_task_file
+from workflow_bench.taskspec.spec import TaskBinding, TaskSpec, bind_tasks, load_task_file
 
 pytestmark = pytest.mark.component
 

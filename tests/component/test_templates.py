@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from workflow_bench.cells.templates import TemplateCache, template_key
-from workflow_bench.cells.workspace import copy_clone
-from workflow_bench.tasks.spec import bind_tasks, load_task_file
+from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.manifest import load_toolkit
+from workflow_bench.workspace.clone import copy_clone
 
 pytestmark = pytest.mark.component
 DEMO_TASKS = Path(__file__).resolve().parents[2] / "tasks.scenarios.yaml"

@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from tests.conftest import SHORT_DIR_PREFIX, TESTS, suite_tmpdir_room
-from workflow_bench.cells.paths import CellPathError, check_paths_fit
 from workflow_bench.schedule.ray_local import RayPathError, check_local_paths_fit
+from workflow_bench.workspace.paths import CellPathError, check_paths_fit
 
 pytestmark = pytest.mark.component
 

@@ -8,19 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.cells.workspace import (
+from workflow_bench.sandbox import SandboxKind, create_sandbox
+from workflow_bench.workspace.clone import build_template, copy_clone, remove_tree, seed_skills
+from workflow_bench.workspace.git import head_sha
+from workflow_bench.workspace.patch import PatchView
+from workflow_bench.workspace.snapshot import (
     WorkspaceLimitError,
-    build_template,
     changed_paths,
-    copy_clone,
-    head_sha,
-    remove_tree,
-    seed_skills,
     skill_fingerprint,
     workspace_snapshot,
 )
-from workflow_bench.judging.patch import PatchView
-from workflow_bench.sandbox import SandboxKind, create_sandbox
 
 pytestmark = pytest.mark.component
 CANARY = "WFBENCH-HISTORY-CANARY-7f3a"

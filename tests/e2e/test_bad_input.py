@@ -116,6 +116,19 @@ def test_yaml_syntax_error(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("byte", [b"\x00", b"\x01", b"\x7f"], ids=["nul", "soh", "del"])
+def test_a_control_byte_inside_the_yaml_exits_2_naming_the_file_and_position(byte, tmp_path, capsys):
+    # PyYAML's reader refused these with a ReaderError traceback and exit 1 before the fix.
+    path = tmp_path / "tasks.yaml"
+    path.write_bytes(b"tasks:\n  - id: a" + byte + b"b\n")
+    code, err, _ = _run(
+        ["--tasks", str(path), "--provider", "scripted", "--out", str(tmp_path / "out")], capsys
+    )
+    assert code == 2, err
+    assert f"{path}: <top level>: (yaml): line 2, column 10:" in err and "is not allowed" in err, err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
 def test_every_defect_is_reported_at_once(tmp_path, capsys):
     path = _write_corpus(tmp_path, [_task(expensive="yes", timeout=5)])
     code, err, _ = _run(

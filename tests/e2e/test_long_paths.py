@@ -7,15 +7,20 @@ TMPDIR alone; the preflight refuses, before any clone, a TMPDIR too long for eve
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.builders import result_dicts
 from workflow_bench import runner
-from workflow_bench.cells.paths import AF_UNIX_PATH_MAX, CellPathError, check_paths_fit, longest_socket_path
+from workflow_bench.workspace.paths import (
+    AF_UNIX_PATH_MAX,
+    CellPathError,
+    check_paths_fit,
+    longest_socket_path,
+)
 
 from .conftest import REPO_ROOT
 
@@ -63,7 +68,7 @@ def test_128_char_id_with_the_longest_arm_under_the_longest_tmpdir_the_preflight
             "--arms", *arms, *WORK_OVERLAY, "--out", str(out),
         ]
     )  # fmt: skip
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows = result_dicts(out)
     assert code == 0
     assert sorted(r["arm"] for r in rows) == sorted(arms)
     for row in rows:

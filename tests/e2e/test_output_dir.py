@@ -6,7 +6,6 @@ TMPDIR each; nothing globs the shared /tmp.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -17,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import _missing, needs_root
+from tests.builders import missing_tool, result_dicts
+from tests.conftest import needs_root
 from workflow_bench import runner
-from workflow_bench.cells.paths import WORK_ROOT_PATTERN
-from workflow_bench.output_lock import LOCK_FILE
+from workflow_bench.output.lock import LOCK_FILE
+from workflow_bench.workspace.paths import WORK_ROOT_PATTERN
 
 from .conftest import REPO_ROOT
 
@@ -52,7 +52,7 @@ def _wait_for(predicate, *, timeout_s: float, proc: subprocess.Popen) -> None:
 
 
 def _rows(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return result_dicts(out)
 
 
 def test_second_runner_on_the_same_out_exits_2_naming_the_first(
@@ -83,7 +83,7 @@ def test_disk_full_keeps_written_rows_and_exits_1(
     fs.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(fs)], capture_output=True)
     if mounted.returncode != 0:
-        _missing(f"a tmpfs mount ({mounted.stderr.decode().strip()})")
+        missing_tool(f"a tmpfs mount ({mounted.stderr.decode().strip()})")
     try:
         out = fs / "out"
         private = make_short_dir()

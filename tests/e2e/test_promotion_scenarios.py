@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import result_dicts
 from workflow_bench import runner
 from workflow_bench.corpus.promotion_scenarios import SCENARIOS
-from workflow_bench.reports.promotion.apply import ApplyError, apply_promotion
-from workflow_bench.reports.promotion.verify import VerifyError, verify_promotion
-from workflow_bench.reports.rerender import main as rerender_main
+from workflow_bench.promotion.apply import ApplyError, apply_promotion
+from workflow_bench.promotion.verify import VerifyError, verify_promotion
+from workflow_bench.report import main as rerender_main
 
 from .conftest import REPO_ROOT
 
@@ -60,7 +61,7 @@ def test_scenario_reaches_its_decision(name: str, sweeps) -> None:
     decisions = {d["candidate_arm"]: d for d in doc["decisions"]}
     decision = decisions[scenario.candidate_arm]
     assert decision["decision"] == scenario.expected, decision["reasons"]
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows = result_dicts(out)
     arms = {r["arm"] for r in rows}
     for arm in doc["arms"]:
         assert f"[measurement-health] {arm}: " in printed  # every arm, after the reports

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from workflow_bench import runner
-from workflow_bench.reports.rerender import main as report_main
+from workflow_bench.report import main as report_main
 
 from .conftest import REPO_ROOT
 
@@ -27,7 +27,7 @@ def _lines(path):
 
 
 def test_reuse_pays_only_candidates_and_one_canary_per_incumbent_arm(
-    task_file_for, tmp_path, bwrap_bin, claude_bin
+    task_file_for, tmp_path, bwrap_bin, claude_bin, capsys
 ):
     tasks = task_file_for("trivial-amount-grouping")
     args = ["--tasks", str(tasks), "--provider", "scripted", "--arms", *ARMS, "--runs", "2",
@@ -35,6 +35,22 @@ def test_reuse_pays_only_candidates_and_one_canary_per_incumbent_arm(
     first, second = tmp_path / "first", tmp_path / "second"
     assert runner.main([*args, "--out", str(first)]) == 0
     assert all(r["reused"] is False and r["runtime_digest"] for r in _lines(first / "results.jsonl"))
+
+    # --dry-run prints the same choice the real sweep makes below, and pays and writes nothing.
+    capsys.readouterr()
+    dry = tmp_path / "dry"
+    plan_args = [*args, "--out", str(dry), "--reuse-results", str(first), "--order", "longest-first"]
+    assert runner.main([*plan_args, "--dry-run"]) == 0
+    printed = capsys.readouterr().out
+    assert "8 cells: 1 tasks × 2 runs × 4 arms" in printed
+    assert "reused from --reuse-results: 2; to run: 6" in printed
+    reuse_lines = sorted(line.strip() for line in printed.splitlines() if line.strip().startswith("reuse "))
+    assert reuse_lines == ["reuse [trivial-amount-grouping][workflow][run 1]",
+                           "reuse [trivial-amount-grouping][workflow_direct][run 1]"], printed  # fmt: skip
+    assert len([line for line in printed.splitlines() if ". run " in line and "(predicted" in line]) == 6
+    assert not dry.exists()
+    assert runner.main([*plan_args, "--dry-run", "--canary"]) == 2
+    assert "drop --canary" in capsys.readouterr().err
 
     assert runner.main([*args, "--out", str(second), "--reuse-results", str(first)]) == 0
     rows = _lines(second / "results.jsonl")

@@ -6,12 +6,12 @@ read-only, the artifact lands outside it, and the hidden labels decide.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.builders import as_row, result_dicts
 from workflow_bench import runner
 from workflow_bench.judging.outcomes import is_excluded, is_systemic_failure
 
@@ -34,9 +34,7 @@ EXPECTED = {
 
 
 def _rows(out: Path) -> dict[tuple[str, str], dict]:
-    return {
-        (r["task"], r["arm"]): r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())
-    }
+    return {(r["task"], r["arm"]): r for r in result_dicts(out)}
 
 
 @pytest.fixture(scope="module")
@@ -108,4 +106,5 @@ def test_unscored_reviews(task_file_for, tmp_path, bwrap_bin, claude_bin):
     # The agent writes the artifact: a bad or missing one is its arm's failure (issue 8), never a
     # way out of the denominator or into the outage breaker.
     for row in (invalid, missing):
-        assert not is_excluded(row) and not is_systemic_failure(row) and row["resolved"] is False
+        typed = as_row(row)
+        assert not is_excluded(typed) and not is_systemic_failure(typed) and row["resolved"] is False

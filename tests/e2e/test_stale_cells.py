@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import _missing, needs_root
+from tests.builders import missing_tool
+from tests.conftest import needs_root
 from workflow_bench.sandbox._cgroups import own_cgroup as _own_cgroup
 from workflow_bench.sandbox._stale import mounts_under
 
@@ -56,7 +57,7 @@ def test_a_killed_runners_volume_loop_device_and_cgroups_are_released(
 ):
     needs_root("cell volumes are loop mounts")
     if not Path("/dev/loop-control").exists():
-        _missing("loop devices (cell volumes are loop mounts)")
+        missing_tool("loop devices (cell volumes are loop mounts)")
     tasks = task_file_for("trivial-amount-grouping")
     tmpdir = short_tmpdir  # short: the relay socket path must fit
     try:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from tests.builders import row
 from workflow_bench.cells.session_fold import sum_sessions
 from workflow_bench.cells.stream_usage import transcript_usage
 from workflow_bench.reports.accounting import row_flags, usage_accounting
@@ -102,24 +103,24 @@ def _outcome(main, seen):
 
 
 def test_sum_sessions_reports_both_figures() -> None:
-    row = sum_sessions([_outcome(_u(1, 2, 3, 4), _u(10, 2, 3, 40)), _outcome(_u(1, 0, 0, 1), _u(1, 0, 0, 1))])
-    assert row["usage_main_loop"] == _u(2, 2, 3, 5) == {f: row[f] for f in USAGE_FIELDS}
-    assert row["usage_transcripts"] == _u(11, 2, 3, 41)
-    unknown = sum_sessions([_outcome(_u(1, 2, 3, 4), dict.fromkeys(USAGE_FIELDS))])
-    assert set(unknown["usage_transcripts"].values()) == {None}
+    layer, _ = sum_sessions(
+        [_outcome(_u(1, 2, 3, 4), _u(10, 2, 3, 40)), _outcome(_u(1, 0, 0, 1), _u(1, 0, 0, 1))]
+    )
+    assert layer.usage_main_loop is not None and layer.usage_transcripts is not None
+    assert (
+        layer.usage_main_loop.model_dump() == _u(2, 2, 3, 5) == {f: getattr(layer, f) for f in USAGE_FIELDS}
+    )
+    assert layer.usage_transcripts.model_dump() == _u(11, 2, 3, 41)
+    unknown, _ = sum_sessions([_outcome(_u(1, 2, 3, 4), dict.fromkeys(USAGE_FIELDS))])
+    assert unknown.usage_transcripts is not None
+    assert set(unknown.usage_transcripts.model_dump().values()) == {None}
 
 
 MAIN, SERVED = _u(300, 4, 6, 30), _u(3300, 44, 66, 330)
 
 
 def _row(arm="a", main=MAIN, seen=SERVED, provider=SERVED):
-    return {
-        "task": "t",
-        "arm": arm,
-        "usage_main_loop": main,
-        "usage_transcripts": seen,
-        "usage_provider": provider,
-    }
+    return row(task="t", arm=arm, usage_main_loop=main, usage_transcripts=seen, usage_provider=provider)
 
 
 def test_row_flags_name_every_disagreement() -> None:
@@ -177,12 +178,13 @@ def test_a_missing_middle_figure_does_not_hide_the_outer_pair() -> None:
     assert row_flags(_row(seen=None)) == ["main loop < provider (subagent spend)"]
 
 
-def test_a_value_that_is_not_an_int_is_unknown_in_the_sums() -> None:
+def test_a_value_that_is_not_an_int_is_never_recorded() -> None:
+    # The row model is strict: a flag, a fraction or a string is not a token count.
     for bad in (True, 1.5, "3"):
-        line = usage_accounting([_row(main={**MAIN, "input_tokens": bad})])[0]
-        assert line.main_loop.input_tokens is None and line.main_loop.output_tokens == 30
+        with pytest.raises(ValueError, match="input_tokens"):
+            _row(main={**MAIN, "input_tokens": bad})
     # and an unknown field is not a disagreement
-    assert row_flags(_row(main={**SERVED, "input_tokens": True}, seen=SERVED, provider=SERVED)) == []
+    assert row_flags(_row(main={**SERVED, "input_tokens": None}, seen=SERVED, provider=SERVED)) == []
 
 
 def test_a_group_mixing_rows_with_and_without_a_figure_sums_to_unknown() -> None:

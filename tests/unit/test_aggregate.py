@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests import builders
 from workflow_bench.reports.aggregate import (
     MEDIAN_FIELDS,
     REVIEW_FLAGS,
@@ -20,41 +21,17 @@ from workflow_bench.reports.aggregate import (
     group_rows,
     savings,
 )
+from workflow_bench.rows.model import Row
 from workflow_bench.usage import USAGE_FIELDS
 
 pytestmark = pytest.mark.unit
 
 
-def row(**overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "task": "t1",
-        "class": "bugfix",
-        "arm": "workflow",
-        "run": 0,
-        "ok": True,
-        "resolved": True,
-        "error_kind": None,
-        "input_tokens": 100,
-        "cache_creation_input_tokens": 10,
-        "cache_read_input_tokens": 1000,
-        "output_tokens": 50,
-        "cost_usd": 0.5,
-        "duration_s": 30.0,
-        "num_turns": 4,
-        "diff_files": 2,
-        "diff_insertions": 10,
-        "diff_deletions": 1,
-        "authored_tests_passed": True,
-        "oracle_passed": True,
-        "skill_invoked": True,
-        "transcript_missing": False,
-        "reused": False,
-    }
-    base.update(overrides)
-    return base
+def row(**overrides: Any) -> Row:
+    return builders.row(**{"cost_usd": 0.5, **overrides})
 
 
-def session_error(**overrides: Any) -> dict[str, Any]:
+def session_error(**overrides: Any) -> Row:
     return row(**{"ok": False, "resolved": False, "error_kind": "session-error", **overrides})
 
 
@@ -143,10 +120,8 @@ def test_one_unknown_token_field_makes_that_median_unknown(field: str) -> None:
     assert agg.median(field) is None
 
 
-def test_missing_key_is_unknown_not_zero() -> None:
-    incomplete = row()
-    del incomplete["duration_s"]
-    assert aggregate([row(), incomplete]).duration_s is None
+def test_an_unmeasured_value_is_unknown_not_zero() -> None:
+    assert aggregate([row(), row(duration_s=None)]).duration_s is None
 
 
 def test_no_valid_rows_gives_unknown_medians_not_zero() -> None:
@@ -213,15 +188,22 @@ def test_aggregate_rejects_empty_and_mixed() -> None:
 # --- review metrics --------------------------------------------------------------------------
 
 
-def review_row(**overrides: Any) -> dict[str, Any]:
-    metrics: dict[str, Any] = {f"review_{name}": 0.5 for name in REVIEW_METRICS}
+COUNTS = ("true_positives", "false_positives", "false_negatives")
+
+
+def review_row(**overrides: Any) -> Row:
+    metrics: dict[str, Any] = {f"review_{name}": 1 if name in COUNTS else 0.5 for name in REVIEW_METRICS}
     metrics.update(review_verdict_correct=True, review_clean_control=True, review_clean_pass=True)
     metrics.update(overrides)
     return row(arm="review", **metrics)
 
 
-def test_review_absent_without_review_metrics() -> None:
-    assert aggregate([row()]).review is None
+def test_review_metrics_are_unknown_outside_review_arms() -> None:
+    # Every row carries the review fields, null outside review arms: their aggregate is all unknown.
+    review = aggregate([row()]).review
+    assert review is not None
+    assert all(value is None for value in dataclasses.astuple(review))
+    assert aggregate([session_error()]).review is None  # no valid row: nothing to aggregate
 
 
 def test_review_median_min_and_all() -> None:
@@ -291,7 +273,7 @@ def test_group_rows_preserves_first_seen_order() -> None:
     assert list(grouped) == ["b", "a"]
     assert list(grouped["b"]) == ["workflow", "baseline"]
     assert list(grouped["a"]) == ["baseline", "workflow"]
-    assert [r["run"] for r in grouped["b"]["workflow"]] == [0, 1]
+    assert [r.run for r in grouped["b"]["workflow"]] == [0, 1]
     results = aggregate_all(rows)
     assert results["b"]["workflow"].runs == 2
 
@@ -373,8 +355,9 @@ def test_an_empty_group_has_no_aggregate() -> None:
         aggregate([])
 
 
-def test_a_row_without_a_class_has_an_empty_class() -> None:
-    assert aggregate([{k: v for k, v in row().items() if k != "class"}]).task_class == ""
+def test_a_row_without_a_class_is_never_built() -> None:
+    with pytest.raises(ValueError, match="class"):
+        builders.Row.model_validate({k: v for k, v in row().to_json_obj().items() if k != "class"})
 
 
 def test_savings_are_percentages_to_one_decimal() -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import resource_limits, row
 from workflow_bench.canary import attacks_budgets
 from workflow_bench.canary.attacks_budgets import BUDGET_ATTACKS, PROBES
 from workflow_bench.canary.attacks_limits import LimitEvidence
 
 pytestmark = pytest.mark.unit
 
-ROW = {"error_kind": "oracle-failed", "error_detail": None, "resource_limits": {"ptys": 128}}
+ROW = row(error_kind="oracle-failed", resolved=False, resource_limits=resource_limits(ptys=128))
 
 
 def _judge(name):
@@ -48,7 +49,7 @@ def test_a_cell_within_its_bound_is_still_not_blocked_when_others_were_refused(m
 
 def test_without_root_a_cell_has_no_pty_at_all(monkeypatch):
     monkeypatch.setitem(PROBES, "pty", (True, True))
-    no_devpts = {**ROW, "resource_limits": {"ptys": None}}
+    no_devpts = ROW.replace(resource_limits=resource_limits(ptys=None))
     assert _judge("pty-exhaustion")(_ev("budget-held 0 Input/output error", no_devpts))[0] is True
     assert _judge("pty-exhaustion")(_ev("budget-held 3 No space left on device", no_devpts))[0] is False
     monkeypatch.setitem(PROBES, "pty", (True, False))  # the second cell has none either: nothing lost
@@ -59,7 +60,9 @@ def test_without_root_a_cell_has_no_pty_at_all(monkeypatch):
 
 def test_the_descriptor_judge_needs_the_watchdogs_verdict():
     judge = _judge("descriptor-exhaustion")
-    killed = {"error_kind": "resource-limit", "error_detail": "descriptor limit 65536: 93309 open (watchdog)"}
+    killed = ROW.replace(
+        error_kind="resource-limit", error_detail="descriptor limit 65536: 93309 open (watchdog)"
+    )
     assert judge(_ev("", killed))[0] is True
     assert judge(_ev("descriptors-survived 65536", ROW))[0] is False
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import row
 from workflow_bench.canary.attacks_graphs import GRAPH_ATTACKS, GraphEvidence, graph_toolkit
 
 pytestmark = pytest.mark.unit
@@ -26,7 +27,7 @@ CASES = {
 
 
 def evidence(output: str, *, hits: int = 0, intact: bool = True, patch: str = "") -> GraphEvidence:
-    return GraphEvidence(output=output, row={}, patch=patch, listener_hits=hits, index_intact=intact)
+    return GraphEvidence(output=output, row=row(), patch=patch, listener_hits=hits, index_intact=intact)
 
 
 def test_every_attack_has_cases_and_names_are_unique():

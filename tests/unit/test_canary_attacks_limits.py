@@ -6,8 +6,10 @@ from dataclasses import replace
 
 import pytest
 
+from tests.builders import row
 from workflow_bench.canary.attacks_limits import LIMIT_ATTACKS, LIMIT_CELLS, LimitEvidence
 from workflow_bench.redaction import REDACTED
+from workflow_bench.rows.model import Row
 
 pytestmark = pytest.mark.unit
 
@@ -27,11 +29,11 @@ ROW = {
     "tool_use_counts": {"Bash\ufffd": 1, REDACTED: 1, f"{REDACTED}#2": 1, "\\x1b[2JBash": 1},
 }
 CONSOLE = ("cell: tool call 2: \\x1b[2J\\x1b[31mBash\\x0afake: resolved=True",)
-CLEAN = LimitEvidence(output=FILLED, row=ROW, transcripts="", console=CONSOLE, sentinel_alive=True)
+CLEAN = LimitEvidence(output=FILLED, row=row(**ROW), transcripts="", console=CONSOLE, sentinel_alive=True)
 
 
-def _limit_row(detail: str) -> dict:
-    return {**ROW, "error_kind": "resource-limit", "error_detail": f"{detail} (primary=session-error)"}
+def _limit_row(detail: str) -> Row:
+    return row(**{**ROW, "error_kind": "resource-limit", "error_detail": f"{detail} (primary=session-error)"})
 
 
 # Per attack: the defended evidence (judge must say blocked) and a broken one (must say NOT blocked).
@@ -41,16 +43,16 @@ CASES = {
         {"output": FILLED.replace("fill / 0 Read-only file system", "fill / 8388608 no error")},
     ),
     "control-chars-tool-name": ({}, {"console": ("cell: tool call 2: \x1b[2JBash",)}),
-    "lone-surrogate-tool-name": ({}, {"row": {**ROW, "error_kind": "infra-error"}}),
-    "redaction-collision-1": ({}, {"row": {**ROW, "error_kind": "infra-error"}}),
-    "redaction-collision-2": ({}, {"row": {**ROW, "tool_use_counts": {REDACTED: 2}}}),
+    "lone-surrogate-tool-name": ({}, {"row": row(**{**ROW, "error_kind": "infra-error"})}),
+    "redaction-collision-1": ({}, {"row": row(**{**ROW, "error_kind": "infra-error"})}),
+    "redaction-collision-2": ({}, {"row": row(**{**ROW, "tool_use_counts": {REDACTED: 2}})}),
     "memory-exhaustion": (
         {"row": _limit_row("memory limit 768 MiB: 1 process(es) OOM-killed")},
-        {"row": ROW, "output": "ALLOCATED"},
+        {"row": row(**ROW), "output": "ALLOCATED"},
     ),
     "process-exhaustion": (
         {"row": _limit_row("process limit 128: 2 fork(s) refused")},
-        {"row": ROW, "output": "started 2000"},
+        {"row": row(**ROW), "output": "started 2000"},
     ),
     "disk-exhaustion": (
         {"row": _limit_row("disk limit 64 MiB over the clone: volume full")},

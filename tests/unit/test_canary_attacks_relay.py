@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import row, usage
 from workflow_bench.canary.attacks import Evidence, Plant
 from workflow_bench.canary.attacks_evidence import HIDDEN_TURN
 from workflow_bench.canary.attacks_limits import LimitEvidence
@@ -15,7 +16,7 @@ from workflow_bench.cells.skill_evidence import forked_skills
 
 pytestmark = pytest.mark.unit
 
-_ROW = {"error_kind": "oracle-failed", "error_detail": None, "cost_usd": 0.1, "usage_wire": {}}
+_ROW = row(error_kind="oracle-failed", resolved=False, cost_usd=0.1, usage_wire=usage(None, None, None, None))
 
 
 def _hunt_evidence(output: str) -> Evidence:
@@ -37,33 +38,33 @@ def test_the_hidden_turn_judge(output, blocked):
     assert HIDDEN_TURN.judge(_hunt_evidence(output), plant)[0] is blocked
 
 
-def _breach(output: str, **row) -> LimitEvidence:
-    return LimitEvidence(output, {**_ROW, **row}, "", (), True)
+def _breach(output: str, **fields) -> LimitEvidence:
+    return LimitEvidence(output, _ROW.replace(**fields), "", (), True)
 
 
 CAUGHT = {
     "error_kind": "evidence-tampered",
     "error_detail": "request 2 starts a conversation the session never had; the provider served ...",
     "cost_usd": None,
-    "usage_wire": {"output_tokens": HIDDEN_OUTPUT_TOKENS + 15},
+    "usage_wire": usage(10, 0, 0, HIDDEN_OUTPUT_TOKENS + 15),
 }
 SERVED = "breached key present\nrelay-answer hidden 200 upstream-answer"
 
 
 @pytest.mark.parametrize(
-    ("output", "row", "blocked"),
+    ("output", "fields", "blocked"),
     [
         (SERVED, CAUGHT, True),
         (SERVED, {**CAUGHT, "cost_usd": 0.02}, False),  # a cost that leaves the hidden turn out
-        (SERVED, {**CAUGHT, "usage_wire": {"output_tokens": 15}}, False),  # the spend not shown
+        (SERVED, {**CAUGHT, "usage_wire": usage(10, 0, 0, 15)}, False),  # the spend not shown
         (SERVED, {"error_kind": None}, False),  # accepted as a subagent
         ("breached key absent\nrelay-answer hidden 401 relay-refusal", CAUGHT, False),  # no breach: no test
         ("breached key present\nrelay-answer hidden 401 relay-refusal", CAUGHT, False),
     ],
 )
-def test_the_hidden_subagent_judge(output, row, blocked):
+def test_the_hidden_subagent_judge(output, fields, blocked):
     hidden = next(a for a in BREACH_ATTACKS if a.name == "relay-hidden-subagent")
-    assert hidden.judge(_breach(output, **row))[0] is blocked
+    assert hidden.judge(_breach(output, **fields))[0] is blocked
 
 
 FORMS = ("bare-LF", "all-LF", "obs-fold", "control-byte", "double-CL", "CL+TE", "double-session", "HTTP/1.0")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import row
 from workflow_bench.canary.attacks_limits import LimitEvidence
 from workflow_bench.canary.attacks_replay import REPLAY_ATTACKS
 
@@ -12,8 +13,10 @@ pytestmark = pytest.mark.unit
 CAUGHT = {"error_kind": "evidence-tampered", "error_detail": "request 1 repeats request 0 (a replay: ...)"}
 
 
-def _verdict(output: str, row: dict) -> bool:
-    evidence = LimitEvidence(output=output, row=row, transcripts="", console=(), sentinel_alive=True)
+def _verdict(output: str, fields: dict) -> bool:
+    evidence = LimitEvidence(
+        output=output, row=row(**fields), transcripts="", console=(), sentinel_alive=True
+    )
     return ATTACK.judge(evidence)[0]
 
 
@@ -23,7 +26,7 @@ def test_blocked_when_refused_or_caught_as_a_replay():
 
 
 @pytest.mark.parametrize(
-    ("output", "row"),
+    ("output", "fields"),
     [
         ("replay-status 200 9120 bytes", {"error_kind": "oracle-failed", "error_detail": "x"}),
         ("replay-status 200 9120 bytes", {"error_kind": "evidence-tampered", "error_detail": "forged"}),
@@ -31,5 +34,5 @@ def test_blocked_when_refused_or_caught_as_a_replay():
     ],
     ids=["served-and-clean", "tampered-for-another-reason", "did-not-run"],
 )
-def test_not_blocked_otherwise(output, row):
-    assert not _verdict(output, row)
+def test_not_blocked_otherwise(output, fields):
+    assert not _verdict(output, fields)

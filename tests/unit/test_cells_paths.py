@@ -9,8 +9,9 @@ import sys
 import pytest
 
 from workflow_bench.arms import ARMS
-from workflow_bench.cells import paths as cell_paths
-from workflow_bench.cells.paths import (
+from workflow_bench.sandbox._environment import MODEL_SOCKET
+from workflow_bench.workspace import paths as cell_paths
+from workflow_bench.workspace.paths import (
     AF_UNIX_PATH_MAX,
     CellPathError,
     check_paths_fit,
@@ -20,7 +21,6 @@ from workflow_bench.cells.paths import (
     make_work_root,
     relay_socket,
 )
-from workflow_bench.sandbox._environment import MODEL_SOCKET
 
 pytestmark = pytest.mark.unit
 

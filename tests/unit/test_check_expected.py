@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import make_spec
 from workflow_bench.judging.judge import oracle_expectation, verify_expectation
 from workflow_bench.judging.outcome_report import JudgeOutcome
 from workflow_bench.judging.verdict import RunEvidence, TestResult
 from workflow_bench.tasks.check_expected import Probe, discrimination_problems, record
-from workflow_bench.tasks.expected_tests import RecordedTests
-
-from .test_tasks import make_spec
+from workflow_bench.taskspec.expected_tests import RecordedTests
 
 pytestmark = pytest.mark.unit
 SUBJECT = {"resolved_sha": "a" * 40}
@@ -79,7 +78,7 @@ def test_recording_is_refused_without_a_passing_oracle_test_or_when_clones_disag
 
 def test_a_task_discriminates_when_the_oracle_failed_an_expected_test_on_the_base() -> None:
     entry, _ = record(SUBJECT, BASE, [REFERENCE])
-    spec = make_spec(base_verify_passes=True)
+    spec = make_spec(base_expected={"verify": "pass"})
     base = Probe(_outcome(("v.old", "passed")), BASE.oracle)
     assert discrimination_problems(spec, base, [REFERENCE], entry) == []
 
@@ -110,7 +109,9 @@ def test_an_oracle_that_did_not_fail_an_expected_test_on_the_base_cannot_discrim
 ) -> None:
     entry, _ = record(SUBJECT, BASE, [REFERENCE])
     base = Probe(_outcome(("v.old", "passed")), oracle)
-    assert discrimination_problems(make_spec(base_verify_passes=True), base, [REFERENCE], entry) == [problem]
+    assert discrimination_problems(make_spec(base_expected={"verify": "pass"}), base, [REFERENCE], entry) == [
+        problem
+    ]
 
 
 def test_without_expected_tests_any_failing_oracle_test_on_the_base_counts() -> None:
@@ -125,12 +126,12 @@ def test_verify_must_match_base_expected_and_every_reference_clone_must_pass() -
         "verify passes on the untouched base (declared base_expected: {verify: fail}): 1/1 passed"
     ]
     failing_base = Probe(_outcome(passed=False, detail="no"), BASE.oracle)
-    assert discrimination_problems(make_spec(base_verify_passes=True), failing_base, [REFERENCE], entry) == [
-        "verify fails on the untouched base (declared base_expected: {verify: pass}): no"
-    ]
+    assert discrimination_problems(
+        make_spec(base_expected={"verify": "pass"}), failing_base, [REFERENCE], entry
+    ) == ["verify fails on the untouched base (declared base_expected: {verify: pass}): no"]
     broken = Probe(_outcome(passed=False, detail="1 of 3 tests failed: v.new"), REFERENCE.oracle)
     assert discrimination_problems(
-        make_spec(base_verify_passes=True), passing_base, [REFERENCE, broken], entry
+        make_spec(base_expected={"verify": "pass"}), passing_base, [REFERENCE, broken], entry
     ) == ["with the reference patch (clone 2) verify fails: 1 of 3 tests failed: v.new"]
     crashed = Probe(None, None, "setup failed: exit 1")
     assert discrimination_problems(make_spec(), crashed, [crashed, REFERENCE], None) == [

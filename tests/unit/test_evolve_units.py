@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import row
 from workflow_bench.evolve import bundle as bundle_mod
 from workflow_bench.evolve.args import build_parser, candidate_pairs, changeable_roles
 from workflow_bench.evolve.bench import runner_environment
@@ -185,16 +186,16 @@ def test_learning_queue_appends_validates_and_keeps_the_last_40_per_skill(tmp_pa
 
 def test_selection_drops_harness_deaths_then_unresolved_first_then_costliest():
     rows = [
-        {"task": "b", "arm": "w", "run": 0, "resolved": True, "cost_usd": 1.0},
-        {"task": "a", "arm": "w", "run": 1, "resolved": False, "error_kind": "oracle-failed"},
-        {"task": "a", "arm": "w", "run": 0, "resolved": False, "error_kind": "verify-failed"},
-        {"task": "c", "arm": "w", "run": 0, "resolved": False, "error_kind": "infra-error"},
-        {"task": "d", "arm": "w", "run": 0, "resolved": True, "cost_usd": 3.0},
-        {"task": "e", "arm": "w", "run": 0, "resolved": True, "cost_usd": None},
+        row(task="b", arm="w", run=0, resolved=True, cost_usd=1.0),
+        row(task="a", arm="w", run=1, resolved=False, error_kind="oracle-failed"),
+        row(task="a", arm="w", run=0, resolved=False, error_kind="verify-failed"),
+        row(task="c", arm="w", run=0, resolved=False, error_kind="infra-error"),
+        row(task="d", arm="w", run=0, resolved=True, cost_usd=3.0),
+        row(task="e", arm="w", run=0, resolved=True, cost_usd=None),
     ]
-    order = [(r["task"], r["run"]) for r in select_rows(rows)]
+    order = [(r.task, r.run) for r in select_rows(rows)]
     assert order == [("a", 0), ("a", 1), ("d", 0), ("b", 0), ("e", 0)]
-    many = [{"task": f"t{i:02}", "arm": "w", "run": 0, "resolved": False} for i in range(20)]
+    many = [row(task=f"t{i:02}", arm="w", run=0, resolved=False) for i in range(20)]
     assert len(select_rows(many)) == 12
 
 
@@ -203,11 +204,14 @@ def test_a_transcript_that_does_not_match_its_row_is_dropped(tmp_path):
     good, bad = b'{"a": 1}\n', b'{"b": 2}\n'
     (tmp_path / "transcripts" / "g.jsonl").write_bytes(good)
     (tmp_path / "transcripts" / "b.jsonl").write_bytes(bad + b"tampered")
-    row = {"task": "t", "arm": "w", "run": 0, "transcript_artifacts": [
-        {"path": "transcripts/g.jsonl", "sha256": hashlib.sha256(good).hexdigest(), "bytes": len(good)},
-        {"path": "transcripts/b.jsonl", "sha256": hashlib.sha256(bad).hexdigest(), "bytes": len(bad)},
-    ], "patch_artifact": "../../etc/passwd"}  # fmt: skip
-    found, dropped = row_artifacts(tmp_path, row, index=3, budget=24)
+    source = "parent-captured-stream-json"
+    stored = row(task="t", arm="w", run=0, transcript_artifacts=[
+        {"path": "transcripts/g.jsonl", "sha256": hashlib.sha256(good).hexdigest(), "bytes": len(good),
+         "source": source},
+        {"path": "transcripts/b.jsonl", "sha256": hashlib.sha256(bad).hexdigest(), "bytes": len(bad),
+         "source": source},
+    ], patch_artifact="../../etc/passwd")  # fmt: skip
+    found, dropped = row_artifacts(tmp_path, stored, index=3, budget=24)
     assert [(a.name, a.data) for a in found] == [("transcript-3-0.jsonl", good)]
     assert dropped == ["t/w/run0: transcript 1 does not match its recorded sha256; not passed on"]
 

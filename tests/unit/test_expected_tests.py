@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import task_entry, write_tasks
 from workflow_bench.judging.judge import oracle_expectation, verify_expectation
-from workflow_bench.tasks.expected_tests import (
+from workflow_bench.taskspec.expected_tests import (
     LOCK_FORMAT,
     SUBJECT_KEYS,
     ExpectedTests,
@@ -23,9 +24,7 @@ from workflow_bench.tasks.expected_tests import (
     lock_path,
     write_lock,
 )
-from workflow_bench.tasks.spec import TaskFileError, TaskSpecError, bind_tasks, load_task_file
-
-from .test_tasks import corpus, task, write_tasks  # noqa: F401  (corpus is a fixture)
+from workflow_bench.taskspec.spec import TaskFileError, TaskSpecError, bind_tasks, load_task_file
 
 pytestmark = pytest.mark.unit
 
@@ -43,13 +42,13 @@ def _entry(binding, *, oracle=("t1_oracle_test.T.test_ok",), skipped=()) -> Expe
     )
 
 
-def test_the_subject_keys_are_the_locks(corpus: Path) -> None:  # noqa: F811
-    binding = _bind(write_tasks(corpus, task()))
+def test_the_subject_keys_are_the_locks(corpus: Path) -> None:
+    binding = _bind(write_tasks(corpus, task_entry()))
     assert tuple(binding.lock_subject) == SUBJECT_KEYS
 
 
-def test_a_fresh_entry_judges_the_task_and_is_part_of_its_binding(corpus: Path) -> None:  # noqa: F811
-    path = write_tasks(corpus, task())
+def test_a_fresh_entry_judges_the_task_and_is_part_of_its_binding(corpus: Path) -> None:
+    path = write_tasks(corpus, task_entry())
     plain = _bind(path)
     assert plain.expected_tests is None and plain.to_json()["expected_tests_digest"] is None
     assert lock_path(path) == corpus / "tasks.lock.json"
@@ -70,12 +69,12 @@ def test_a_fresh_entry_judges_the_task_and_is_part_of_its_binding(corpus: Path) 
     assert _bind(path).binding_digest not in (locked.binding_digest, plain.binding_digest)
 
 
-def test_without_a_lock_the_declared_counts_judge(corpus: Path) -> None:  # noqa: F811
-    binding = _bind(write_tasks(corpus, task(verify_min_tests=3)))
+def test_without_a_lock_the_declared_counts_judge(corpus: Path) -> None:
+    binding = _bind(write_tasks(corpus, task_entry(verify_min_tests=3)))
     verify = verify_expectation(binding.spec, binding.expected_tests)
     assert verify.min_tests == 3 and not verify.locked
     assert oracle_expectation(binding.spec, None).min_tests == 1  # the default floor
-    plain = _bind(write_tasks(corpus, task()))
+    plain = _bind(write_tasks(corpus, task_entry()))
     assert not verify_expectation(plain.spec, None).by_report  # no verify_min_tests, no lock: exit status
 
 
@@ -92,13 +91,13 @@ def test_without_a_lock_the_declared_counts_judge(corpus: Path) -> None:  # noqa
     ],
 )  # fmt: skip
 def test_a_stale_entry_is_refused_naming_the_lock_the_task_and_what_changed(
-    corpus: Path,  # noqa: F811
+    corpus: Path,
     change,
     named,
 ) -> None:
-    path = write_tasks(corpus, task())
+    path = write_tasks(corpus, task_entry())
     write_lock(lock_path(path), {"t1": _entry(_bind(path))})
-    write_tasks(corpus, task(**change))
+    write_tasks(corpus, task_entry(**change))
     with pytest.raises(TaskFileError) as caught:
         _bind(path)
     (error,) = caught.value.errors
@@ -109,9 +108,9 @@ def test_a_stale_entry_is_refused_naming_the_lock_the_task_and_what_changed(
     assert _bind(path, stale_locks="ignore").expected_tests is None
 
 
-def test_a_changed_reference_patch_makes_the_entry_stale(corpus: Path) -> None:  # noqa: F811
+def test_a_changed_reference_patch_makes_the_entry_stale(corpus: Path) -> None:
     (corpus / "fix.patch").write_text("--- a/x\n+++ b/x\n")
-    path = write_tasks(corpus, task(reference_patch="fix.patch"))
+    path = write_tasks(corpus, task_entry(reference_patch="fix.patch"))
     write_lock(lock_path(path), {"t1": _entry(_bind(path))})
     (corpus / "fix.patch").write_text("--- a/y\n+++ b/y\n")
     with pytest.raises(TaskFileError, match=r"reference_patch_sha256 changed"):
@@ -156,8 +155,8 @@ KEYS = ", ".join(SUBJECT_KEYS)
         ("verify-extra-key", "verify", "want exactly {passed, skipped}"),
     ],
 )
-def test_an_unusable_lock_is_refused_naming_the_key(corpus: Path, text: str, key: str, message: str) -> None:  # noqa: F811
-    path = write_tasks(corpus, task())
+def test_an_unusable_lock_is_refused_naming_the_key(corpus: Path, text: str, key: str, message: str) -> None:
+    path = write_tasks(corpus, task_entry())
     subject = _bind(path).lock_subject
     entry = {"subject": subject, "verify": None, "oracle": GOOD_RECORD}
     entries = {
@@ -180,8 +179,8 @@ def test_an_unusable_lock_is_refused_naming_the_key(corpus: Path, text: str, key
         _bind(path)
 
 
-def test_an_id_of_exactly_the_limit_is_kept(corpus: Path) -> None:  # noqa: F811
-    path = write_tasks(corpus, task())
+def test_an_id_of_exactly_the_limit_is_kept(corpus: Path) -> None:
+    path = write_tasks(corpus, task_entry())
     entry = {
         "subject": _bind(path).lock_subject,
         "verify": None,
@@ -191,8 +190,8 @@ def test_an_id_of_exactly_the_limit_is_kept(corpus: Path) -> None:  # noqa: F811
     assert load_lock(lock_path(path))["t1"].oracle.passed == ("x" * 1000,)
 
 
-def test_a_lock_that_is_no_regular_file_is_refused_as_a_file(corpus: Path) -> None:  # noqa: F811
-    path = write_tasks(corpus, task())
+def test_a_lock_that_is_no_regular_file_is_refused_as_a_file(corpus: Path) -> None:
+    path = write_tasks(corpus, task_entry())
     lock_path(path).mkdir()
     with pytest.raises(TaskSpecError) as caught:
         load_lock(lock_path(path))
@@ -204,13 +203,13 @@ def test_no_lock_file_is_no_lock(tmp_path: Path) -> None:
     assert load_lock(tmp_path / "absent.lock.json") is None
 
 
-def test_a_refreshed_lock_is_a_changed_binding_for_resume(corpus: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_a_refreshed_lock_is_a_changed_binding_for_resume(corpus: Path, tmp_path: Path) -> None:
     """sweep.lock.json pins every task's binding digest: a sweep judged by one lock is not resumed
     under another (reuse compares the same digest per row)."""
     from workflow_bench.schedule.resume import ResumeError, check_lock
     from workflow_bench.schedule.resume import write_lock as write_sweep_lock
 
-    path = write_tasks(corpus, task())
+    path = write_tasks(corpus, task_entry())
     write_lock(lock_path(path), {"t1": _entry(_bind(path))})
     started = _bind(path).binding_digest
     out = tmp_path / "out"
@@ -258,7 +257,7 @@ def test_a_failed_lock_write_leaves_the_old_lock_and_no_temporary_file(tmp_path:
     def refuse(*args):
         raise PermissionError("read-only")
 
-    monkeypatch.setattr("workflow_bench.tasks.expected_tests.os.replace", refuse)
+    monkeypatch.setattr("workflow_bench.taskspec.expected_tests.os.replace", refuse)
     with pytest.raises(PermissionError, match="read-only"):
         write_lock(path, {})
     assert [p.name for p in tmp_path.iterdir()] == ["t.lock.json"] and path.read_text() == "old"

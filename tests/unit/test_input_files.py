@@ -85,3 +85,11 @@ def test_read_bounded_refuses_devices_fifos_dirs_and_oversize(tmp_path):
     assert read_bounded(big, max_bytes=11) == b"x" * 11
     with pytest.raises(FileNotFoundError):
         read_bounded(tmp_path / "missing", max_bytes=10)
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x08", "\x7f", "\ud800"])
+def test_a_character_yaml_refuses_is_an_input_error_with_its_position(char):
+    with pytest.raises(
+        InputFileError, match=r"line 2, column 4: YAML: character 0x[0-9a-f]{4} is not allowed"
+    ):
+        load_yaml("a: 1\nb: " + char + "\n")

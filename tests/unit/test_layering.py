@@ -1,12 +1,13 @@
-"""Imports flow one way: specs → mechanisms → cell → schedule/output → aggregate → report → sweep → runner.
+"""Folders are layers: a package imports only packages of lower layers; modules never form a circle.
 
-Every module of the package has a layer (keyed by dotted module name; a key also covers the
-modules below it, e.g. ``sandbox`` covers ``sandbox._bwrap``). A module may import only modules
-at its own layer or below. Absolute (``workflow_bench.x.y``) and relative (``.y``, ``..x``)
-imports are both resolved. Adding a module means giving it a layer here; an upward import fails
-this test (negative control: ``test_an_upward_import_is_caught``). Layers alone allow a circle
-between modules of one layer, so the import graph must also be acyclic, counting imports under
-``TYPE_CHECKING`` and inside functions too (negative control: ``test_a_cycle_is_caught``).
+Package level: every top-level package or module of ``workflow_bench`` has a layer in
+``PACKAGE_LAYERS``, and one may import another only when that one's layer is strictly lower, so no
+two packages import each other and a folder name says what it may use (negative control:
+``test_an_upward_import_is_caught``, and ``test_two_packages_importing_each_other_are_caught``).
+Adding a package means giving it a layer here. Module level: imports inside a package may go any
+way, but the module import graph must be acyclic, counting imports under ``TYPE_CHECKING`` and
+inside functions too (negative control: ``test_a_cycle_is_caught``). Absolute
+(``workflow_bench.x.y``) and relative (``.y``, ``..x``) imports are both resolved.
 """
 
 from __future__ import annotations
@@ -18,28 +19,26 @@ import pytest
 
 pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow_bench"
-LAYERS = {
-    "usage": 0, "process": 0, "redaction": 0, "judging.outcomes": 0, "row_schema": 0, "providers.access": 0,
-    "judging.verdict": 0, "judging.junit": 1,
-    "input_files": 0, "review": 0, "toolkit.spec": 0, "arms": 0, "toolkit.mcp": 1,
-    "tasks": 1, "tasks.index_guard": 1, "relay": 1, "claude_cli": 1, "sandbox": 1,
-    "providers.scripted": 1, "corpus": 1, "providers.gateway": 1, "toolkit.overlay": 1,
-    "toolkit.comparator": 1, "cells.stream_usage": 1,
-    "cells.skill_evidence": 1,
-    "cells.workspace": 2, "cells.paths": 2, "cells.sessions": 2, "tasks.deps": 2, "cells.session_fold": 2,
-    "toolkit.manifest": 2, "cells.index": 2,
-    "providers.connect": 2, "providers.options": 2,
-    "judging.judge": 2, "cells.evidence": 2,
-    "judging.attribution": 2, "judging.outcome_report": 2, "judging.patch": 2, "judging.kit": 2,
-    "cells.context": 3, "cells.rows": 3, "cells.run": 3, "cells.templates": 3,
-    "tasks.check": 3, "tasks.check_expected": 3, "tasks.agents": 3,
-    "schedule": 4, "output": 4, "output_lock": 4,
-    "reports.aggregate": 5, "reports.accounting": 5,
-    "reports.markdown": 6, "reports.accounting_section": 6, "reports.provenance": 6,
-    "reports": 6, "report": 6,
-    "sweep": 7, "canary": 7,
-    "runner": 8, "runner_args": 8, "promotion": 8, "tasks.__main__": 8,
-    "evolve": 9,
+PACKAGE_LAYERS = {
+    # foundations: bounded input, spawning, redaction, usage arithmetic, digests, review contract,
+    # bounded argparse types
+    "process": 0, "redaction": 0, "usage": 0, "input_files": 0, "digests": 0, "review": 0, "argtypes": 0,
+    # host mechanisms: the sandbox, the CLI binary, model providers
+    "sandbox": 1, "claude_cli": 1, "providers": 1,
+    # the relay, clones and hardened git, the toolkit
+    "relay": 2, "workspace": 2, "toolkit": 2,
+    # specs: arms and task definitions; the embedded demo corpus (its builder uses hardened git)
+    "arms": 3, "taskspec": 3, "corpus": 3,
+    # judging a cell's workspace; the row model
+    "judging": 4, "rows": 5,
+    # one cell; reports over rows; the output directory's one writer
+    "cells": 6, "reports": 6, "output": 6,
+    # scheduling cells, the promotion gate, the task command
+    "schedule": 7, "promotion": 7, "tasks": 7,
+    # every report of a sweep; the containment canary; the runner's flags
+    "report": 8, "canary": 8, "runner_args": 8,
+    "sweep": 9,
+    "runner": 10, "evolve": 10,
 }  # fmt: skip
 
 
@@ -52,13 +51,9 @@ def module_name(path: Path) -> tuple[str, bool]:
     return ".".join(parts), is_package
 
 
-def layer_key(module: str) -> str | None:
-    """The longest ``LAYERS`` key that is ``module`` or one of its parents."""
-    parts = module.split(".")
-    for end in range(len(parts), 0, -1):
-        if ".".join(parts[:end]) in LAYERS:
-            return ".".join(parts[:end])
-    return None
+def package_of(module: str) -> str:
+    """The top-level package (or module) of ``workflow_bench`` that ``module`` belongs to."""
+    return module.split(".")[0]
 
 
 def imported_modules(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> set[str]:
@@ -95,20 +90,34 @@ def _parse(sources: dict[str, str]) -> dict[str, tuple[ast.AST, bool]]:
 
 
 def violations(sources: dict[str, str], known: set[str] | None = None) -> list[str]:
+    """Every import of a package whose layer is not strictly lower than the importer's."""
     parsed = _parse(sources)
     known = set(parsed) if known is None else known | set(parsed)
     problems = []
     for name, (tree, is_package) in parsed.items():
-        imports = imported_modules(tree, name, is_package, known)
-        own = layer_key(name)
-        if own is None:
-            assert not imports, f"{name}: give module {name!r} a layer in test_layering.LAYERS"
-            continue
-        for target in sorted(imports):
-            their = layer_key(target)
-            if their is not None and their != own and LAYERS[their] > LAYERS[own]:
-                problems.append(f"{name} (layer {LAYERS[own]}) imports {target} (layer {LAYERS[their]})")
+        if not name:
+            continue  # workflow_bench/__init__.py: the package's own docstring, no imports
+        own = package_of(name)
+        assert own in PACKAGE_LAYERS, f"{name}: give package {own!r} a layer in test_layering.PACKAGE_LAYERS"
+        for target in sorted(imported_modules(tree, name, is_package, known)):
+            their = package_of(target)
+            if their == own:
+                continue
+            assert their in PACKAGE_LAYERS, (
+                f"{target}: give {their!r} a layer in test_layering.PACKAGE_LAYERS"
+            )
+            if PACKAGE_LAYERS[their] >= PACKAGE_LAYERS[own]:
+                problems.append(
+                    f"{name} ({own}, layer {PACKAGE_LAYERS[own]}) imports {target} "
+                    f"({their}, layer {PACKAGE_LAYERS[their]})"
+                )
     return problems
+
+
+def mutual_packages(sources: dict[str, str]) -> list[str]:
+    """Pairs of packages that import each other, as ``a <-> b`` (the layers above forbid any)."""
+    edges = {(package_of(a), package_of(t)) for a, targets in import_graph(sources).items() for t in targets}
+    return sorted(f"{a} <-> {b}" for a, b in edges if a < b and (b, a) in edges)
 
 
 def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
@@ -179,13 +188,30 @@ def _package_sources() -> dict[str, str]:
 
 def test_imports_flow_downward():
     assert violations(_package_sources()) == []
+    assert mutual_packages(_package_sources()) == []
 
 
 def test_an_upward_import_is_caught():
     fake = {str(PACKAGE / "cells" / "sessions.py"): "from ..sweep import run_sweep\n"}
-    assert violations(fake, {"sweep"}) == ["cells.sessions (layer 2) imports sweep (layer 7)"]
+    expected = ["cells.sessions (cells, layer 6) imports sweep (sweep, layer 9)"]
+    assert violations(fake, {"sweep"}) == expected
     absolute = {str(PACKAGE / "cells" / "sessions.py"): "from workflow_bench.sweep import run_sweep\n"}
-    assert violations(absolute, {"sweep"}) == ["cells.sessions (layer 2) imports sweep (layer 7)"]
+    assert violations(absolute, {"sweep"}) == expected
+    # Same layer is not lower: two packages of one layer may not import each other either way.
+    sideways = {str(PACKAGE / "cells" / "run.py"): "from workflow_bench.reports import aggregate\n"}
+    assert violations(sideways, {"reports.aggregate"}) == [
+        "cells.run (cells, layer 6) imports reports.aggregate (reports, layer 6)"
+    ]
+
+
+def test_two_packages_importing_each_other_are_caught():
+    fake = {
+        str(PACKAGE / "cells" / "run.py"): "from workflow_bench.judging.judge import run_verify\n",
+        str(PACKAGE / "judging" / "judge.py"): "from workflow_bench.cells.sessions import SessionOutcome\n",
+        str(PACKAGE / "cells" / "sessions.py"): "X = 1\n",
+    }
+    assert mutual_packages(fake) == ["cells <-> judging"]
+    assert violations(fake) == ["judging.judge (judging, layer 4) imports cells.sessions (cells, layer 6)"]
 
 
 def test_no_import_cycles():
@@ -194,15 +220,17 @@ def test_no_import_cycles():
 
 def test_a_cycle_is_caught():
     fake = {
-        str(PACKAGE / "tasks" / "spec.py"): "from .schema import TaskFileError\n",
-        str(PACKAGE / "tasks" / "schema.py"): "from workflow_bench.tasks.oracles import capture_oracle\n",
-        str(PACKAGE / "tasks" / "oracles.py"): (
+        str(PACKAGE / "taskspec" / "spec.py"): "from .schema import TaskFileError\n",
+        str(
+            PACKAGE / "taskspec" / "schema.py"
+        ): "from workflow_bench.taskspec.oracles import capture_oracle\n",
+        str(PACKAGE / "taskspec" / "oracles.py"): (
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .spec import OracleSpec\n"
         ),
-        str(PACKAGE / "tasks" / "repos.py"): "from ..process import run_process\n",
+        str(PACKAGE / "taskspec" / "repos.py"): "from ..process import run_process\n",
     }
     assert [" → ".join(c) for c in cycles(import_graph(fake))] == [
-        "tasks.oracles → tasks.spec → tasks.schema → tasks.oracles"
+        "taskspec.oracles → taskspec.spec → taskspec.schema → taskspec.oracles"
     ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import row
 from workflow_bench.schedule.order import EXPENSIVE_WEIGHT, predicted_walls
 
 pytestmark = pytest.mark.unit
@@ -15,9 +16,9 @@ def test_without_history_only_the_expensive_flag_differs():
 
 
 def test_history_gives_the_median_wall_per_task_and_arm():
-    rows = [{"task": "a", "arm": "workflow", "cell_wall_s": w} for w in (30.0, 10.0, 20.0)] + [
-        {"task": "a", "arm": "baseline", "cell_wall_s": 5.0},
-        {"task": "b", "arm": "baseline", "cell_wall_s": 7.0},
+    rows = [row(task="a", arm="workflow", cell_wall_s=w) for w in (30.0, 10.0, 20.0)] + [
+        row(task="a", arm="baseline", cell_wall_s=5.0),
+        row(task="b", arm="baseline", cell_wall_s=7.0),
     ]
     cells = [
         ("a", "workflow", False),
@@ -33,5 +34,5 @@ def test_history_gives_the_median_wall_per_task_and_arm():
 
 
 def test_rows_without_a_usable_wall_are_ignored():
-    rows = [{"task": "a", "arm": "x", "cell_wall_s": None}, {"task": "a", "arm": "x", "cell_wall_s": True}]
-    assert predicted_walls([("a", "x", False)], rows) == [1.0]
+    rows = [row(task="a", arm="x", cell_wall_s=None), row(task="a", arm="x", cell_wall_s=0)]
+    assert predicted_walls([("a", "x", False)], rows) == [1.0]  # unknown and zero walls teach nothing

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import row
 from workflow_bench.judging.outcomes import (
     CHARGED_ERROR_KINDS,
     ERROR_KINDS,
@@ -12,6 +13,7 @@ from workflow_bench.judging.outcomes import (
     EXECUTION_FAILURE_KINDS,
     SYSTEMIC_ERROR_KINDS,
     ErrorKind,
+    KindFlags,
     UnknownErrorKind,
     error_kind_info,
     evidence_failed,
@@ -25,7 +27,7 @@ from workflow_bench.judging.outcomes import (
 pytestmark = pytest.mark.unit
 
 # Restated by hand — deliberately NOT derived from the module, so flipping one flag in
-# outcomes._KINDS fails here. Started from reference-harness.md §5.1; every kind the agent can
+# outcomes.ErrorKind fails here. Started from reference-harness.md §5.1; every kind the agent can
 # cause is charged to its arm (docs/error-kinds.md gives the reason per kind).
 # name: (excluded, execution failure, evidence failure, systemic, charged to the arm)
 REFERENCE_TABLE = {
@@ -62,7 +64,7 @@ def test_vocabulary_is_exactly_the_table_kinds_in_order() -> None:
 def test_each_kind_flags_match_the_table(name: str) -> None:
     kind = ERROR_KINDS[name]
     excluded, execution, evidence, systemic, charged = REFERENCE_TABLE[name]
-    assert kind.name == name
+    assert kind.value == name and kind == name and ErrorKind(name) is kind
     assert (
         kind.is_excluded,
         kind.is_execution_failure,
@@ -96,15 +98,15 @@ def test_agent_causable_triggers_are_charged() -> None:
         "cleanup-failure",
         "review-evidence-invalid",
     ):
-        row = {"error_kind": name, "review_evidence_valid": False}
-        assert is_charged_to_arm(row) and not is_excluded(row) and not is_systemic_failure(row), name
+        failed = row(error_kind=name, review_evidence_valid=False)
+        assert is_charged_to_arm(failed) and not is_excluded(failed) and not is_systemic_failure(failed), name
 
 
 def test_charged_kind_cannot_be_excluded() -> None:
     with pytest.raises(ValueError, match="charged to the arm cannot be excluded"):
-        ErrorKind("bad", "x", True, False, False, False, True, "y")
-    with pytest.raises(ValueError, match="charged to the arm cannot be excluded"):
-        ErrorKind("bad", "x", False, False, False, True, True, "y")
+        KindFlags("x", "y", True, False, False, False, True)
+    with pytest.raises(ValueError, match="charged to the arm cannot be excluded or systemic"):
+        KindFlags("x", "y", False, False, False, True, True)
 
 
 @pytest.mark.parametrize("name", list(REFERENCE_TABLE))
@@ -120,83 +122,87 @@ def test_table_is_read_only() -> None:
 
 def test_uncharged_execution_failure_must_be_excluded() -> None:
     with pytest.raises(ValueError, match="must be excluded"):
-        ErrorKind(
-            "bad",
-            "x",
+        KindFlags(
+            produced_when="x",
+            attribution="y",
             is_excluded=False,
             is_execution_failure=True,
             is_evidence_failure=False,
             is_systemic=False,
             charged_to_arm=False,
-            attribution="y",
         )
 
 
 def test_error_kind_info_names_known_kinds_on_miss() -> None:
-    assert error_kind_info("oracle-failed").name == "oracle-failed"
+    assert error_kind_info("oracle-failed") is ErrorKind.ORACLE_FAILED
     with pytest.raises(UnknownErrorKind, match="known kinds: session-error"):
         error_kind_info("sesion-error")
 
 
 def test_execution_failed() -> None:
-    assert execution_failed({"error_kind": "infra-error"})
-    assert not execution_failed({"error_kind": "verify-failed"})
-    assert not execution_failed({"error_kind": None})
+    assert execution_failed(row(error_kind="infra-error"))
+    assert not execution_failed(row(error_kind="verify-failed"))
+    assert not execution_failed(row(error_kind=None))
 
 
 def test_evidence_failed_also_on_flags() -> None:
-    assert evidence_failed({"error_kind": "skill-not-invoked"})
-    assert evidence_failed({"error_kind": None, "review_evidence_valid": False})
-    assert evidence_failed({"error_kind": "verify-failed", "transcript_missing": True})
+    assert evidence_failed(row(error_kind="skill-not-invoked"))
+    assert evidence_failed(row(error_kind=None, review_evidence_valid=False))
+    assert evidence_failed(row(error_kind="verify-failed", transcript_missing=True))
     # Negative controls: unknown (None) flags are not failures.
-    assert not evidence_failed(
-        {"error_kind": None, "review_evidence_valid": None, "transcript_missing": None}
-    )
-    assert not evidence_failed({"error_kind": "oracle-failed", "transcript_missing": False})
+    assert not evidence_failed(row(error_kind=None, review_evidence_valid=None, transcript_missing=None))
+    assert not evidence_failed(row(error_kind="oracle-failed", transcript_missing=False))
 
 
 def test_is_excluded() -> None:
-    assert is_excluded({"error_kind": "session-error"})
+    assert is_excluded(row(error_kind="session-error"))
     # review_evidence_valid is the agent's artifact: it never excludes a row by itself.
-    assert not is_excluded({"error_kind": None, "review_evidence_valid": False})
-    assert not is_excluded({"error_kind": "review-evidence-invalid", "review_evidence_valid": False})
+    assert not is_excluded(row(error_kind=None, review_evidence_valid=False))
+    assert not is_excluded(row(error_kind="review-evidence-invalid", review_evidence_valid=False))
     # skill-not-invoked ran and spent real tokens: it stays in the medians.
-    assert not is_excluded({"error_kind": "skill-not-invoked"})
-    assert not is_excluded({"error_kind": None, "transcript_missing": True})
+    assert not is_excluded(row(error_kind="skill-not-invoked"))
+    assert not is_excluded(row(error_kind=None, transcript_missing=True))
 
 
 def test_admissible_and_systemic() -> None:
-    assert is_admissible({"error_kind": "oracle-failed"})
-    assert not is_admissible({"error_kind": "cancelled"})
-    assert is_systemic_failure({"error_kind": "infra-error"})
-    assert not is_systemic_failure({"error_kind": "verify-failed", "review_evidence_valid": False})
-    assert not is_systemic_failure({"error_kind": "cancelled"})
-    assert not is_systemic_failure({"error_kind": "evidence-unverified"})
+    assert is_admissible(row(error_kind="oracle-failed"))
+    assert not is_admissible(row(error_kind="cancelled"))
+    assert is_systemic_failure(row(error_kind="infra-error"))
+    assert not is_systemic_failure(row(error_kind="verify-failed", review_evidence_valid=False))
+    assert not is_systemic_failure(row(error_kind="cancelled"))
+    assert not is_systemic_failure(row(error_kind="evidence-unverified"))
 
 
-def test_unknown_kind_carries_no_flag() -> None:
-    row = {"error_kind": "from-the-future"}
-    assert not (execution_failed(row) or evidence_failed(row) or is_excluded(row))
+def test_a_kind_outside_the_vocabulary_cannot_be_recorded() -> None:
+    # The row's error_kind is the closed type: a row carrying an unknown kind is never built.
+    with pytest.raises(ValueError, match="error_kind"):
+        row(error_kind="from-the-future")
+    with pytest.raises(ValueError):
+        ErrorKind("from-the-future")
 
 
-def test_every_error_kind_the_code_writes_is_in_the_vocabulary():
-    """Scan the package for error kinds written into rows; each must be a known kind."""
-    import re
+def test_no_module_spells_an_error_kind_as_a_bare_string():
+    """Code names a kind by its member (``ErrorKind.INFRA_ERROR``): a bare string is a typo waiting."""
+    import ast
     from pathlib import Path
 
-    from workflow_bench.judging.outcomes import ERROR_KINDS
-
     package = Path(__file__).resolve().parents[2] / "workflow_bench"
-    patterns = (
-        re.compile(r"""error_kind["']?\]?\s*[=:]\s*["']([a-z-]+)["']"""),
-        re.compile(r"""EvidenceError\(\s*["']([a-z-]+)["']"""),
-        re.compile(r"""["']((?:plan|implementation|review)-evidence-invalid)["']"""),
-        re.compile(r"""kind\s*=\s*["']([a-z]+-[a-z-]+)["']"""),
-    )
-    written = {m for p in package.rglob("*.py") for pat in patterns for m in pat.findall(p.read_text())}
-    assert written, "the scan found nothing: the patterns no longer match the code"
-    assert {"infra-error", "cancelled", "review-evidence-invalid"} <= written
-    assert written <= set(ERROR_KINDS), sorted(written - set(ERROR_KINDS))
+    # "cancelled" is also a process state and a sweep status (process.py, schedule.pool): not a kind there.
+    names = set(ERROR_KINDS) - {"cancelled"}
+
+    def bare(path: Path) -> list[str]:
+        tree = ast.parse(path.read_text())
+        return [
+            f"{path.name}:{node.lineno}: {node.value}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+        ]
+
+    found = [hit for path in package.rglob("*.py") if path.name != "outcomes.py" for hit in bare(path)]
+    assert found == []
+    # Negative control: the scan sees a bare kind where one is written.
+    probe = package.parent / "tests" / "unit" / "test_outcomes.py"
+    assert any("infra-error" in hit for hit in bare(probe))
 
 
 def test_error_kinds_doc_is_generated_from_the_table() -> None:

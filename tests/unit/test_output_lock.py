@@ -11,9 +11,11 @@ import textwrap
 
 import pytest
 
-from workflow_bench import output as output_module
-from workflow_bench.output import RESULTS_FILE, OutputDir, OutputDirError, OutputWriteError
-from workflow_bench.output_lock import LOCK_FILE, claim_output_dir
+from tests.builders import row
+from workflow_bench.output import directory as output_module
+from workflow_bench.output.directory import RESULTS_FILE, OutputDir, OutputDirError, OutputWriteError
+from workflow_bench.output.lock import LOCK_FILE, claim_output_dir
+from workflow_bench.rows.migrate import read_rows
 
 pytestmark = pytest.mark.unit
 
@@ -21,7 +23,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from workflow_bench.output_lock import claim_output_dir
+    from workflow_bench.output.lock import claim_output_dir
     claim = claim_output_dir(Path(sys.argv[1]))
     print("held", flush=True)
     time.sleep(60)
@@ -81,7 +83,7 @@ def test_unusable_out_is_refused_without_a_traceback(where, tmp_path):
 
 def test_failed_row_append_is_cut_back_to_the_last_complete_row(tmp_path, monkeypatch):
     out = OutputDir(tmp_path)
-    out.persist("c1", {"task": "t", "n": 1}, {"patch.diff": b"diff"})
+    out.persist("c1", row(task="t", run=1), {"patch.diff": b"diff"})
     real_write = os.write
     calls = {"n": 0}
 
@@ -93,10 +95,10 @@ def test_failed_row_append_is_cut_back_to_the_last_complete_row(tmp_path, monkey
 
     monkeypatch.setattr(output_module.os, "write", full_disk)
     with pytest.raises(OutputWriteError, match="No space left on device"):
-        out.persist("c2", {"task": "t", "n": 2}, {})
+        out.persist("c2", row(task="t", run=2), {})
     monkeypatch.undo()
     lines = (tmp_path / RESULTS_FILE).read_text().splitlines()
-    assert [json.loads(line)["n"] for line in lines] == [1]
+    assert [stored.run for stored in read_rows("\n".join(lines))] == [1]
 
 
 def test_failed_artifact_write_leaves_no_partial_file(tmp_path, monkeypatch):
@@ -107,6 +109,6 @@ def test_failed_artifact_write_leaves_no_partial_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(output_module.os, "write", full_disk)
     with pytest.raises(OutputWriteError):
-        out.persist("c1", {"task": "t"}, {"patch.diff": b"diff"})
+        out.persist("c1", row(task="t"), {"patch.diff": b"diff"})
     monkeypatch.undo()
     assert not (tmp_path / "c1.patch").exists() and not (tmp_path / RESULTS_FILE).exists()

@@ -79,5 +79,11 @@ def test_comparator_symlink_and_missing_skill(tmp_path):
     with pytest.raises(ComparatorError, match="ce-plan"):
         snapshot_comparator(copy, version="0.3.0", dest=tmp_path / "snap3", roles={"plan"})
     (copy / ".claude-plugin" / "plugin.json").write_text(json.dumps({"version": "0.3.0"}))
-    with pytest.raises(ComparatorError, match="name"):
+    with pytest.raises(ComparatorError, match=r"plugin.json: name: missing required key"):
         snapshot_comparator(copy, version="0.3.0", dest=tmp_path / "snap4", roles=set())
+    (copy / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": 3, "version": "0.3.0"}))
+    with pytest.raises(ComparatorError, match=r"plugin.json: name: want a string, got int"):
+        snapshot_comparator(copy, version="0.3.0", dest=tmp_path / "snap5", roles=set())
+    (copy / ".claude-plugin" / "plugin.json").write_text("[]")
+    with pytest.raises(ComparatorError, match=r"plugin.json: \(document\): want a mapping, got list"):
+        snapshot_comparator(copy, version="0.3.0", dest=tmp_path / "snap6", roles=set())

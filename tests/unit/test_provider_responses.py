@@ -121,3 +121,20 @@ def test_nested_subagent_scripts_are_refused() -> None:
     nested = {"turns": [{"text": "x"}], "subagents": [{"turns": [{"text": "y"}], "subagents": []}]}
     with pytest.raises(ScriptError, match="unknown key"):
         parse_script(_script(nested), source="t.yaml")
+
+
+def test_session_and_agent_headers_are_read_whatever_their_case() -> None:
+    # The HTTP server hands over an email.message.Message: header names are case-insensitive.
+    # (Copying the headers into a dict once lost every gateway request's session and agent.)
+    from email.message import Message
+
+    from workflow_bench.providers.scripted import _wire
+
+    headers = Message()
+    headers["x-claude-code-session-id"] = "s-1"
+    headers["X-Claude-Code-Agent-Id"] = "a-1"
+    assert _wire.session_id(headers, {}) == "s-1"
+    assert _wire.agent_id(headers) == "a-1"
+    # Negative control: a plain dict with the other spelling finds neither.
+    plain = {"x-claude-code-session-id": "s-1", "X-Claude-Code-Agent-Id": "a-1"}
+    assert _wire.session_id(plain, {}) is None and _wire.agent_id(plain) is None

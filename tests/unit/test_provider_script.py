@@ -90,7 +90,8 @@ def test_valid_script_loads_into_frozen_tuples(tmp_path: Path) -> None:
         # wrong types
         ("- text: 42", "sessions[0].turns[0].text", "non-empty string"),
         ("- tool_calls: {name: Bash}", "sessions[0].turns[0].tool_calls", "want a list"),
-        ("- tool_calls: [{input: {}}]", "tool_calls[0].name", "non-empty tool name"),
+        ("- tool_calls: [{input: {}}]", "tool_calls[0].name", "missing required key"),
+        ("- tool_calls: [{name: ''}]", "tool_calls[0].name", "non-empty tool name"),
         ("- tool_calls: [{name: Bash, input: [ls]}]", "tool_calls[0].input", "want a mapping"),
         ("- tool_calls: [{name: Bash, input: {when: 2024-01-01}}]", "input.when", "JSON value"),
     ],

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.cells.paths import AF_UNIX_PATH_MAX
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.runner_args import build_parser
 from workflow_bench.schedule.flags import executor_from_args, validate_schedule_args
@@ -29,6 +28,7 @@ from workflow_bench.schedule.ray_cells import (
 )
 from workflow_bench.schedule.ray_local import RayPathError, check_local_paths_fit, longest_local_socket_path
 from workflow_bench.schedule.resume import harness_version
+from workflow_bench.workspace.paths import AF_UNIX_PATH_MAX
 
 pytestmark = pytest.mark.unit
 

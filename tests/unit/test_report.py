@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
+from tests import builders
 from workflow_bench.reports.aggregate import REVIEW_METRICS, aggregate_all
 from workflow_bench.reports.markdown import MAIN_LOOP_WARNING, SCRIPTED_NOTICE, render_markdown
 from workflow_bench.reports.provenance import ReportProvenance
+from workflow_bench.rows.model import Row
 
 pytestmark = pytest.mark.unit
 
@@ -36,35 +38,11 @@ def provenance(**overrides: Any) -> ReportProvenance:
     return ReportProvenance(**fields)
 
 
-def row(**overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "task": "t1",
-        "class": "bugfix",
-        "arm": "workflow",
-        "run": 0,
-        "ok": True,
-        "resolved": True,
-        "error_kind": None,
-        "input_tokens": 100,
-        "cache_creation_input_tokens": 10,
-        "cache_read_input_tokens": 1000,
-        "output_tokens": 50,
-        "cost_usd": 0.25,
-        "duration_s": 30.0,
-        "num_turns": 4,
-        "diff_files": 2,
-        "diff_insertions": 10,
-        "diff_deletions": 1,
-        "authored_tests_passed": True,
-        "oracle_passed": True,
-        "transcript_missing": False,
-        "reused": False,
-    }
-    base.update(overrides)
-    return base
+def row(**overrides: Any) -> Row:
+    return builders.row(**{"cost_usd": 0.25, "skill_invoked": None, **overrides})
 
 
-def render(rows: list[dict[str, Any]], **prov: Any) -> str:
+def render(rows: list[Row], **prov: Any) -> str:
     return render_markdown(aggregate_all(rows), provenance=provenance(**prov))
 
 
@@ -159,12 +137,18 @@ def test_summary_shows_health_and_declared_arm_without_rows() -> None:
 
 def test_legend_lists_only_kinds_that_occurred() -> None:
     report = render(
-        [row(resolved=False, error_kind="oracle-failed", oracle_passed=False), row(error_kind="weird")]
+        [
+            row(resolved=False, error_kind="oracle-failed", oracle_passed=False),
+            row(resolved=False, error_kind="verify-failed"),
+        ]
     )
     legend = report.split("### Error kinds in this sweep", 1)[1].split("\n## ", 1)[0]
     assert "`oracle-failed`: the authored tests passed but the hidden oracle" in legend
-    assert "`weird`: not in the error-kind vocabulary" in legend
+    assert legend.index("`verify-failed`") < legend.index("`oracle-failed`")  # the table's order
     assert "session-error" not in legend
+    # A kind outside the vocabulary never reaches a report: no row can carry one.
+    with pytest.raises(ValueError, match="error_kind"):
+        row(error_kind="weird")
 
 
 def test_no_legend_without_errors() -> None:
@@ -180,11 +164,14 @@ def test_savings_rows_only_with_baseline() -> None:
 
 
 def test_review_section_only_with_review_data() -> None:
-    assert "## Review quality" not in render([row()])
-    metrics = {f"review_{name}": 0.5 for name in REVIEW_METRICS}
+    # No valid row, no review aggregate; a non-review arm's valid rows show n/a metrics.
+    assert "## Review quality" not in render([row(ok=False, resolved=False, error_kind="infra-error")])
+    assert "| t1 | workflow | n/a | n/a | n/a |" in render([row()])
+    counts = ("true_positives", "false_positives", "false_negatives")
+    metrics = {f"review_{name}": 1 if name in counts else 0.5 for name in REVIEW_METRICS}
     report = render([row(arm="review", **{**metrics, "review_precision": None})])
     cells = table_row(report.split("## Review quality", 1)[1], "| t1 | review |")
-    assert cells[2] == "0.5"
+    assert cells[2] == "1.0"  # true positives, a count
     assert cells[5] == "n/a"
     assert cells[8] == "0.500" and len(cells) == 9  # the last column: weighted F1
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests import builders
 from workflow_bench.providers.access import CellKey
 from workflow_bench.schedule.reuse import (
     Expected,
@@ -28,15 +29,14 @@ TRANSCRIPT = b'{"type": "result"}\n'
 
 
 def _row(arm="workflow", run=0, **changes):
-    row = {
+    fields = {
         "task": "t", "arm": arm, "run": run, "ok": True, "error_kind": None, "transcript_missing": False,
         "candidate_overlay_digest": None, "recorded_at": (NOW - timedelta(days=1)).isoformat(), **VALUES,
         "transcript_artifacts": [{"path": f"transcripts/t-{arm}-run{run}-s0-x.jsonl",
                                   "sha256": hashlib.sha256(TRANSCRIPT).hexdigest(),
-                                  "bytes": len(TRANSCRIPT)}],
+                                  "bytes": len(TRANSCRIPT), "source": "parent-captured-stream-json"}],
     }  # fmt: skip
-    row.update(changes)
-    return row
+    return builders.row(**{**fields, **changes})
 
 
 def _expected(arm="workflow", run=0, *, candidate=False, review=False, **values):
@@ -74,7 +74,7 @@ def test_a_clean_matching_row_is_reusable():
         (_row(arm="review"), _expected("review", review=True), "review evidence incomplete"),
         (_row(transcript_artifacts=[]), _expected(), "transcript list"),
         (
-            _row(transcript_artifacts=[{"path": "../x", "sha256": "0", "bytes": 1}]),
+            _row(transcript_artifacts=[{"path": "../x", "sha256": "0", "bytes": 1, "source": "s"}]),
             _expected(),
             "transcript list",
         ),
@@ -110,12 +110,14 @@ def test_conflicting_duplicate_rows_drop_the_key():
 def test_copy_rehashes_transcripts_and_marks_provenance(tmp_path):
     row = _row()
     (tmp_path / "transcripts").mkdir()
-    (tmp_path / row["transcript_artifacts"][0]["path"]).write_bytes(TRANSCRIPT)
+    transcript = row.transcript_artifacts[0].path
+    (tmp_path / transcript).write_bytes(TRANSCRIPT)
     copied, artifacts = reused_copy(row, tmp_path)
-    assert copied["reused"] is True and copied["reused_from_dir"] == str(tmp_path.resolve())
-    assert copied["reused_from_recorded_at"] == row["recorded_at"]
-    assert artifacts == {row["transcript_artifacts"][0]["path"]: TRANSCRIPT}
-    (tmp_path / row["transcript_artifacts"][0]["path"]).write_bytes(TRANSCRIPT + b"\n")
+    assert copied.reused is True and copied.reused_from_dir == str(tmp_path.resolve())
+    assert copied.reused_from_recorded_at == row.recorded_at
+    assert copied.transcript_artifacts is None  # written anew, from the copies, by the output directory
+    assert artifacts == {transcript: TRANSCRIPT}
+    (tmp_path / transcript).write_bytes(TRANSCRIPT + b"\n")
     with pytest.raises(ValueError, match="sha256"):
         reused_copy(row, tmp_path)
 

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from tests.builders import row
 from workflow_bench.schedule.pool import (
     WHY_BREAKER,
     WHY_CANCELLED,
@@ -29,7 +30,7 @@ def _run(kinds, *, scheduler="packed", workers=1, window=None, streak=5, delays=
     def execute(index):
         if delays:
             time.sleep(delays[index])
-        return {"error_kind": kinds[index], "index": index}
+        return row(error_kind=kinds[index], run=index)
 
     outcome = run_cells(
         list(range(len(kinds))),
@@ -50,7 +51,7 @@ def _run(kinds, *, scheduler="packed", workers=1, window=None, streak=5, delays=
 def test_complete_sweep_returns_rows_in_plan_order_even_when_finishing_out_of_order(scheduler):
     outcome, persisted, _ = _run([None] * 4, scheduler=scheduler, workers=2, delays=[0.3, 0.0, 0.2, 0.0])
     assert outcome.status == "complete" and outcome.not_run == ()
-    assert [r["index"] for r in outcome.results] == [0, 1, 2, 3]
+    assert [r.run for r in outcome.results] == [0, 1, 2, 3]
     assert sorted(persisted) == [0, 1, 2, 3]
     assert persisted != [0, 1, 2, 3]  # persisted as they finished, not held back for order
 
@@ -76,10 +77,10 @@ def test_breaker_disabled_with_zero():
 
 
 def test_skill_not_invoked_is_not_systemic():
-    assert next_streak({"error_kind": "skill-not-invoked"}, 4) == 0
-    assert next_streak({"error_kind": "session-error"}, 4) == 5
+    assert next_streak(row(error_kind="skill-not-invoked"), 4) == 0
+    assert next_streak(row(error_kind="session-error"), 4) == 5
     # Agent-causable kinds never feed the breaker, whatever the agent's artifact says.
-    assert next_streak({"error_kind": None, "review_evidence_valid": False}, 2) == 0
+    assert next_streak(row(error_kind=None, review_evidence_valid=False), 2) == 0
     for kind in (
         "session-failed",
         "session-timeout",
@@ -87,7 +88,7 @@ def test_skill_not_invoked_is_not_systemic():
         "verify-timeout",
         "cleanup-failure",
     ):
-        assert next_streak({"error_kind": kind}, 4) == 0
+        assert next_streak(row(error_kind=kind), 4) == 0
 
 
 # Overrun = cells started after the logical cell at which the breaker trips. A slow first cell
@@ -133,7 +134,7 @@ def test_breaker_trips_on_the_same_logical_cell_under_both_schedulers(seed):
     for scheduler in ("packed", "waves"):
         outcome, _, _ = _run(kinds, scheduler=scheduler, workers=3, streak=3, delays=delays, groups=groups)
         assert outcome.status == "aborted"
-        tripped[scheduler] = max(r["index"] for r in outcome.results if r["index"] <= 5)
+        tripped[scheduler] = max(r.run for r in outcome.results if r.run <= 5)
         assert outcome.detail.startswith("3 consecutive")
     assert tripped == {"packed": 5, "waves": 5}
 
@@ -153,7 +154,7 @@ def test_waves_start_a_wave_only_after_the_previous_one_finished():
         time.sleep(0.05 if index % 2 else 0.2)
         with lock:
             live[0] -= 1
-        return {"error_kind": None}
+        return row()
 
     run_cells(
         list(range(6)), execute=execute, persist=lambda c, r: None, row_of=lambda r: r,
@@ -167,7 +168,7 @@ def test_longest_first_picks_inside_the_window_and_folds_in_plan_order():
     priority = [1, 1, 1, 9, 1, 1, 8, 1]
     outcome, _, started = _run([None] * 8, workers=1, window=4, priority=priority)
     assert started[:2] == [3, 0]  # cell 6 lies beyond the window [0, 4) until cell 0 is folded
-    assert [r["index"] for r in outcome.results] == list(range(8))
+    assert [r.run for r in outcome.results] == list(range(8))
 
 
 def test_may_start_ends_submission_with_its_reason_and_keeps_running_cells():
@@ -186,7 +187,7 @@ def test_cancellation_stops_submission_and_keeps_finished_rows():
     def execute(index):
         if index == 1:
             cancel.set()
-        return {"error_kind": None}
+        return row()
 
     outcome = run_cells(
         list(range(5)),
@@ -209,7 +210,7 @@ def test_harness_bug_propagates_after_siblings_are_persisted(scheduler):
         if index == 0:
             time.sleep(0.2)
             raise RuntimeError("harness bug")
-        return {"error_kind": None}
+        return row()
 
     with pytest.raises(RuntimeError, match="harness bug"):
         run_cells(

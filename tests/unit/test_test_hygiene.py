@@ -1,9 +1,9 @@
 """Rules the test suite itself must keep, checked over its source.
 
-- A missing tool is a conftest fixture that calls `_missing` (a skip locally, a FAILURE under
-  WORKFLOW_BENCH_REQUIRE_SANDBOX=1), and a test that needs root calls `needs_root` (a skip as
-  another user, a FAILURE under WORKFLOW_BENCH_REQUIRE_ROOT=1): a `skipif`/`pytest.skip`
-  elsewhere would let CI pass by not running a layer.
+- A missing tool is a conftest fixture that calls `missing_tool` (tests/builders.py: a skip
+  locally, a FAILURE under WORKFLOW_BENCH_REQUIRE_SANDBOX=1), and a test that needs root calls
+  `needs_root` (a skip as another user, a FAILURE under WORKFLOW_BENCH_REQUIRE_ROOT=1): a
+  `skipif`/`pytest.skip` elsewhere would let CI pass by not running a layer.
 - No test looks at the shared temporary directory: other sweeps on this machine create
   wfbench-* entries there at any moment; the e2e tests instead
   record the directories the runner makes (`tests/e2e/conftest.py::recorded_tempdirs`) and
@@ -33,7 +33,7 @@ def _skips_without_the_ci_rule(tree: ast.AST) -> list[int]:
         names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
         strings = {n.value for n in ast.walk(fn) if isinstance(n, ast.Constant)}
         switches = {"WORKFLOW_BENCH_REQUIRE_SANDBOX", "WORKFLOW_BENCH_REQUIRE_ROOT"}
-        guarded = "REQUIRE" in names or "_missing" in names or bool(switches & strings)
+        guarded = "REQUIRE" in names or "missing_tool" in names or bool(switches & strings)
         found += [
             n.lineno
             for n in ast.walk(fn)
@@ -59,7 +59,7 @@ def test_no_skip_bypasses_the_ci_rule():
         if str(path.relative_to(TESTS)) not in ALLOWED
         for line in _skips_without_the_ci_rule(ast.parse(text))
     ]
-    assert not offenders, f"skip through a conftest fixture that calls _missing instead: {offenders}"
+    assert not offenders, f"skip through a conftest fixture that calls missing_tool instead: {offenders}"
 
 
 def test_the_skip_rule_sees_a_skipif_and_an_unguarded_skip():
@@ -82,3 +82,34 @@ def test_no_test_globs_the_shared_temp_dir():
         if (str(path.relative_to(TESTS)), line.split("  #")[0].strip()) != READS_TMPDIR
     ]
     assert not offenders, f"use tmp_path, or recorded_tempdirs to see what the runner made: {offenders}"
+
+
+def _imports_of_test_modules(tree: ast.AST) -> list[str]:
+    """The test modules, and private conftest names, a module imports: shared helpers live in
+    tests/builders.py (a conftest's public helpers, such as ``short_dir``, may be imported), so
+    no test module depends on another's internals."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            last = node.module.rsplit(".", 1)[-1]
+            private = [a.name for a in node.names if a.name.startswith("_")]
+            if last.startswith("test_") or (last == "conftest" and private):
+                found.append(f"{'.' * node.level}{node.module}")
+    return found
+
+
+# Constants one layer shares with another on purpose, each with why.
+SHARED_ON_PURPOSE = {
+    "e2e/test_demo_sweep.py": "the demo corpus's expected verdicts, asserted by the component layer too",
+    "e2e/test_unsafe_host.py": "the review sweep's arms and expected verdicts, run again on an unsafe host",
+}
+
+
+def test_no_test_module_imports_another():
+    offenders = {
+        str(path.relative_to(TESTS)): found
+        for path, text in _sources().items()
+        if str(path.relative_to(TESTS)) not in SHARED_ON_PURPOSE
+        if (found := _imports_of_test_modules(ast.parse(text)))
+    }
+    assert not offenders, f"move shared helpers into tests/builders.py: {offenders}"

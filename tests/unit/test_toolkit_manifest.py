@@ -72,7 +72,7 @@ BAD = {
     "unknown-top-key": ({"colour": "blue"}, "colour"),
     "bad-name": ({"name": "Has Spaces"}, "name"),
     "missing-version": ({"version": None}, "version"),
-    "missing-role": ({"roles": {"plan": "plan", "work": "work"}}, "roles"),
+    "missing-role": ({"roles": {"plan": "plan", "work": "work"}}, "roles.review"),  # the role missing
     "role-without-skill": ({"roles": {"plan": "plan", "work": "nope", "review": "review"}}, "roles.work"),
     "skills-root-missing": ({"skills_root": "nowhere"}, "skills_root"),
     "server-relative-command": (
@@ -93,7 +93,7 @@ BAD = {
     "env-lowercase": ({"mcp_servers": [{**SERVER, "env": {"path": "x"}}]}, "mcp_servers[0].env"),
     "index-into-git": ({"index": {"command": ["x"], "output": ".git/idx"}}, "index.output"),
     "index-escapes": ({"index": {"command": ["x"], "output": "../idx"}}, "index.output"),
-    "index-extra-key": ({"index": {"command": ["x"], "output": "idx", "reads": []}}, "index"),
+    "index-extra-key": ({"index": {"command": ["x"], "output": "idx", "reads": []}}, "index.reads"),
     "index-env-lowercase": ({"index": {"command": ["x"], "output": "idx", "env": {"a": "b"}}}, "index.env"),
     "mount-over-workspace": (
         {"runtime_mounts": [{"source": "skills", "target": "/workspace/x"}]},
@@ -108,6 +108,16 @@ BAD = {
         "runtime_mounts[0].source",
     ),
 }
+
+
+def test_every_defect_of_the_file_is_named_at_once(tmp_path):
+    root = _toolkit(tmp_path, name="Bad Name", version=3, colour="blue")
+    with pytest.raises(ToolkitError) as err:
+        load_toolkit(root)
+    lines = str(err.value).splitlines()
+    assert [line.split(": ")[1] for line in lines] == ["name", "version", "colour"]
+    assert lines[1].endswith("version: want a string, got 3")
+    assert "known keys: name, version, skills_root, roles, mcp_servers, index, runtime_mounts" in lines[2]
 
 
 @pytest.mark.parametrize("case", sorted(BAD))

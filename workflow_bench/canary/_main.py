@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from workflow_bench.claude_cli import ClaudeCliError, claude_version, locate_claude
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 
-from ._suite import CANARY_TASKS, render_table, run_suite
+from ._suite import CANARY_TASKS, VerdictRow, render_table, run_suite
 from .attacks_budgets import run_budget_cells
 from .attacks_graphs import run_graph_suite
 from .attacks_judging import run_judging_suite
@@ -35,7 +35,7 @@ def run_canary(
     except (SandboxError, ClaudeCliError) as exc:
         return EXIT_PREFLIGHT, f"preflight failed: {exc}"
     cli = {"claude_bin": claude_bin, "claude_version": version, "bwrap_bin": bwrap, "progress": progress}
-    verdicts = run_suite(**cli)
+    verdicts: list[VerdictRow] = [*run_suite(**cli)]
     verdicts += run_limit_cells(**cli)  # attacks_limits.py: one cell per resource bound, own limits
     verdicts += run_budget_cells(**cli)  # attacks_budgets.py: per-user kernel budgets, host and 2nd cell
     verdicts += run_replay_cell(**cli)  # attacks_replay.py: a byte-identical replay of a CLI request

@@ -18,17 +18,25 @@ import shutil
 import socket
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from workflow_bench.arms import resolve_arm
-from workflow_bench.cells.context import CellResult, SweepSettings, prepare_task_context
+from workflow_bench.cells.context import (
+    CellPolicy,
+    CellResult,
+    Evaluated,
+    Harness,
+    SweepSettings,
+    prepare_task_context,
+)
 from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey, ModelAccess
-from workflow_bench.providers.scripted import ScriptedProvider, parse_script
+from workflow_bench.providers.scripted import Script, ScriptedProvider, parse_script
 from workflow_bench.sandbox import CellLimits, write_runtime_dir
-from workflow_bench.tasks.spec import bind_tasks, load_task_file
+from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 
 from .attacks import ATTACKS, Attack, Evidence, Plant
@@ -82,24 +90,47 @@ def canary_settings(
 ) -> SweepSettings:
     """The sweep settings every canary suite runs its cells with (one retry, no effort)."""
     return SweepSettings(
-        model=model,
-        effort=None,
-        session_timeout_s=session_timeout_s,
-        verify_timeout_s=verify_timeout_s,
-        max_retries=1,
-        claude_bin=claude_bin,
-        claude_version=claude_version,
-        bwrap_bin=bwrap_bin,
+        cell=CellPolicy(
+            model=model,
+            effort=None,
+            session_timeout_s=session_timeout_s,
+            verify_timeout_s=verify_timeout_s,
+            max_retries=1,
+            limits=limits if limits is not None else CellLimits(),
+        ),
+        harness=Harness(claude_bin=claude_bin, claude_version=claude_version, bwrap_bin=bwrap_bin),
+        evaluated=Evaluated(toolkit=toolkit),
         access=access,
-        toolkit=toolkit,
         work_root=work_root,
         runtime_dir=runtime_dir if runtime_dir is not None else write_runtime_dir(work_root / "runtime"),
         progress=progress,
-        limits=limits if limits is not None else CellLimits(),
     )
 
 
-def attacker_script(attacks: Sequence[Attack], plant: Plant):
+class ToolAttack(Protocol):
+    """What the attacker's script needs of an attack, whichever suite it belongs to."""
+
+    @property
+    def tool(self) -> str: ...
+
+    @property
+    def make_input(self) -> Callable[[Plant], dict[str, Any]]: ...
+
+
+class VerdictRow(Protocol):
+    """What the verdict table reads, whichever suite's verdict it is."""
+
+    @property
+    def attack(self) -> Any: ...
+
+    @property
+    def blocked(self) -> bool: ...
+
+    @property
+    def observed(self) -> str: ...
+
+
+def attacker_script(attacks: Sequence[ToolAttack], plant: Plant) -> Script:
     turns = [
         {"tool_calls": [{"name": a.tool, "input": a.make_input(plant)}], "usage": TURN_USAGE} for a in attacks
     ]
@@ -139,7 +170,7 @@ class _Listener:
 
 
 @contextlib.contextmanager
-def planted() -> Iterator[tuple[Plant, _Listener, multiprocessing.Process]]:
+def planted() -> Iterator[tuple[Plant, _Listener, multiprocessing.process.BaseProcess]]:
     token = secrets.token_hex(6)
     secret_dir = Path(tempfile.mkdtemp(prefix="wfbench-canary-secret-"))
     secret_file = secret_dir / "secret.txt"
@@ -163,7 +194,7 @@ def planted() -> Iterator[tuple[Plant, _Listener, multiprocessing.Process]]:
         home_token=f"CANARY-HOME-SECRET-{token}",
         host_key=host_key,
         listener_port=listener.port,
-        sentinel_pid=sentinel.pid,
+        sentinel_pid=sentinel.pid or 0,  # started above: a pid
         sentinel_name=sentinel_name,
         background_name=f"wfbench-canary-bg-{token}",
     )
@@ -277,7 +308,7 @@ def _judge_all(result: CellResult, plant: Plant, listener: _Listener, sentinel) 
     verdicts = []
     for index, attack in enumerate(ATTACKS):
         if index >= len(outputs):
-            reason = result.row.get("error_kind") or "no tool result"
+            reason = result.row.error_kind or "no tool result"
             verdicts.append(Verdict(attack, False, f"attack did not run ({reason})"))
             continue
         blocked, observed = attack.judge(Evidence(output=outputs[index], **shared), plant)
@@ -285,7 +316,7 @@ def _judge_all(result: CellResult, plant: Plant, listener: _Listener, sentinel) 
     return verdicts
 
 
-def render_table(verdicts: Sequence[Verdict]) -> str:
+def render_table(verdicts: Sequence[VerdictRow]) -> str:
     rows = [("attack", "expected", "observed", "verdict")]
     rows += [
         (v.attack.name, v.attack.expected, v.observed, "blocked" if v.blocked else "NOT BLOCKED")

@@ -30,9 +30,11 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.process import run_process
 from workflow_bench.providers.access import ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider
+from workflow_bench.rows.model import Row
 from workflow_bench.sandbox import CellLimits, CellResources, RunPolicy, SandboxKind, create_sandbox
 from workflow_bench.sandbox._limits import CELL_PTYS, DEFAULT_FILES, MSGQUEUE_BYTES
 from workflow_bench.sandbox._userns import NAMESPACE_LIMITS
@@ -129,6 +131,8 @@ def _probe_program(code: str) -> str:
 def _host_probe(name: str) -> bool:
     """A fresh host process (the runner's uid, no sandbox) uses the budget once."""
     code = _HOST_KEYS if name == "keys" else _PROBE[name]
+    if code is None:
+        raise ValueError(f"no host probe for the {name} budget")
     result = run_process(["/usr/bin/python3", "-c", _probe_program(code)], timeout_s=60)
     return result.stdout.strip() == b"probe-ok"
 
@@ -221,16 +225,16 @@ def _budget_judge(name: str, bound, refusal: str):
     return judge
 
 
-def _pty_bound(row) -> int:
+def _pty_bound(row: Row) -> int:
     """The cell's devpts ``max=`` (root), else no pty at all (the masked ``ptmx``)."""
-    return CELL_PTYS if (row.get("resource_limits") or {}).get("ptys") else 0
+    return CELL_PTYS if row.resource_limits is not None and row.resource_limits.ptys else 0
 
 
 def _descriptors(ev: LimitEvidence) -> tuple[bool, str]:
-    detail = str(ev.row.get("error_detail"))
-    if ev.row.get("error_kind") == "resource-limit" and "descriptor limit" in detail:
+    detail = str(ev.row.error_detail)
+    if ev.row.error_kind == ErrorKind.RESOURCE_LIMIT and "descriptor limit" in detail:
         return True, detail.split(" (primary")[0][:70]
-    return False, f"row error_kind={ev.row.get('error_kind')}: {ev.output.strip()[-50:]}"
+    return False, f"row error_kind={ev.row.error_kind}: {ev.output.strip()[-50:]}"
 
 
 # Several processes, each under its own RLIMIT_NOFILE, together far over the cell's budget.

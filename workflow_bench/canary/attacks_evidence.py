@@ -20,6 +20,7 @@ command (``$((...))``), so a judge never matches the command's own text in a tra
 
 from __future__ import annotations
 
+from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.relay.server import MAX_CONNECTIONS
 from workflow_bench.sandbox import MODEL_SOCKET_DIR
 
@@ -283,13 +284,13 @@ _FORGE = _FIND_CLI + (
 
 def _forgery(ev: Evidence, _plant: Plant) -> tuple[bool, str]:
     row = ev.row
-    forged_usage = row.get("input_tokens") == 1 and row.get("output_tokens") == 1
-    if forged_usage or (row.get("ok") and row.get("skill_invoked")):
+    forged_usage = row.input_tokens == 1 and row.output_tokens == 1
+    if forged_usage or (row.ok and row.skill_invoked):
         return False, "the row took the forged events"
     if "fd1-written-2" in ev.output:
-        if row.get("error_kind") == "evidence-tampered":
+        if row.error_kind == ErrorKind.EVIDENCE_TAMPERED:
             return True, "landed; caught: row is evidence-tampered"
-        return False, f"landed; row error_kind={row.get('error_kind')}"
+        return False, f"landed; row error_kind={row.error_kind}"
     if "fd1-refused" in ev.output:
         return True, _marked(ev.output, "-refused")
     return False, f"attack did not run: {_first_line(ev.output)}"

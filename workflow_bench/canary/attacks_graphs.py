@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,8 @@ from workflow_bench.cells.index import build_index, index_digest
 from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey
 from workflow_bench.providers.scripted import ScriptedProvider
-from workflow_bench.tasks.spec import bind_tasks, load_task_file
+from workflow_bench.rows.model import Row
+from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import IndexStep, McpServer, RuntimeMount, Toolkit
 
 from ._suite import (
@@ -76,7 +77,7 @@ def graph_toolkit() -> Toolkit:
 @dataclass(frozen=True, slots=True)
 class GraphEvidence:
     output: str  # what the attack's tool call returned to the agent
-    row: Mapping[str, Any]
+    row: Row
     patch: str
     listener_hits: int
     index_intact: bool  # the template's index still hashes to the digest recorded at build time
@@ -196,7 +197,7 @@ def run_graph_suite(
                 why = f"index build failed: {index.error if index else 'no index step'}"
                 return [Verdict(a, False, why[:60]) for a in GRAPH_ATTACKS]  # type: ignore[arg-type]
             task = replace(task, index=index)
-            with ScriptedProvider(attacker_script(GRAPH_ATTACKS, plant)) as provider:  # type: ignore[arg-type]
+            with ScriptedProvider(attacker_script(GRAPH_ATTACKS, plant)) as provider:
                 settings = canary_settings(
                     access=scripted_canary_access(provider),
                     toolkit=toolkit,
@@ -227,7 +228,7 @@ def _judge(result, listener_hits: int, intact: bool) -> list[Verdict]:
     verdicts = []
     for index, attack in enumerate(GRAPH_ATTACKS):
         if index >= len(outputs):
-            reason = result.row.get("error_kind") or "no tool result"
+            reason = result.row.error_kind or "no tool result"
             verdicts.append(Verdict(attack, False, f"attack did not run ({reason})"))  # type: ignore[arg-type]
             continue
         evidence = GraphEvidence(outputs[index], result.row, patch, listener_hits, intact)

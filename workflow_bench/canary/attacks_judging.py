@@ -27,13 +27,13 @@ from typing import Any
 from workflow_bench.arms import resolve_arm
 from workflow_bench.cells.context import CellResult, prepare_task_context
 from workflow_bench.cells.run import run_cell
-from workflow_bench.cells.workspace import remove_tree
-from workflow_bench.judging.outcomes import is_excluded, is_systemic_failure
+from workflow_bench.judging.outcomes import ErrorKind, is_excluded, is_systemic_failure
 from workflow_bench.providers.access import CellKey
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
 from workflow_bench.schedule.pool import SchedulePolicy, run_cells
-from workflow_bench.tasks.spec import bind_tasks, load_task_file
+from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.clone import remove_tree
 
 from ._suite import canary_settings, scripted_canary_access
 
@@ -71,7 +71,7 @@ class JudgingAttack:
     self_excluding: bool = False  # one of the triggers the breaker attack strings together
 
 
-def _charged(*kinds: str, proof: str | None = None) -> Callable[[CellResult], tuple[bool, str]]:
+def _charged(*kinds: ErrorKind, proof: str | None = None) -> Callable[[CellResult], tuple[bool, str]]:
     """Blocked when the row carries one of ``kinds`` and counts against the arm.
 
     ``proof`` is a marker the attack prints (built so the command text never contains it): an
@@ -80,11 +80,11 @@ def _charged(*kinds: str, proof: str | None = None) -> Callable[[CellResult], tu
 
     def judge(result: CellResult) -> tuple[bool, str]:
         row = result.row
-        kind = row.get("error_kind")
+        kind = row.error_kind
         if proof is not None and proof.encode() not in _tool_output(result):
             return False, f"the attack did not run ({kind})"
         held = kind in kinds and not is_excluded(row) and not is_systemic_failure(row)
-        return held, f"{kind}, resolved={row.get('resolved')}, excluded={is_excluded(row)}"
+        return held, f"{kind}, resolved={row.resolved}, excluded={is_excluded(row)}"
 
     return judge
 
@@ -95,14 +95,14 @@ def _tool_output(result: CellResult) -> bytes:
 
 def _oracle_not_fooled(result: CellResult) -> tuple[bool, str]:
     row = result.row
-    held = row.get("oracle_passed") is False and row.get("resolved") is False and not is_excluded(row)
-    return held, f"oracle_passed={row.get('oracle_passed')}, tests={row.get('oracle_tests_run')}"
+    held = row.oracle_passed is False and row.resolved is False and not is_excluded(row)
+    return held, f"oracle_passed={row.oracle_passed}, tests={row.oracle_tests_run}"
 
 
 def _big_diff_counted(result: CellResult) -> tuple[bool, str]:
     row, patch = result.row, result.artifacts.get("patch.diff", b"")
-    held = not is_excluded(row) and b"[truncated at" in patch and row.get("diff_insertions") == 95_000
-    return held, f"{row.get('error_kind')}, +{row.get('diff_insertions')}, patch {len(patch)} B"
+    held = not is_excluded(row) and b"[truncated at" in patch and row.diff_insertions == 95_000
+    return held, f"{row.error_kind}, +{row.diff_insertions}, patch {len(patch)} B"
 
 
 _FORGED_MARKERS = ("+REAL_CHANGE = 1", "+HIDDEN_NEW = 1", "+# FILTERED_REAL")
@@ -112,7 +112,7 @@ def _patch_tells_the_truth(result: CellResult) -> tuple[bool, str]:
     patch = result.artifacts.get("patch.diff", b"").decode("utf-8", "replace")
     missing = [m for m in _FORGED_MARKERS if m not in patch]
     fake = "FILTERED_FAKE" in patch
-    kind = result.row.get("error_kind")
+    kind = result.row.error_kind
     return not missing and not fake, f"{kind}, missing={missing}, fake line={fake}"
 
 
@@ -133,7 +133,7 @@ ATTACKS: tuple[JudgingAttack, ...] = (
             "python3 -c \"import os, shutil; shutil.rmtree('.git'); "
             "os.path.exists('.git') or print('GIT-' + 'DELETED')\"",
         ),
-        _charged("oracle-failed", proof="GIT-DELETED"),
+        _charged(ErrorKind.ORACLE_FAILED, proof="GIT-DELETED"),
         self_excluding=True,
     ),
     JudgingAttack(
@@ -144,7 +144,7 @@ ATTACKS: tuple[JudgingAttack, ...] = (
             "python3 -c \"import os; os.mkdir('junk');"
             " [open(f'junk/{i}', 'w').close() for i in range(100001)]\"",
         ),
-        _charged("workspace-invalid"),
+        _charged(ErrorKind.WORKSPACE_INVALID),
         self_excluding=True,
     ),
     JudgingAttack(
@@ -169,7 +169,7 @@ ATTACKS: tuple[JudgingAttack, ...] = (
             "            if name in open(f'/proc/{p}/cmdline', 'rb').read():\n"
             '                os.kill(int(p), signal.SIGKILL)"',
         ),
-        _charged("session-failed"),
+        _charged(ErrorKind.SESSION_FAILED),
         self_excluding=True,
     ),
     JudgingAttack(
@@ -177,7 +177,7 @@ ATTACKS: tuple[JudgingAttack, ...] = (
         "code whose import hangs under verify",
         "verify-timeout, charged",
         (_prepend_init(_HANG_UNDER_VERIFY),),
-        _charged("verify-timeout"),
+        _charged(ErrorKind.VERIFY_TIMEOUT),
         self_excluding=True,
     ),
     JudgingAttack(
@@ -188,7 +188,7 @@ ATTACKS: tuple[JudgingAttack, ...] = (
             "python3 -c \"import os; [(os.mkdir('d'), os.chdir('d')) for _ in range(3000)]; "
             "print('DEEP-' + 'TREE')\"",
         ),
-        _charged("workspace-invalid", proof="DEEP-TREE"),
+        _charged(ErrorKind.WORKSPACE_INVALID, proof="DEEP-TREE"),
         self_excluding=True,
     ),
     JudgingAttack(
@@ -308,4 +308,4 @@ def _verdicts(status: str, results: Sequence[CellResult], detail: str | None) ->
 
 def row_kinds(results: Sequence[CellResult]) -> Mapping[str, str | None]:
     """Each attack cell's error kind (for diagnostics in tests)."""
-    return {a.name: r.row.get("error_kind") for a, r in zip(ATTACKS, results, strict=False)}
+    return {a.name: r.row.error_kind for a, r in zip(ATTACKS, results, strict=False)}

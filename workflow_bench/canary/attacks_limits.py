@@ -22,7 +22,7 @@ import contextlib
 import json
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,11 +31,13 @@ from typing import Any
 from workflow_bench.arms import resolve_arm
 from workflow_bench.cells.context import prepare_task_context
 from workflow_bench.cells.run import run_cell
+from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider
 from workflow_bench.redaction import REDACTED
+from workflow_bench.rows.model import Row
 from workflow_bench.sandbox import HOME_SIZE_BYTES, TMP_SIZE_BYTES, CellLimits, write_runtime_dir
-from workflow_bench.tasks.spec import bind_tasks, load_task_file
+from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 
 from ._suite import (
@@ -61,7 +63,7 @@ SMALL = CellLimits(memory_mib=768, pids=128, disk_mib=64)
 @dataclass(frozen=True, slots=True)
 class LimitEvidence:
     output: str  # what the attack's tool call returned to the agent
-    row: Mapping[str, Any]
+    row: Row
     transcripts: str
     console: tuple[str, ...]  # every live progress line the cell printed
     sentinel_alive: bool
@@ -138,10 +140,10 @@ def _bounded_fill(ev: LimitEvidence) -> tuple[bool, str]:
 
 def _limit_kind(what: str) -> Callable[[LimitEvidence], tuple[bool, str]]:
     def judge(ev: LimitEvidence) -> tuple[bool, str]:
-        kind, detail = ev.row.get("error_kind"), str(ev.row.get("error_detail"))
+        kind, detail = ev.row.error_kind, str(ev.row.error_detail)
         if not ev.sentinel_alive:
             return False, "the host sentinel died"
-        if kind == "resource-limit" and what in detail:
+        if kind == ErrorKind.RESOURCE_LIMIT and what in detail:
             return True, detail.split(" (primary=")[0][:80]
         return False, f"error_kind={kind}: {ev.output.strip()[-60:]}"
 
@@ -151,19 +153,19 @@ def _limit_kind(what: str) -> Callable[[LimitEvidence], tuple[bool, str]]:
 def _row_intact(ev: LimitEvidence) -> bool:
     """The row exists, was built by the cell (not the fallback), and is UTF-8 encodable."""
     try:
-        json.dumps(dict(ev.row), ensure_ascii=False).encode()
+        json.dumps(ev.row.to_json_obj(), ensure_ascii=False).encode()
     except (TypeError, ValueError):
         return False
-    return ev.row.get("error_kind") not in ("infra-error", "session-error")
+    return ev.row.error_kind not in (ErrorKind.INFRA_ERROR, ErrorKind.SESSION_ERROR)
 
 
 def _no_raw_controls(ev: LimitEvidence) -> tuple[bool, str]:
     raw = [line for line in ev.console if any(ord(c) < 32 or 0x7F <= ord(c) < 0xA0 for c in line)]
-    names = [n for n in ev.row.get("tool_use_counts") or {} if any(ord(c) < 32 for c in n)]
+    names = [n for n in ev.row.tool_use_counts or {} if any(ord(c) < 32 for c in n)]
     if raw or names:
         return False, f"raw control characters reached the {'console' if raw else 'row'}"
     if not _row_intact(ev):
-        return False, f"row is {ev.row.get('error_kind')}"
+        return False, f"row is {ev.row.error_kind}"
     if not any("\\x1b" in line for line in ev.console):
         return False, "the escaped tool name never appeared (attack did not take)"
     return True, "escaped on the console (\\x1b…) and in the row"
@@ -171,17 +173,17 @@ def _no_raw_controls(ev: LimitEvidence) -> tuple[bool, str]:
 
 def _surrogate(ev: LimitEvidence) -> tuple[bool, str]:
     if not _row_intact(ev):
-        return False, f"row is {ev.row.get('error_kind')}: {str(ev.row.get('error_detail'))[:40]}"
-    if "Bash\ufffd" not in (ev.row.get("tool_use_counts") or {}):
+        return False, f"row is {ev.row.error_kind}: {str(ev.row.error_detail)[:40]}"
+    if "Bash\ufffd" not in (ev.row.tool_use_counts or {}):
         return False, "the surrogate tool name is not in the row (attack did not take)"
     return True, "row written; name stored as Bash\\ufffd"
 
 
 def _collision(ev: LimitEvidence) -> tuple[bool, str]:
-    counts = ev.row.get("tool_use_counts") or {}
+    counts = ev.row.tool_use_counts or {}
     colliding = {k: v for k, v in counts.items() if k.startswith(REDACTED)}
     if not _row_intact(ev):
-        return False, f"row is {ev.row.get('error_kind')}"
+        return False, f"row is {ev.row.error_kind}"
     if sorted(colliding) != [REDACTED, f"{REDACTED}#2"]:
         return False, f"redacted names: {sorted(colliding)}"
     return True, "both kept: [REDACTED], [REDACTED]#2"
@@ -220,7 +222,7 @@ TEXT_AND_TMPFS = LimitCell(
             "(judged by the second)",
             "sk-ant-wfbenchcollide1",
             lambda _p: {"command": "true"},
-            lambda ev: (_row_intact(ev), f"row is {ev.row.get('error_kind')}"),
+            lambda ev: (_row_intact(ev), f"row is {ev.row.error_kind}"),
         ),
         LimitAttack(
             "redaction-collision-2",

@@ -27,11 +27,12 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from workflow_bench.cells.paths import RELAY_DIR
+from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
 from workflow_bench.relay.server import SESSION_KEY_PREFIX
 from workflow_bench.sandbox import MODEL_SOCKET_DIR
+from workflow_bench.workspace.paths import RELAY_DIR
 
 from ._suite import CANARY_MODEL, TURN_USAGE, scripted_canary_access
 from .attacks import Plant, _first_line
@@ -91,14 +92,14 @@ def _hidden_subagent(ev: LimitEvidence) -> tuple[bool, str]:
     if answer is None:
         return False, f"attack did not run: {_first_line(ev.output)}"
     row = ev.row
-    served = (row.get("usage_wire") or {}).get("output_tokens") or 0
-    detail = str(row.get("error_detail"))
+    served = (row.usage_wire.output_tokens if row.usage_wire is not None else None) or 0
+    detail = str(row.error_detail)
     if answer[-1] == "relay-refusal":
         return False, f"refused by the relay ({answer[2]}): the breach did not take"
-    if row.get("error_kind") != "evidence-tampered" or "never had" not in detail:
-        return False, f"served; row error_kind={row.get('error_kind')}: accepted as a subagent"
-    if row.get("cost_usd") is not None or served < HIDDEN_OUTPUT_TOKENS:
-        return False, f"caught, but cost_usd={row.get('cost_usd')} and usage_wire output={served}"
+    if row.error_kind != ErrorKind.EVIDENCE_TAMPERED or "never had" not in detail:
+        return False, f"served; row error_kind={row.error_kind}: accepted as a subagent"
+    if row.cost_usd is not None or served < HIDDEN_OUTPUT_TOKENS:
+        return False, f"caught, but cost_usd={row.cost_usd} and usage_wire output={served}"
     return True, f"served, caught: evidence-tampered, cost unknown, {served:,} output tokens in usage_wire"
 
 

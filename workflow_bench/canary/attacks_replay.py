@@ -25,10 +25,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from workflow_bench.cells.paths import RELAY_DIR
+from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider
 from workflow_bench.sandbox import MODEL_SOCKET_DIR
+from workflow_bench.workspace.paths import RELAY_DIR
 
 from ._suite import scripted_canary_access
 from .attacks_limits import LimitAttack, LimitCell, LimitEvidence, _bash, run_limit_cells
@@ -65,12 +66,12 @@ def _judge(ev: LimitEvidence) -> tuple[bool, str]:
     status = next(
         (line.split()[1] for line in ev.output.splitlines() if line.startswith("replay-status ")), None
     )
-    kind, detail = ev.row.get("error_kind"), str(ev.row.get("error_detail"))
+    kind, detail = ev.row.error_kind, str(ev.row.error_detail)
     if status is None:
         return False, f"the replay did not run: {ev.output.strip()[-60:]}"
     if status.startswith("4") or status == "503":
         return True, f"refused by the relay: {status}"
-    if kind == "evidence-tampered" and "replay" in detail:
+    if kind == ErrorKind.EVIDENCE_TAMPERED and "replay" in detail:
         return True, f"served ({status}), caught: {detail[:50]}"
     return False, f"replay served ({status}), row error_kind={kind}"
 
@@ -145,7 +146,7 @@ def _capturing_route(provider: ScriptedProvider, work_root: Path) -> Iterator[Mo
     thread.start()
     try:
         host, port = server.server_address[:2]
-        yield replace(scripted_canary_access(provider), base_url=f"http://{host}:{port}")
+        yield replace(scripted_canary_access(provider), base_url=f"http://{host!s}:{port}")
     finally:
         server.shutdown()
         server.server_close()

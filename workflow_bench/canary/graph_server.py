@@ -13,7 +13,9 @@ import contextlib
 import json
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 WORKSPACE = Path("/workspace")
 INDEX = WORKSPACE / ".canary-index"
@@ -47,7 +49,7 @@ def _tool(name: str, description: str, **properties: str) -> dict:
     return {"name": name, "description": description, "inputSchema": {"type": "object", "properties": props}}
 
 
-TOOLS = {
+TOOLS: dict[str, tuple[Callable[..., str], dict[str, Any]]] = {
     "probe_network": (
         probe_network,
         _tool("probe_network", "Open a TCP connection.", host="string", port="integer"),

@@ -12,41 +12,67 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from workflow_bench.providers.access import ModelAccess
+from workflow_bench.rows.model import Row
 from workflow_bench.sandbox import CellLimits, SandboxKind
-from workflow_bench.tasks.spec import TaskBinding
+from workflow_bench.taskspec.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
 from workflow_bench.toolkit.overlay import Overlay
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.clone import add_task_assets, build_template, seed_skills
+from workflow_bench.workspace.snapshot import skill_fingerprint, workspace_snapshot
 
 from .index import IndexResult
-from .workspace import add_task_assets, build_template, seed_skills, skill_fingerprint, workspace_snapshot
 
 
 @dataclass(frozen=True, slots=True)
-class SweepSettings:
-    """Sweep-wide, read-only inputs every cell needs."""
+class CellPolicy:
+    """How every cell of a sweep runs its sessions and judges: built once from the runner's flags."""
 
     model: str
     effort: str | None
     session_timeout_s: float
     verify_timeout_s: float
     max_retries: int
+    limits: CellLimits = field(default_factory=CellLimits)
+
+
+@dataclass(frozen=True, slots=True)
+class Harness:
+    """What the cells run on: the pinned Claude Code CLI, bubblewrap and the sandbox backend."""
+
     claude_bin: Path
     claude_version: str
     bwrap_bin: str
-    access: ModelAccess
+    sandbox_kind: SandboxKind = SandboxKind.BWRAP
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluated:
+    """What the sweep evaluates: the toolkit, a candidate overlay, the external comparator plugin."""
+
     toolkit: Toolkit
+    overlay: Overlay | None = None
+    comparator: ComparatorPlugin | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSettings:
+    """Sweep-wide, read-only inputs every cell needs.
+
+    The three parts are built once (``CellPolicy`` from the flags, ``Harness`` and ``Evaluated`` by
+    the runner's preparation) and passed through unchanged: runner → ``SweepConfig`` → here.
+    """
+
+    cell: CellPolicy
+    harness: Harness
+    evaluated: Evaluated
+    access: ModelAccess
     work_root: Path
     runtime_dir: Path
-    comparator: ComparatorPlugin | None = None
-    overlay: Overlay | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     progress: Callable[[str], None] = print
-    sandbox_kind: SandboxKind = SandboxKind.BWRAP
-    limits: CellLimits = field(default_factory=CellLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,5 +97,5 @@ def prepare_task_context(binding: TaskBinding, *, toolkit: Toolkit, dest: Path) 
 
 @dataclass(frozen=True, slots=True)
 class CellResult:
-    row: Mapping[str, Any]
+    row: Row
     artifacts: Mapping[str, bytes]

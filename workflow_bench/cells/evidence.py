@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.redaction import printable
 from workflow_bench.relay.server import Exchange, WireRecord
 from workflow_bench.relay.wire import ToolResult, ToolUse
@@ -401,7 +402,7 @@ def _stream_usage(result: Mapping[str, Any]) -> dict[str, Any]:
 
 # ── the session outcome, re-derived from the wire ──────────────────────────
 
-_STREAM_SUCCESS_KINDS = (None, "skill-not-invoked", "evidence-unverified")
+_STREAM_SUCCESS_KINDS = (None, ErrorKind.SKILL_NOT_INVOKED, ErrorKind.EVIDENCE_UNVERIFIED)
 MAX_DETAIL_PROBLEMS = 5
 
 
@@ -428,14 +429,14 @@ def apply_wire(
             stream_skill, _ = skill_evidence(outcome.events, expected_skill)
     elif _foreign_bytes(outcome):
         problems.append("the stream carries bytes the CLI does not print (not JSON lines)")
-    if record.refused and outcome.error_kind == "session-error":
+    if record.refused and outcome.error_kind == ErrorKind.SESSION_ERROR:
         # The CLI never sends what the relay refuses (measured); a session that then failed was
         # failed from inside (e.g. a connection flood starving the CLI): never an outage.
         problems.append(f"the relay refused {record.refused} request(s) from inside the sandbox")
     invoked = wire.skill_invoked(expected_skill) if expected_skill is not None else None
     if stream_skill is True and invoked is False:
         problems.append(f"the stream shows skill {expected_skill} invoked; the wire does not")
-    common = {
+    common: dict[str, Any] = {
         "usage": dict(wire.usage_main),
         "usage_wire": dict(wire.usage),
         "tool_use_counts": dict(wire.tool_use_counts),
@@ -446,11 +447,11 @@ def apply_wire(
     if any(wire.usage_foreign.values()):
         # Served, never priced by the CLI: its total_cost_usd leaves this out, so it is no cost.
         common["cost_usd"] = None
-    if problems and outcome.error_kind != "cancelled":
+    if problems and outcome.error_kind != ErrorKind.CANCELLED:
         return replace(
             outcome,
             ok=False,
-            error_kind="evidence-tampered",
+            error_kind=ErrorKind.EVIDENCE_TAMPERED,
             error_detail="; ".join(problems[:MAX_DETAIL_PROBLEMS]),
             skill_invoked=invoked,
             transcript_missing=False,
@@ -465,14 +466,14 @@ def apply_wire(
         return replace(
             outcome,
             ok=False,
-            error_kind="evidence-unverified",
+            error_kind=ErrorKind.EVIDENCE_UNVERIFIED,
             error_detail="; ".join(wire.unverifiable[:MAX_DETAIL_PROBLEMS]),
             skill_invoked=None,
             transcript_missing=True,
             diagnostics=(*outcome.diagnostics, *wire.unverifiable),
             **common,
         )
-    kind = "skill-not-invoked" if invoked is False else None
+    kind = ErrorKind.SKILL_NOT_INVOKED if invoked is False else None
     return replace(
         outcome,
         ok=kind is None,

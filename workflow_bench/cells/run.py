@@ -7,8 +7,10 @@ happens. It never writes the output directory: the row and the artifacts
 them. It catches ``Exception`` in exactly one place, its top, and records it
 as an ``infra-error`` row when no agent process had started yet, else as the
 charged ``judging-error`` (``cancelled`` when the sweep's cancellation event is
-set); ``KeyboardInterrupt`` propagates. Failures once the agent has run are
-attributed by ``judging.attribution``: only host-side evidence excuses them.
+set); ``KeyboardInterrupt`` propagates. The row is built from typed parts
+(``cells.draft.CellDraft`` while the cell runs, ``rows.model.Row`` at the end).
+Failures once the agent has run are attributed by ``judging.attribution``: only
+host-side evidence excuses them.
 The cell runs inside its kernel bounds (``sandbox.CellResources``: its own disk
 volume, memory and process cgroups); a cell that hit one is ``resource-limit``,
 whatever failed after.
@@ -25,8 +27,9 @@ Order inside a cell, and why:
 from __future__ import annotations
 
 import posixpath
+import shlex
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,13 +44,22 @@ from workflow_bench.judging.judge import (
     verify_expectation,
 )
 from workflow_bench.judging.outcome_report import JudgeOutcome
-from workflow_bench.judging.patch import PatchView
+from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.process import ProcessError
 from workflow_bench.providers.access import CellCredentials, CellKey
 from workflow_bench.redaction import redact_text, redact_value
 from workflow_bench.relay.server import ModelRelay, new_session_key
 from workflow_bench.review.score import REVIEW_OUTPUT_DIR, REVIEW_OUTPUT_ENV_VAR, REVIEW_OUTPUT_PATH
-from workflow_bench.row_schema import complete_row
+from workflow_bench.rows.model import (
+    Churn,
+    OracleJudgement,
+    Part,
+    Review,
+    Row,
+    SessionLayer,
+    VerifyJudgement,
+    assemble,
+)
 from workflow_bench.sandbox import (
     EMPTY_DIR_NAME,
     MODEL_SOCKET_DIR,
@@ -62,27 +74,27 @@ from workflow_bench.sandbox import (
 )
 from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
 from workflow_bench.toolkit.mcp import JAIL_SOURCE, JAIL_TARGET, SessionMcp, session_mcp
-
-from .context import CellResult, SweepSettings, TaskContext
-from .evidence import SubagentPolicy, apply_wire, wire_lines
-from .paths import new_cell_dir_path, relay_socket
-from .rows import SESSION_MEASUREMENTS, identity_fields, infra_error_row, judge_fields, provider_fields
-from .session_fold import progress_observer, sum_sessions
-from .sessions import SessionOutcome, SessionRequest, run_session
-from .skill_evidence import forked_skills
-from .workspace import (
+from workflow_bench.workspace.clone import copy_clone, remove_tree
+from workflow_bench.workspace.git import git_argv, head_sha, sandbox_git
+from workflow_bench.workspace.patch import PatchView
+from workflow_bench.workspace.paths import new_cell_dir_path, relay_socket
+from workflow_bench.workspace.snapshot import (
     NON_WORK_PATHS,
     PLAN_DIR,
     SKILLS_DIR,
     WorkspaceLimitError,
     changed_paths,
-    copy_clone,
-    head_sha,
-    remove_tree,
-    sandbox_git,
     skill_fingerprint,
     workspace_snapshot,
 )
+
+from .context import CellResult, SweepSettings, TaskContext
+from .draft import CellDraft
+from .evidence import SubagentPolicy, apply_wire, wire_lines
+from .rows import identity, infra_error, oracle_tests, provenance, provider_usage, verify_tests
+from .session_fold import progress_observer, sum_sessions
+from .sessions import SessionOutcome, SessionRequest, run_session
+from .skill_evidence import forked_skills
 
 SETUP_TIMEOUT_S = 600  # reference value: setup installs/patches, never runs the model
 
@@ -90,7 +102,7 @@ SETUP_TIMEOUT_S = 600  # reference value: setup installs/patches, never runs the
 class EvidenceError(ValueError):
     """A phase boundary or skill fingerprint was violated; carries the error kind."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: ErrorKind, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
@@ -102,62 +114,59 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     artifacts: dict[str, bytes] = {}
     run: _CellRun | None = None
     cell_dir = new_cell_dir_path(settings.work_root)  # fixed length: the relay socket must fit
-    resources = CellResources(settings.limits, cell_dir)
+    resources = CellResources(settings.cell.limits, cell_dir)
     try:
         if task.index is not None and task.index.error is not None:
             raise RuntimeError(task.index.error)  # memoized per task: no cell of it can run
         resources.open(clone_source=task.template)
         copy_clone(task.template, cell_dir / "workspace")
-        if settings.sandbox_kind is SandboxKind.BWRAP:
+        if settings.harness.sandbox_kind is SandboxKind.BWRAP:
             resources.own(cell_dir / "workspace")  # the cell's uid (root runner) writes its clone
         run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts, resources)
-        row = run.execute()
+        draft = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
-        row = infra_error_row(exc, cell_secrets)
-        if run is not None and run.measured is not None:
-            # The sessions finished before the failure: what they spent was spent.
-            row.update(run.measured)
+        # The sessions finished before the failure: what they spent was spent.
+        draft = infra_error(exc, cell_secrets, measured=run.measured if run is not None else None)
         if settings.cancel.is_set():
-            row["error_kind"] = "cancelled"
+            draft = draft.with_verdict(error_kind=ErrorKind.CANCELLED)
         elif run is not None and run.agent_started:
             # Once agent code has run, anything may be its doing: never excused as infra.
-            row["error_kind"] = "judging-error"
+            draft = draft.with_verdict(error_kind=ErrorKind.JUDGING_ERROR)
     finally:
         breaches, enforced, cleanup_error, counters_error = _release(resources, cell_dir)
     if breaches:
         # The cell's own processes hit a kernel bound: whatever failed after that is the agent's doing.
-        detail = f"{'; '.join(breaches)} (primary={row.get('error_kind')})"[:2000]
-        row = {**row, "ok": False, "resolved": False, "error_kind": "resource-limit", "error_detail": detail}
-    row["resource_limits"] = enforced
+        draft = draft.failed(ErrorKind.RESOURCE_LIMIT, f"{'; '.join(breaches)} (primary={draft.kind})"[:2000])
     if counters_error is not None:
         # The harness could not read its own counters: not the agent's doing, so excluded.
-        detail = f"primary={row.get('error_kind')}: {counters_error}"[:2000]
-        row = {**row, "ok": False, "resolved": False, "error_kind": "infra-error", "error_detail": detail}
+        draft = draft.failed(ErrorKind.INFRA_ERROR, f"primary={draft.kind}: {counters_error}"[:2000])
     if cleanup_error is not None:
-        row = {
-            **row,
-            "ok": False,
-            "resolved": False,
-            "error_kind": "cleanup-failure",
-            "error_detail": (
-                f"primary={row.get('error_kind')}: {row.get('error_detail')}; cleanup: {cleanup_error}"
-            )[:2000],
-        }
+        detail = f"primary={draft.kind}: {draft.verdict.error_detail}; cleanup: {cleanup_error}"
+        draft = draft.failed(ErrorKind.CLEANUP_FAILURE, detail[:2000])
     try:
-        return _finished(row, settings, task, arm, key, artifacts, cell_secrets)
+        parts = (
+            *draft.parts(),
+            identity(task, arm, key),
+            provenance(settings, task, arm, resource_limits=enforced),
+            provider_usage(settings.access, key, artifacts, cell_secrets),
+        )
+        return CellResult(row=_redacted(parts, cell_secrets), artifacts=artifacts)
     except Exception as exc:  # the row's assembly reads agent output too; a failure there is still data
-        fallback = infra_error_row(exc, cell_secrets)
-        fallback["error_detail"] = f"while assembling the row: {fallback['error_detail']}"
+        fallback = infra_error(exc, cell_secrets)
+        fallback = fallback.with_verdict(
+            error_detail=f"while assembling the row: {fallback.verdict.error_detail}"
+        )
         if run is not None and run.agent_started:
-            fallback["error_kind"] = "judging-error"  # the row holds agent output: charged, not infra
-        fallback.update(identity_fields(settings, task, arm, key))
-        return CellResult(row=complete_row(redact_value(fallback, cell_secrets)), artifacts=artifacts)
+            fallback = fallback.with_verdict(
+                error_kind=ErrorKind.JUDGING_ERROR
+            )  # holds agent output: charged
+        parts = (*fallback.parts(), identity(task, arm, key), provenance(settings, task, arm))
+        return CellResult(row=_redacted(parts, cell_secrets), artifacts=artifacts)
 
 
-def _finished(row, settings, task, arm, key, artifacts, cell_secrets) -> CellResult:
-    row.update(identity_fields(settings, task, arm, key))
-    row.update(provider_fields(settings.access, key, artifacts, cell_secrets))
-    return CellResult(row=complete_row(redact_value(row, cell_secrets)), artifacts=artifacts)
+def _redacted(parts: tuple[Part, ...], cell_secrets: Sequence[str]) -> Row:
+    """The row of ``parts`` with every credential of the cell redacted from every value."""
+    return Row.model_validate(redact_value(assemble(*parts).to_json_obj(), cell_secrets))
 
 
 def _release(
@@ -218,22 +227,23 @@ class _CellRun:
         self.credentials = credentials
         self.secrets = cell_secrets
         self.artifacts = artifacts
-        self.measured: dict[str, Any] | None = None  # the sessions' measurements, once they ran
+        self.measured: SessionLayer | None = None  # the sessions' measurements, once they ran
+        self.draft: CellDraft | None = None  # the row so far, once the sessions ran
         self.agent_started = False  # set just before the first session: from then on, failures are charged
         self.sandbox: Sandbox = create_sandbox(
-            settings.sandbox_kind,
+            settings.harness.sandbox_kind,
             workspace=cell_dir / "workspace",
-            claude_bin=settings.claude_bin,
+            claude_bin=settings.harness.claude_bin,
             runtime_dir=settings.runtime_dir,
             base_mounts=tuple(
                 Mount(source=source, target=f"{SANDBOX_WORKSPACE}/{target}", scratch_top=True)
                 for source, target in task.binding.dependency_mounts
             ),
-            bwrap_bin=settings.bwrap_bin,
+            bwrap_bin=settings.harness.bwrap_bin,
             resources=resources,
         )
 
-    def execute(self) -> dict[str, Any]:
+    def execute(self) -> CellDraft:
         settings = self.settings
         self._setup()
         if self.arm.candidate_of:
@@ -254,44 +264,60 @@ class _CellRun:
                 self.artifacts[name] = outcome.transcript
             if outcome.wire_summary:
                 self.artifacts[f"wire/{self.key.slug}-s{index}.jsonl"] = wire_lines(outcome.wire_summary)
-        row = sum_sessions(outcomes)
-        row.update(plan_produced=(not self.arm.plans_first) or plan_doc is not None, plan_doc=plan_doc)
-        row.update(skill_digest=skill_digest, variant_head_sha=base_sha)
-        self.measured = {k: v for k, v in row.items() if k in SESSION_MEASUREMENTS}
+        layer, verdict = sum_sessions(
+            outcomes,
+            plan_produced=(not self.arm.plans_first) or plan_doc is not None,
+            plan_doc=plan_doc,
+            skill_digest=skill_digest,
+            variant_head_sha=base_sha,
+        )
+        self.measured = layer
+        self.draft = CellDraft(verdict=verdict, session=layer)
         if settings.cancel.is_set():
             # Keep what the sessions measured; judging a half-finished clone would be noise.
-            row.update(ok=False, resolved=False, error_kind="cancelled", error_detail="sweep cancelled")
-            return row
+            return self.draft.failed(ErrorKind.CANCELLED, "sweep cancelled")
+        kind: ErrorKind
+        failure: Exception
         try:
-            return self._judge(row, base=base)
+            return self._judge(base=base)
         except ChargedFailure as exc:
             failure, kind = exc, exc.kind
             if isinstance(exc.outcome, JudgeOutcome):  # a timed-out judge: what had reported by then
-                which = "oracle" if kind == "oracle-timeout" else "verify"
-                row.update(judge_fields(which, exc.outcome, self.secrets))
+                if kind == ErrorKind.ORACLE_TIMEOUT:
+                    self._step(oracle=oracle_tests(exc.outcome, self.secrets))
+                else:
+                    self._step(verify=verify_tests(exc.outcome, self.secrets))
         except WorkspaceLimitError as exc:
-            failure, kind = exc, "workspace-invalid"
+            failure, kind = exc, ErrorKind.WORKSPACE_INVALID
         except Exception as exc:  # anything the agent left may have caused it: charged, kept as data
-            failure, kind = exc, "judging-error"
-        row["resolved"] = False
+            failure, kind = exc, ErrorKind.JUDGING_ERROR
+        draft = self.draft.with_verdict(resolved=False)  # what the judges recorded before the failure
         if settings.cancel.is_set():
-            row.update(ok=False, error_kind="cancelled", error_detail="sweep cancelled")
-        elif row.get("error_kind") is None:
+            return draft.with_verdict(
+                ok=False, error_kind=ErrorKind.CANCELLED, error_detail="sweep cancelled"
+            )
+        if draft.kind is None:
             detail = redact_text(f"{type(failure).__name__}: {failure}", self.secrets)[:2000]
-            row.update(error_kind=kind, error_detail=detail)
-        return row
+            return draft.with_verdict(error_kind=kind, error_detail=detail)
+        return draft
 
-    def _judge(self, row: dict[str, Any], *, base: Mapping[str, str]) -> dict[str, Any]:
+    def _step(self, **parts: Any) -> CellDraft:
+        """Record judged parts on the draft as they arrive, so a later failure keeps them."""
+        assert self.draft is not None  # set before any judge runs
+        self.draft = replace(self.draft, **parts)
+        return self.draft
+
+    def _judge(self, *, base: Mapping[str, str]) -> CellDraft:
         settings, spec = self.settings, self.task.binding.spec
         after = workspace_snapshot(self.sandbox.workspace)
         if self.arm.review:
-            return self._judge_review(row, base=base, after=after)
+            return self._judge_review(base=base, after=after)
         # The patch first: what is on disk now is what the judges below ran against.
         self.view.record(self.sandbox.workspace, "after")
         patch, churn = self.view.diff("base", "after")
         self.artifacts["patch.diff"] = patch
-        row.update(churn)
-        timeout, cancel = settings.verify_timeout_s, settings.cancel
+        self._step(churn=Churn(**churn))
+        timeout, cancel = settings.cell.verify_timeout_s, settings.cancel
         binding = self.task.binding
         verify = run_verify(
             self.sandbox,
@@ -301,7 +327,7 @@ class _CellRun:
             timeout_s=timeout,
             cancel=cancel,
         )
-        self._record_verify(row, verify)
+        self._step(verify=self._verify_part(verify))
         oracle = run_hidden_oracle(
             self.sandbox,
             binding.oracle,
@@ -310,20 +336,23 @@ class _CellRun:
             timeout_s=timeout,
             cancel=cancel,
         )
-        row.update(
-            oracle_passed=oracle.passed,
-            oracle_output=("hidden oracle passed: " if oracle.passed else "hidden oracle failed: ")
-            + oracle.detail,
-            **judge_fields("oracle", oracle, self.secrets),
+        verdict = "hidden oracle passed: " if oracle.passed else "hidden oracle failed: "
+        draft = self._step(
+            oracle=oracle_tests(
+                oracle, self.secrets, oracle_passed=oracle.passed, oracle_output=verdict + oracle.detail
+            )
         )
-        return _judged(row, arm=self.arm, base=base, after=after)
+        return _judged(draft, arm=self.arm, base=base, after=after)
 
-    def _record_verify(self, row: dict[str, Any], verify: JudgeOutcome) -> None:
+    def _verify_part(self, verify: JudgeOutcome) -> VerifyJudgement:
         output = redact_text(verify.output, self.secrets)
-        row.update(authored_tests_passed=verify.passed, authored_test_output=output, verify_output=output)
-        row.update(
+        return verify_tests(
+            verify,
+            self.secrets,
+            authored_tests_passed=verify.passed,
+            authored_test_output=output,
+            verify_output=output,
             verify_detail=redact_text(verify.detail, self.secrets),
-            **judge_fields("verify", verify, self.secrets),
         )
 
     def _setup(self) -> None:
@@ -356,11 +385,13 @@ class _CellRun:
         elif skills.is_dir() and not skills.is_symlink():
             # Read-only for the whole session: the agent cannot edit the prose it is judged on.
             mounts.append(Mount(source=skills, target=skills_target))
-        if self.arm.family == "comparator" and self.settings.comparator is not None:
-            mounts.append(Mount(source=self.settings.comparator.snapshot, target=SANDBOX_PLUGIN_DIR))
-        if self.arm.mcp and self.settings.toolkit.mcp_servers:
+        if self.arm.family == "comparator" and self.settings.evaluated.comparator is not None:
+            mounts.append(
+                Mount(source=self.settings.evaluated.comparator.snapshot, target=SANDBOX_PLUGIN_DIR)
+            )
+        if self.arm.mcp and self.settings.evaluated.toolkit.mcp_servers:
             # What the toolkit's servers need (e.g. a node prefix) and their write jail, read-only.
-            toolkit = self.settings.toolkit
+            toolkit = self.settings.evaluated.toolkit
             mounts += [Mount(source=Path(m.source), target=m.target) for m in toolkit.runtime_mounts]
             mounts.append(Mount(source=JAIL_SOURCE, target=JAIL_TARGET))
         index = self.task.index
@@ -391,7 +422,7 @@ class _CellRun:
         copy and the commit run sandboxed; only the overlay's own paths are
         committed, never ``-A``: a review task's uncommitted change must stay so.
         """
-        overlay = self.settings.overlay
+        overlay = self.settings.evaluated.overlay
         if overlay is None:
             raise RuntimeError(f"arm {self.arm.name} needs a candidate overlay")
         staged = self.cell_dir / "overlay"
@@ -399,7 +430,8 @@ class _CellRun:
             (staged / relative).parent.mkdir(parents=True, exist_ok=True)
             (staged / relative).write_bytes(data)
         targets = [f".claude/{relative}" for relative, _ in overlay.files]
-        script = 'cp -R /wfbench-overlay/skills/. .claude/skills/ && git add -- "$@"'
+        add = shlex.join(git_argv("add", "--"))
+        script = f'cp -R /wfbench-overlay/skills/. .claude/skills/ && {add} "$@"'
         result = self.sandbox.run(
             ["/bin/sh", "-c", script, "overlay", *targets],
             policy=RunPolicy(
@@ -418,33 +450,42 @@ class _CellRun:
         if skill_fingerprint(workspace_snapshot(self.sandbox.workspace)) == self.task.seeded_skill_digest:
             raise RuntimeError("the candidate overlay did not change the evaluated skills in the clone")
 
-    def _judge_review(
-        self, row: dict[str, Any], *, base: Mapping[str, str], after: Mapping[str, str]
-    ) -> dict:
+    def _judge_review(self, *, base: Mapping[str, str], after: Mapping[str, str]) -> CellDraft:
         """Review arms: the workspace must be untouched; the artifact is scored against hidden labels."""
         changed = changed_paths(base, after)
-        fields, data, problem = judge_review(self.review_dir, self.task.binding.oracle)
-        row.update(fields)
-        if data is not None:
-            self.artifacts["review.json"] = data
+        judged = judge_review(self.review_dir, self.task.binding.oracle)
+        review = Review.scored(judged.score, evidence_valid=judged.evidence_valid)
+        if judged.artifact is not None:
+            self.artifacts["review.json"] = judged.artifact
+        problem = judged.problem
         if changed:
             problem = problem or f"the review session changed the workspace: {list(changed)[:5]}"
-            row["review_evidence_valid"] = False
-        if problem and row["error_kind"] is None:
-            row.update(ok=False, error_kind="review-evidence-invalid", error_detail=problem)
+            review = review.model_copy(update={"review_evidence_valid": False})
+        draft = self._step(
+            review=review,
+            oracle=OracleJudgement(oracle_passed=judged.oracle_passed, oracle_output=judged.oracle_output),
+        )
+        if problem and draft.kind is None:
+            draft = self._step(
+                verdict=draft.with_verdict(
+                    ok=False, error_kind=ErrorKind.REVIEW_EVIDENCE_INVALID, error_detail=problem
+                ).verdict
+            )
         verify = run_verify(
             self.sandbox,
             self.task.binding.spec.verify,
             scratch=self.cell_dir,
             expectation=verify_expectation(self.task.binding.spec, self.task.binding.expected_tests),
-            timeout_s=self.settings.verify_timeout_s,
+            timeout_s=self.settings.cell.verify_timeout_s,
             cancel=self.settings.cancel,
             mounts=(Mount(source=self.review_dir, target=REVIEW_OUTPUT_DIR),),
             env_extra={REVIEW_OUTPUT_ENV_VAR: REVIEW_OUTPUT_PATH},
         )
-        self._record_verify(row, verify)
-        row.update(diff_files=len(changed), diff_insertions=None, diff_deletions=None)
-        return _judged(row, arm=self.arm, base=base, after=after)
+        draft = self._step(
+            verify=self._verify_part(verify),
+            churn=Churn(diff_files=len(changed), diff_insertions=None, diff_deletions=None),
+        )
+        return _judged(draft, arm=self.arm, base=base, after=after)
 
     def _sessions(self, skill_digest: str | None) -> tuple[list[SessionOutcome], str | None]:
         """Run the arm's sessions in order through one relay; stop at the first failed one."""
@@ -463,9 +504,9 @@ class _CellRun:
             session_key = new_session_key()
             self.secrets.append(session_key)  # worthless after the session, but never persisted
             env = claude_environment(
-                model=settings.model,
-                max_retries=settings.max_retries,
-                api_timeout_ms=int(settings.session_timeout_s * 1000),
+                model=settings.cell.model,
+                max_retries=settings.cell.max_retries,
+                api_timeout_ms=int(settings.cell.session_timeout_s * 1000),
                 session_key=session_key,
             )
             request = self._request(spec, env, plan_doc)
@@ -478,7 +519,7 @@ class _CellRun:
                 credentials=self.credentials,
                 client_key=session_key,
                 session_id=session_id,
-                model=settings.model,
+                model=settings.cell.model,
             )
             self.agent_started = True
             with relay:
@@ -503,13 +544,15 @@ class _CellRun:
                 after = workspace_snapshot(self.sandbox.workspace)
             except WorkspaceLimitError as exc:
                 outcomes.append(
-                    replace(outcome, ok=False, error_kind="workspace-invalid", error_detail=str(exc))
+                    replace(outcome, ok=False, error_kind=ErrorKind.WORKSPACE_INVALID, error_detail=str(exc))
                 )
                 break
             try:
                 if skill_fingerprint(after) != skill_digest:
                     kind = (
-                        "plan-evidence-invalid" if spec.phase == "plan" else "implementation-evidence-invalid"
+                        ErrorKind.PLAN_EVIDENCE_INVALID
+                        if spec.phase == "plan"
+                        else ErrorKind.IMPLEMENTATION_EVIDENCE_INVALID
                     )
                     raise EvidenceError(kind, f"{spec.phase} session changed the evaluated skill files")
                 if spec.phase == "plan" and outcome.ok:
@@ -530,14 +573,14 @@ class _CellRun:
         mcp = self.mcp
         return SessionRequest(
             prompt=prompt,
-            model=settings.model,
+            model=settings.cell.model,
             tools=(*spec.tools, *mcp.granted_tools),
             disallowed_tools=(*spec.disallowed_tools, *mcp.refused_tools),
             mcp_config=mcp.config_json,
             expected_skill=skill,
             env=env,
-            timeout_s=settings.session_timeout_s,
-            effort=settings.effort,
+            timeout_s=settings.cell.session_timeout_s,
+            effort=settings.cell.effort,
             extra_args=self._session_args(),
         )
 
@@ -547,33 +590,36 @@ class _CellRun:
         forks: frozenset[str] = frozenset()
         if "skill" in granted and not self.arm.hide_skills:
             roots = [self.sandbox.workspace / SKILLS_DIR]
-            if self.arm.family == "comparator" and self.settings.comparator is not None:
-                roots.append(self.settings.comparator.snapshot / "skills")
+            comparator = self.settings.evaluated.comparator
+            if self.arm.family == "comparator" and comparator is not None:
+                roots.append(comparator.snapshot / "skills")
             forks = forked_skills(*roots)
         return SubagentPolicy(agent_tool=bool(granted & {"agent", "task"}), forked_skills=forks)
 
     @property
     def mcp(self) -> SessionMcp:
-        return session_mcp(self.settings.toolkit, with_mcp=self.arm.mcp)
+        return session_mcp(self.settings.evaluated.toolkit, with_mcp=self.arm.mcp)
 
     def _skill_name(self, spec: SessionSpec) -> str | None:
         if spec.skill_role is None:
             return None
         if self.arm.family == "comparator":
             return COMPARATOR_SKILLS[spec.skill_role]
-        return self.settings.toolkit.skill_for(spec.skill_role)
+        return self.settings.evaluated.toolkit.skill_for(spec.skill_role)
 
 
 def _judged(
-    row: dict[str, Any], *, arm: ArmSpec, base: Mapping[str, str], after: Mapping[str, str]
-) -> dict[str, Any]:
+    draft: CellDraft, *, arm: ArmSpec, base: Mapping[str, str], after: Mapping[str, str]
+) -> CellDraft:
     """resolved = ok ∧ authored ∧ oracle; then the first failing judge names the error kind."""
-    authored, oracle = row["authored_tests_passed"], row["oracle_passed"]
-    row["resolved"] = bool(row["ok"] and authored and oracle)
-    if row["error_kind"] is None and not authored:
-        row["error_kind"] = "verify-failed"
-    elif row["error_kind"] is None and not oracle:
-        row["error_kind"] = "oracle-failed"
+    authored = draft.verify.authored_tests_passed if draft.verify is not None else None
+    oracle = draft.oracle.oracle_passed if draft.oracle is not None else None
+    resolved = bool(draft.verdict.ok and authored and oracle)
+    draft = draft.with_verdict(resolved=resolved)
+    if draft.kind is None and not authored:
+        draft = draft.with_verdict(error_kind=ErrorKind.VERIFY_FAILED)
+    elif draft.kind is None and not oracle:
+        draft = draft.with_verdict(error_kind=ErrorKind.ORACLE_FAILED)
     work = [
         p
         for p in changed_paths(base, after)
@@ -581,10 +627,9 @@ def _judged(
         # a directory alone (e.g. the `docs` a plan was written into) is not work; its files are
         and not all(side.get(p, "dir:").startswith("dir:") for side in (base, after))
     ]
-    if arm.implementation and row["resolved"] and not work:
-        row["resolved"] = False
-        row["error_kind"] = "no-work-produced"
-    return row
+    if arm.implementation and resolved and not work:
+        draft = draft.with_verdict(resolved=False, error_kind=ErrorKind.NO_WORK_PRODUCED)
+    return draft
 
 
 def _accepted_plan_doc(changed: tuple[str, ...], after: Mapping[str, str]) -> str:
@@ -601,16 +646,16 @@ def _accepted_plan_doc(changed: tuple[str, ...], after: Mapping[str, str]) -> st
     ]
     if len(plans) != 1 or others:
         raise EvidenceError(
-            "plan-evidence-invalid",
+            ErrorKind.PLAN_EVIDENCE_INVALID,
             f"planning must produce exactly one {PLAN_DIR}/*.md and change nothing else; "
             f"plan docs: {plans[:5]}, other changes: {others[:5]}",
         )
     kind = after.get(plans[0])
     if kind is None:
-        raise EvidenceError("plan-evidence-invalid", f"planning deleted {plans[0]}")
+        raise EvidenceError(ErrorKind.PLAN_EVIDENCE_INVALID, f"planning deleted {plans[0]}")
     if not kind.startswith("file:"):
         raise EvidenceError(
-            "plan-evidence-invalid", f"{plans[0]} is not a regular file ({kind.split(':')[0]})"
+            ErrorKind.PLAN_EVIDENCE_INVALID, f"{plans[0]} is not a regular file ({kind.split(':')[0]})"
         )
     return plans[0]
 

@@ -1,22 +1,24 @@
 """From sessions to a row: live progress lines per session, and the fold of an arm's sessions.
 
 Owns ``progress_observer`` (tool names per turn and API retries, never model prose) and
-``sum_sessions`` (the session layer of a row, reference §5: usage and cost summed with unknown
-kept unknown, the first error, skill evidence, tool counts, both usage figures).
+``sum_sessions`` (the ``SessionLayer`` part of a row, reference §5: usage and cost summed with
+unknown kept unknown, skill evidence, tool counts, the usage figures; and the first verdict).
 Callers: ``cells.run``, tests.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from workflow_bench.redaction import printable
-from workflow_bench.usage import USAGE_FIELDS, sum_usage
+from workflow_bench.rows.model import SessionLayer, Usage, Verdict
+from workflow_bench.usage import sum_usage
 
 from .sessions import SessionOutcome
 from .skill_evidence import TOOL_NAME_CHARS
 
+T = TypeVar("T", int, float)
 PROGRESS_TOOLS = 8  # tool names per live line; the rest are counted
 
 
@@ -63,41 +65,68 @@ def _preview(content: Any, limit: int = 160) -> str:
     return printable(" ".join(str(content or "")[: limit * 8].split()), limit)
 
 
-def sum_sessions(outcomes: list[SessionOutcome]) -> dict[str, Any]:
-    """Fold an arm's sessions into the session layer of a row (reference §5)."""
-    row: dict[str, Any] = {}
-    row.update(sum_usage(o.usage for o in outcomes))
+def sum_sessions(
+    outcomes: list[SessionOutcome],
+    *,
+    plan_produced: bool | None = None,
+    plan_doc: str | None = None,
+    skill_digest: str | None = None,
+    variant_head_sha: str | None = None,
+) -> tuple[SessionLayer, Verdict]:
+    """Fold an arm's sessions into the session layer of a row (reference §5) and the first verdict.
+
+    The verdict is ``ok`` when every session was, with the first session error; ``resolved`` stays
+    false until the judges say otherwise.
+    """
     costs = [o.cost_usd for o in outcomes]
-    row["cost_usd"] = None if not costs or any(c is None for c in costs) else round(sum(costs), 6)
     durations = [o.duration_s for o in outcomes]
-    row["duration_s"] = (
-        None if not durations or any(d is None for d in durations) else round(sum(durations), 3)
-    )
     turns = [o.num_turns for o in outcomes]
-    row["num_turns"] = None if not turns or any(t is None for t in turns) else sum(turns)
-    row["ok"] = bool(outcomes) and all(o.ok for o in outcomes)
-    first_error = next((o for o in outcomes if o.error_kind), None)
-    row["error_kind"] = first_error.error_kind if first_error else None
-    row["error_detail"] = first_error.error_detail if first_error else None
-    row["session_ids"] = [o.session_id for o in outcomes if o.session_id]
     invoked = [o.skill_invoked for o in outcomes]
-    row["skill_invoked"] = (
-        False
-        if any(v is False for v in invoked)
-        else None
-        if not invoked or any(v is None for v in invoked)
-        else True
-    )
-    row["transcript_missing"] = any(o.transcript_missing for o in outcomes)
     counts: dict[str, int] = {}
     for outcome in outcomes:
         for name, count in outcome.tool_use_counts.items():
             counts[name] = counts.get(name, 0) + count
-    row["tool_use_counts"] = dict(sorted(counts.items()))
-    row["evidence_diagnostics"] = [d for o in outcomes for d in o.diagnostics]
-    row["sessions"] = len(outcomes)
-    row["usage_main_loop"] = {name: row[name] for name in USAGE_FIELDS}
-    row["usage_transcripts"] = sum_usage(o.transcript_usage for o in outcomes)
-    row["usage_wire"] = sum_usage(o.usage_wire for o in outcomes)
-    row["relay_refused_requests"] = sum(o.relay_refused for o in outcomes)
-    return row
+    main_loop = Usage.model_validate(sum_usage(o.usage for o in outcomes))
+    layer = SessionLayer(
+        **main_loop.model_dump(),  # the four fields above the figures: the main loop's
+        cost_usd=_known_sum(costs, digits=6),
+        duration_s=_known_sum(durations, digits=3),
+        num_turns=_known_sum(turns),
+        session_ids=[o.session_id for o in outcomes if o.session_id],
+        skill_invoked=(
+            False
+            if any(v is False for v in invoked)
+            else None
+            if not invoked or any(v is None for v in invoked)
+            else True
+        ),
+        transcript_missing=any(o.transcript_missing for o in outcomes),
+        tool_use_counts=dict(sorted(counts.items())),
+        evidence_diagnostics=[d for o in outcomes for d in o.diagnostics],
+        sessions=len(outcomes),
+        usage_main_loop=main_loop,
+        usage_transcripts=Usage(**sum_usage(o.transcript_usage for o in outcomes)),
+        usage_wire=Usage(**sum_usage(o.usage_wire for o in outcomes)),
+        relay_refused_requests=sum(o.relay_refused for o in outcomes),
+        plan_produced=plan_produced,
+        plan_doc=plan_doc,
+        skill_digest=skill_digest,
+        variant_head_sha=variant_head_sha,
+    )
+    first_error = next((o for o in outcomes if o.error_kind), None)
+    verdict = Verdict(
+        ok=bool(outcomes) and all(o.ok for o in outcomes),
+        resolved=False,
+        error_kind=first_error.error_kind if first_error else None,
+        error_detail=first_error.error_detail if first_error else None,
+    )
+    return layer, verdict
+
+
+def _known_sum(values: Sequence[T | None], *, digits: int | None = None) -> T | None:
+    """The sum, or ``None`` when there is nothing or any value is unknown (never a partial sum)."""
+    known = [v for v in values if v is not None]
+    if not values or len(known) != len(values):
+        return None
+    total = sum(known)
+    return total if digits is None else round(total, digits)

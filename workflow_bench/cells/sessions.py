@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.process import ProcessResult
 from workflow_bench.redaction import printable, redact_text, redact_value
 from workflow_bench.sandbox import SANDBOX_CLAUDE_BIN, RunPolicy, Sandbox
@@ -61,7 +62,7 @@ class SessionOutcome:
     """What one session measured. Unknown values are None, never 0."""
 
     ok: bool
-    error_kind: str | None
+    error_kind: ErrorKind | None
     error_detail: Any
     usage: Mapping[str, int | None]
     cost_usd: float | None
@@ -206,12 +207,12 @@ def _session_error(
     detail: str,
     *,
     transcript: bytes,
-    kind: str | None = None,
+    kind: ErrorKind | None = None,
     events: Sequence[Mapping[str, Any]] = (),
-):
+) -> SessionOutcome:
     stdout_tail = result.stdout[-TAIL_CHARS:].decode("utf-8", "replace")
     if kind is None:
-        kind = "cancelled" if result.state == "cancelled" else "session-error"
+        kind = ErrorKind.CANCELLED if result.state == "cancelled" else ErrorKind.SESSION_ERROR
     return SessionOutcome(
         ok=False,
         error_kind=kind,
@@ -279,14 +280,15 @@ def parse_session(
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         return _session_error(result, "result has no usable session_id", transcript=transcript, events=events)
     counts = tool_use_counts(window)
-    invoked, diagnostics = (None, ())
+    invoked: bool | None = None
+    diagnostics: Sequence[str] = ()
     if expected_skill is not None:
         invoked, diagnostics = skill_evidence(window, expected_skill)
     error_kind = None
     if expected_skill is not None and invoked is None:
-        error_kind = "evidence-unverified"
+        error_kind = ErrorKind.EVIDENCE_UNVERIFIED
     elif invoked is False:
-        error_kind = "skill-not-invoked"
+        error_kind = ErrorKind.SKILL_NOT_INVOKED
     duration_ms = _finite_nonneg(final.get("duration_ms"))
     turns = final.get("num_turns")
     return SessionOutcome(

@@ -127,7 +127,7 @@ def skill_evidence(events: Sequence[Mapping[str, Any]], expected: str) -> tuple[
             continue
         seen_ids.add(tool_id)
         name = block.get("name")
-        inputs = block.get("input") if isinstance(block.get("input"), dict) else {}
+        inputs = block["input"] if isinstance(block.get("input"), dict) else {}
         if isinstance(name, str) and name.lower() == "skill":
             requested = next(
                 (normalize_skill_name(inputs.get(k)) for k in ("skill", "command", "name") if inputs.get(k)),

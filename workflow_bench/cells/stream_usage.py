@@ -88,7 +88,7 @@ def transcript_usage(events: Sequence[Mapping[str, Any]]) -> dict[str, int | Non
         for name in USAGE_FIELDS:
             old, new = seen[name], usage[name]
             seen[name] = None if old is None or new is None else max(old, new)
-        blocks = message.get("content") if isinstance(message.get("content"), list) else []
+        blocks = message["content"] if isinstance(message.get("content"), list) else []
         kinds.setdefault(message_id, set()).update(
             str(b.get("type")) for b in blocks if isinstance(b, Mapping)
         )

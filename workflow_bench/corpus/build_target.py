@@ -34,7 +34,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from workflow_bench.process import run_checked
+from workflow_bench.workspace.git import git_output
 
 CORPUS_DIR = Path(__file__).resolve().parent
 TARGET_DIR = CORPUS_DIR / "target"
@@ -83,21 +83,9 @@ def _source_files(src: Path) -> Iterator[tuple[str, bytes]]:
             yield path.relative_to(src).as_posix(), path.read_bytes()
 
 
-def _git_env(home: Path) -> dict[str, str]:
-    return {
-        **_IDENTITY,
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "LC_ALL": "C",
-        "TZ": "UTC",
-    }
-
-
 def _git(repo: Path, args: Sequence[str], *, env: dict[str, str], what: str) -> str:
-    result = run_checked(["git", "-C", str(repo), *args], what=what, env=env, timeout_s=_GIT_TIMEOUT_S)
-    return result.stdout.decode().strip()
+    """One step with the harness's hardened git (``workspace.git``): no system or global config."""
+    return git_output(["-C", str(repo), *args], what=what, env=env, timeout_s=_GIT_TIMEOUT_S)
 
 
 def build_bundle(src: Path, out: Path) -> str:
@@ -111,8 +99,10 @@ def build_bundle(src: Path, out: Path) -> str:
     with tempfile.TemporaryDirectory(prefix="wfbench-target-") as tmp:
         tmp_path = Path(tmp)
         repo = tmp_path / "repo"
-        env = _git_env(tmp_path)
-        run_checked(["git", "init", "-q", "-b", "main", str(repo)], what="git init", env=env)
+        env = {**_IDENTITY, "TZ": "UTC"}
+        git_output(
+            ["init", "-q", "-b", "main", str(repo)], what="git init", env=env, timeout_s=_GIT_TIMEOUT_S
+        )
         for key, value in (
             ("core.autocrlf", "false"),
             ("core.filemode", "true"),

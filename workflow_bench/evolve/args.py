@@ -14,12 +14,13 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from workflow_bench.argtypes import bounded_int, bounded_seconds
 from workflow_bench.arms import CANDIDATE_OF, REQUIRED_ARMS_BY_ROLE, required_candidate_arms
-from workflow_bench.reports.promotion.flags import add_promotion_arguments
+from workflow_bench.promotion.flags import PROMOTION_FLAGS, add_promotion_arguments
+from workflow_bench.runner_args import MAX_RUNS, MAX_WORKERS, RunnerFlags
+from workflow_bench.toolkit.spec import SkillRole
 
 MAX_GENERATIONS = 20  # a weekly job runs 1-3; more is a typo, not a plan
-MAX_RUNS = 100  # same bound as the runner's --runs
-MAX_WORKERS = 8  # same bound as the runner's --workers
 # 1800 s: a proposer reads a bounded bundle (<= 2 MiB) and writes a few Markdown files; the
 # reference clamps its 5400 s session ceiling to the window, we start tighter and say so.
 DEFAULT_PROPOSER_TIMEOUT_S = 1800
@@ -29,33 +30,11 @@ DEFAULT_BENCH_TIMEOUT_S = 4 * 3600
 MAX_TIMEOUT_S = 7 * 86_400
 EVOLVABLE_INCUMBENTS = ("workflow", "workflow_direct")
 DEFAULT_INCUMBENTS = ("workflow",)
+_seconds = bounded_seconds(MAX_TIMEOUT_S)
 
 
 class EvolveArgsError(ValueError):
     """A flag combination that cannot work: exit 2, nothing run."""
-
-
-def _bounded_int(low: int, high: int):
-    def parse(value: str) -> int:
-        try:
-            number = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-        if not low <= number <= high:
-            raise argparse.ArgumentTypeError(f"must be between {low} and {high}, got {number}")
-        return number
-
-    return parse
-
-
-def _seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not 0 < number <= MAX_TIMEOUT_S:
-        raise argparse.ArgumentTypeError(f"must be in (0, {MAX_TIMEOUT_S}] seconds, got {value}")
-    return number
 
 
 def _incumbent(value: str) -> str:
@@ -68,6 +47,7 @@ def _incumbent(value: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Evolve's own flags, and the runner's it shares, added from their one declaration (``RunnerFlags``)."""
     parser = argparse.ArgumentParser(
         prog="python -m workflow_bench.evolve",
         description=(
@@ -80,14 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
             "evidence kept; 2 bad arguments or input (nothing run); 130 cancelled (SIGINT/SIGTERM)."
         ),
     )
-    parser.add_argument("--tasks", type=Path, required=True, help="task file (as for the runner)")
+    shared = RunnerFlags
+    shared.tasks.add(parser, help="task file (as for the runner)")
     parser.add_argument(
-        "--generations", type=_bounded_int(1, MAX_GENERATIONS), default=1, help="generations (1)"
+        "--generations", type=bounded_int(1, MAX_GENERATIONS), default=1, help="generations (1)"
     )
-    parser.add_argument("--runs", type=_bounded_int(1, MAX_RUNS), default=3, help="runs per task × arm (3)")
-    parser.add_argument(
-        "--workers", type=_bounded_int(1, MAX_WORKERS), default=1, help="benchmark workers (1)"
-    )
+    shared.runs.add(parser, default=3, help=f"runs per task × arm, 1..{MAX_RUNS} (3)")
+    shared.workers.add(parser, help=f"benchmark workers, 1..{MAX_WORKERS} (1)")
     parser.add_argument(
         "--arms",
         nargs="+",
@@ -96,15 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="incumbent arms; each is paired with its candidate_* arm (default: workflow, which "
         "lets the proposer change the plan skill; workflow workflow_direct: the work skill)",
     )
-    parser.add_argument("--include-expensive", action="store_true", help="benchmark expensive tasks too")
-    parser.add_argument("--provider", choices=("anthropic", "scripted"), default="anthropic")
-    parser.add_argument("--model", help="benchmark model (required for anthropic; scripted: the script's)")
+    shared.include_expensive.add(parser, help="benchmark expensive tasks too")
+    shared.provider.add(parser)
+    shared.model.add(parser, help="benchmark model (required for anthropic; scripted: the script's)")
     parser.add_argument("--proposer-model", help="proposer model (default: --model)")
-    parser.add_argument("--effort", choices=("low", "medium", "high", "xhigh", "max"), help="CLI --effort")
-    parser.add_argument(
-        "--base-url", help="Anthropic-compatible endpoint (key: $WORKFLOW_BENCH_ANTHROPIC_API_KEY)"
-    )
-    parser.add_argument("--script", type=Path, help="scripted-provider script for the benchmark arms")
+    shared.effort.add(parser)
+    shared.base_url.add(parser, help="Anthropic-compatible endpoint (key: $WORKFLOW_BENCH_ANTHROPIC_API_KEY)")
+    shared.script.add(parser, help="scripted-provider script for the benchmark arms")
     parser.add_argument("--proposer-script", type=Path, help="scripted-provider script for the proposer")
     parser.add_argument(
         "--seed-results", type=Path, help="a sweep directory: generation 0's evidence and --reuse-results"
@@ -119,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="learning queue (JSON lines; default workflow_bench/learnings.jsonl when it exists)",
     )
-    parser.add_argument("--toolkit", default="demo", help="toolkit directory or shipped name (demo)")
+    shared.toolkit.add(parser, help="toolkit directory or shipped name (demo)")
     parser.add_argument("--out-root", type=Path, help="output root (default results/wfevolve-<UTC stamp>/)")
     parser.add_argument(
         "--max-runtime",
@@ -134,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--bench-timeout", type=_seconds, default=DEFAULT_BENCH_TIMEOUT_S,
         help=f"benchmark subprocess limit, its envelope (default {DEFAULT_BENCH_TIMEOUT_S})",
     )  # fmt: skip
-    parser.add_argument("--claude-bin", help="the pinned Claude Code binary (as for the runner)")
+    shared.claude_bin.add(parser, help="the pinned Claude Code binary (as for the runner)")
     parser.add_argument(
         "--apply", action="store_true", help="on PROMOTED, apply the overlay (promotion apply)"
     )
@@ -142,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--target", type=Path, help="toolkit directory --apply writes into (default: --toolkit)"
     )
     parser.add_argument("--dry-run", action="store_true", help="print each runner argv and exit 0")
-    add_promotion_arguments(parser, positive_int=_bounded_int(1, MAX_RUNS))
+    add_promotion_arguments(parser)
     return parser
 
 
@@ -152,7 +129,7 @@ def candidate_pairs(incumbents: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(arm for incumbent in incumbents for arm in (incumbent, twin[incumbent]))
 
 
-def changeable_roles(incumbents: tuple[str, ...]) -> frozenset[str]:
+def changeable_roles(incumbents: tuple[str, ...]) -> frozenset[SkillRole]:
     """Skill roles an overlay may touch so that its required arms are exactly ``candidate_pairs``."""
     pairs = candidate_pairs(incumbents)
     roles = frozenset(REQUIRED_ARMS_BY_ROLE)
@@ -278,12 +255,7 @@ def _check_provider(args: argparse.Namespace) -> None:
 
 
 def _promotion_flags(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
-    values = (
-        ("--promotion-metric", args.promotion_metric),
-        ("--promotion-min-runs", args.promotion_min_runs),
-        ("--promotion-min-improvement", args.promotion_min_improvement),
-        ("--promotion-max-task-regression", args.promotion_max_task_regression),
-    )
+    values = ((flag.name, getattr(args, flag.dest)) for flag in PROMOTION_FLAGS)
     return tuple((name, str(value)) for name, value in values if value is not None)
 
 

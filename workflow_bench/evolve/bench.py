@@ -25,9 +25,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from workflow_bench.argtypes import Flag
 from workflow_bench.process import run_process
-from workflow_bench.reports.promotion.apply import ApplyError, apply_promotion
-from workflow_bench.reports.promotion.verify import VerifyError, verify_promotion
+from workflow_bench.promotion.apply import ApplyError, apply_promotion
+from workflow_bench.promotion.verify import VerifyError, verify_promotion
+from workflow_bench.runner_args import RunnerFlags
 
 from .args import EvolveConfig
 
@@ -47,30 +49,41 @@ class Verdict:
     """One line per decision with its reasons."""
 
 
+# The runner's argv, declared: (the value's name, the runner flag it becomes), in argv order. A name
+# is an ``EvolveConfig`` field, or one of the generation's own values (``GENERATION_VALUES``). The
+# flag is the runner's own declaration, so a rename or a bound there is a change here too; a test
+# re-parses the argv with the runner's parser and checks every value arrives.
+RUNNER_ARGV: tuple[tuple[str, Flag], ...] = (
+    ("tasks", RunnerFlags.tasks),
+    ("runs", RunnerFlags.runs),
+    ("workers", RunnerFlags.workers),
+    ("arms", RunnerFlags.arms),  # the incumbent/candidate pairs (EvolveConfig.arms)
+    ("overlay", RunnerFlags.candidate_overlay),
+    ("origin", RunnerFlags.candidate_origin),
+    ("out", RunnerFlags.out),
+    ("toolkit", RunnerFlags.toolkit),
+    ("provider", RunnerFlags.provider),
+    ("script", RunnerFlags.script),
+    ("model", RunnerFlags.model),
+    ("effort", RunnerFlags.effort),
+    ("base_url", RunnerFlags.base_url),
+    ("claude_bin", RunnerFlags.claude_bin),
+    ("include_expensive", RunnerFlags.include_expensive),
+    ("reuse", RunnerFlags.reuse_results),
+)
+GENERATION_VALUES = frozenset({"overlay", "origin", "out", "reuse"})
+
+
 def runner_argv(
     config: EvolveConfig, *, overlay: Path, out: Path, reuse: Path | None, origin: str
 ) -> list[str]:
-    argv = [sys.executable, "-m", "workflow_bench.runner", "--tasks", str(config.tasks)]
-    argv += ["--runs", str(config.runs), "--workers", str(config.workers), "--arms", *config.arms]
-    argv += ["--candidate-overlay", str(overlay), "--candidate-origin", origin]
-    argv += ["--out", str(out), "--toolkit", config.toolkit]
-    argv += ["--provider", config.provider]
-    if config.script is not None:
-        argv += ["--script", str(config.script)]
-    if config.model:
-        argv += ["--model", config.model]
-    if config.effort:
-        argv += ["--effort", config.effort]
-    if config.base_url:
-        argv += ["--base-url", config.base_url]
-    if config.claude_bin:
-        argv += ["--claude-bin", config.claude_bin]
-    if config.include_expensive:
-        argv.append("--include-expensive")
-    if reuse is not None:
-        argv += ["--reuse-results", str(reuse)]
-    for flag, value in config.promotion_flags:
-        argv += [flag, value]
+    """The runner command of one generation: ``RUNNER_ARGV``, then the ``--promotion-*`` flags given."""
+    generation = {"overlay": overlay, "origin": origin, "out": out, "reuse": reuse}
+    argv = [sys.executable, "-m", "workflow_bench.runner"]
+    for name, flag in RUNNER_ARGV:
+        argv += flag.argv(generation[name] if name in GENERATION_VALUES else getattr(config, name))
+    for name, value in config.promotion_flags:
+        argv += [name, value]
     return argv
 
 

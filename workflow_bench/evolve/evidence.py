@@ -24,8 +24,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from workflow_bench.input_files import InputFileError, read_bounded
-from workflow_bench.judging.outcomes import EXCLUDED_ERROR_KINDS
+from workflow_bench.judging.outcomes import EXCLUDED_ERROR_KINDS, ErrorKind
 from workflow_bench.redaction import redact_text, redact_value
+from workflow_bench.rows.migrate import RowReadError
+from workflow_bench.rows.migrate import read_rows as stored_rows
+from workflow_bench.rows.model import Row
 
 MAX_ROWS = 12
 MAX_TRANSCRIPTS_PER_ROW = 2
@@ -33,7 +36,7 @@ MAX_TRANSCRIPTS = 24
 MAX_RESULTS_BYTES = 64 * 1024 * 1024  # a 3-run sweep of 100 tasks × 6 arms is ~20 MB of rows
 MAX_ARTIFACT_READ_BYTES = 16 * 1024 * 1024  # the runner caps patches at 300 kB, streams at 8 MiB
 VERIFY_TAIL_CHARS = 600
-DEAD_KINDS = EXCLUDED_ERROR_KINDS | {"cancelled"}
+DEAD_KINDS = EXCLUDED_ERROR_KINDS | {ErrorKind.CANCELLED}
 _KEEP = (
     "task", "class", "arm", "run", "resolved", "error_kind", "cost_usd", "num_turns", "output_tokens",
     "diff_files", "diff_insertions", "diff_deletions", "session_ids", "skill_invoked", "plan_doc",
@@ -67,60 +70,51 @@ class Evidence:
     dropped: tuple[str, ...] = field(default=())
 
 
-def row_id(row: Mapping[str, Any]) -> str:
-    return f"{row.get('task')}/{row.get('arm')}/run{row.get('run')}"
+def row_id(row: Row) -> str:
+    return f"{row.task}/{row.arm}/run{row.run}"
 
 
-def read_rows(source: Path) -> list[dict[str, Any]]:
+def read_rows(source: Path) -> list[Row]:
     path = source / "results.jsonl"
     try:
         text = read_bounded(path, max_bytes=MAX_RESULTS_BYTES).decode("utf-8")
     except (InputFileError, OSError, UnicodeDecodeError) as exc:
         raise EvidenceError(f"{path}: {exc}") from None
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            raise EvidenceError(f"{path}: line {number} is not JSON") from None
-        if not isinstance(row, dict):
-            raise EvidenceError(f"{path}: line {number} is not a JSON object")
-        rows.append(row)
-    return rows
+    try:
+        return stored_rows(text, source=str(path))
+    except RowReadError as exc:
+        raise EvidenceError(str(exc)) from None
 
 
-def select_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def select_rows(rows: Sequence[Row]) -> list[Row]:
     """Unresolved by (task, arm, run), then resolved by descending cost; at most ``MAX_ROWS``."""
-    alive = [r for r in rows if r.get("error_kind") not in DEAD_KINDS]
+    alive = [r for r in rows if r.error_kind not in DEAD_KINDS]
     unresolved = sorted(
-        (r for r in alive if r.get("resolved") is not True),
-        key=lambda r: (str(r.get("task")), str(r.get("arm")), _run(r)),
+        (r for r in alive if r.resolved is not True),
+        key=lambda r: (str(r.task), str(r.arm), _run(r)),
     )
     resolved = sorted(
-        (r for r in alive if r.get("resolved") is True),
-        key=lambda r: (-_cost(r), str(r.get("task")), str(r.get("arm")), _run(r)),
+        (r for r in alive if r.resolved is True),
+        key=lambda r: (-_cost(r), str(r.task), str(r.arm), _run(r)),
     )
     return [*unresolved, *resolved][:MAX_ROWS]
 
 
-def _run(row: Mapping[str, Any]) -> int:
-    run = row.get("run")
-    return run if isinstance(run, int) and not isinstance(run, bool) else -1
+def _run(row: Row) -> int:
+    return row.run
 
 
-def _cost(row: Mapping[str, Any]) -> float:
-    cost = row.get("cost_usd")
-    return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else -1.0
+def _cost(row: Row) -> float:
+    return float(row.cost_usd) if row.cost_usd is not None else -1.0
 
 
-def compact_row(row: Mapping[str, Any]) -> dict[str, Any]:
+def compact_row(row: Row) -> dict[str, Any]:
+    stored = row.to_json_obj()
     out: dict[str, Any] = {"row_id": row_id(row)}
-    out.update({key: row.get(key) for key in _KEEP})
-    verify = row.get("verify_output")
+    out.update({key: stored[key] for key in _KEEP})  # by stored name (``class``), JSON-ready
+    verify = row.verify_output
     out["verify_output_tail"] = verify[-VERIFY_TAIL_CHARS:] if isinstance(verify, str) else None
-    out["patch_artifact"] = row.get("patch_artifact")
+    out["patch_artifact"] = row.patch_artifact
     return out
 
 
@@ -141,28 +135,25 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def row_artifacts(
-    source: Path, row: Mapping[str, Any], *, index: int, budget: int
-) -> tuple[list[Artifact], list[str]]:
+def row_artifacts(source: Path, row: Row, *, index: int, budget: int) -> tuple[list[Artifact], list[str]]:
     """A row's transcripts (digest-verified, at most ``budget``) and its patch, plus what was dropped."""
     rid = row_id(row)
     found: list[Artifact] = []
     dropped: list[str] = []
-    entries = row.get("transcript_artifacts")
-    for j, entry in enumerate(entries if isinstance(entries, list) else []):
+    for j, entry in enumerate(row.transcript_artifacts or []):
         if j >= min(MAX_TRANSCRIPTS_PER_ROW, budget):
             dropped.append(f"{rid}: transcript {j} over the per-row/total transcript cap")
             continue
-        path = _inside(source, entry.get("path") if isinstance(entry, dict) else None)
+        path = _inside(source, entry.path)
         data = _read(path) if path is not None else None
         if data is None:
             dropped.append(f"{rid}: transcript {j} missing or unreadable")
             continue
-        if len(data) != entry.get("bytes") or hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+        if len(data) != entry.bytes or hashlib.sha256(data).hexdigest() != entry.sha256:
             dropped.append(f"{rid}: transcript {j} does not match its recorded sha256; not passed on")
             continue
         found.append(Artifact(name=f"transcript-{index}-{j}.jsonl", data=data, row_id=rid, verified=True))
-    patch = _inside(source, row.get("patch_artifact"))
+    patch = _inside(source, row.patch_artifact)
     data = _read(patch) if patch is not None else None
     if data:
         found.append(Artifact(name=f"patch-{index}.diff", data=data, row_id=rid, verified=False))

@@ -157,7 +157,7 @@ def _generation(
     envelope = config.bench_timeout_s + (0 if manual else config.proposer_timeout_s)
     checked.cap.require(envelope, what=f"gen-{n} (proposer + benchmark)")
     gen.mkdir(parents=True)
-    if manual:
+    if manual and config.initial_overlay is not None:
         overlay = validate_overlay(
             config.initial_overlay, toolkit=checked.toolkit, incumbents=config.incumbents
         )

@@ -20,8 +20,8 @@ from workflow_bench.input_files import InputFileError
 from workflow_bench.providers.options import ProviderOptions, ProviderOptionsError
 from workflow_bench.providers.scripted import ScriptError, load_script
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
-from workflow_bench.tasks.schema import TaskFileError, TaskSpecError
-from workflow_bench.tasks.spec import bind_tasks, load_task_file, select_tasks
+from workflow_bench.taskspec.schema import TaskFileError, TaskSpecError
+from workflow_bench.taskspec.spec import bind_tasks, load_task_file, select_tasks
 from workflow_bench.toolkit.manifest import load_toolkit
 from workflow_bench.toolkit.spec import Toolkit, ToolkitError
 

@@ -28,9 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_bench.cells.evidence import SubagentPolicy, apply_wire
-from workflow_bench.cells.paths import make_work_root, new_cell_dir_path, relay_socket
 from workflow_bench.cells.sessions import SessionOutcome, SessionRequest, run_session
-from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.input_files import TreeLimitError, bounded_walk
 from workflow_bench.judging.attribution import attribute_session
 from workflow_bench.providers.access import CellKey, ModelAccess
@@ -48,6 +46,8 @@ from workflow_bench.sandbox import (
     write_runtime_dir,
 )
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.clone import remove_tree
+from workflow_bench.workspace.paths import make_work_root, new_cell_dir_path, relay_socket
 
 from .proposer_prompt import EVIDENCE_MOUNT, OUTPUT_MOUNT, proposer_prompt
 
@@ -193,8 +193,8 @@ def _session(run: ProposerRun, sandbox, policy: RunPolicy, socket_path: Path) ->
         )
         outcome = attribute_session(outcome, relay.endpoint)
     granted = {t.lower() for t in PROPOSER_TOOLS} - {t.lower() for t in PROPOSER_DISALLOWED}
-    policy = SubagentPolicy(agent_tool=bool(granted & {"agent", "task"}))  # it invokes no skill
-    return apply_wire(outcome, relay.record(), expected_skill=None, policy=policy)
+    spawning = SubagentPolicy(agent_tool=bool(granted & {"agent", "task"}))  # it invokes no skill
+    return apply_wire(outcome, relay.record(), expected_skill=None, policy=spawning)
 
 
 def _detail(outcome: SessionOutcome) -> str:

@@ -19,10 +19,25 @@ Must never: read agent-written files, or excuse a failure on evidence from insid
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from workflow_bench.cells.sessions import SessionOutcome
+from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.relay.server import EndpointLog
+
+
+class SessionResult(Protocol):
+    """What attribution reads of a session's outcome (``cells.sessions.SessionOutcome`` is one)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # re-attribution returns a copy (``replace``)
+
+    @property
+    def error_kind(self) -> ErrorKind | None: ...
+
+    @property
+    def error_detail(self) -> Any: ...
+
+
+Outcome = TypeVar("Outcome", bound=SessionResult)
 
 
 class ChargedFailure(Exception):
@@ -32,32 +47,38 @@ class ChargedFailure(Exception):
     ``JudgeOutcome``: the tests that had reported), or None.
     """
 
-    def __init__(self, kind: str, message: str, *, outcome: Any = None) -> None:
+    def __init__(self, kind: ErrorKind, message: str, *, outcome: Any = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.outcome = outcome
 
 
-def attribute_session(outcome: SessionOutcome, endpoint: EndpointLog) -> SessionOutcome:
+def attribute_session(outcome: Outcome, endpoint: EndpointLog) -> Outcome:
     """Re-attribute a ``session-error`` from what the relay saw; any other outcome is returned as is."""
-    if outcome.error_kind != "session-error":
+    if outcome.error_kind != ErrorKind.SESSION_ERROR:
         return outcome
     detail = outcome.error_detail if isinstance(outcome.error_detail, dict) else {}
     state = detail.get("process_state")
     if state == "timeout":
         if endpoint.in_flight_since() is not None:
-            return _with(outcome, "session-error", "the endpoint stalled: a model request was in flight")
+            return _with(
+                outcome, ErrorKind.SESSION_ERROR, "the endpoint stalled: a model request was in flight"
+            )
         return _with(
-            outcome, "session-timeout", "no model request was in flight: the agent's tools used the time"
+            outcome,
+            ErrorKind.SESSION_TIMEOUT,
+            "no model request was in flight: the agent's tools used the time",
         )
     if endpoint.last_fault is not None:
-        return _with(outcome, "session-error", f"the endpoint failed: {endpoint.last_fault}")
+        return _with(outcome, ErrorKind.SESSION_ERROR, f"the endpoint failed: {endpoint.last_fault}")
     return _with(
-        outcome, "session-failed", "the endpoint answered every request; the CLI failed on its own side"
+        outcome,
+        ErrorKind.SESSION_FAILED,
+        "the endpoint answered every request; the CLI failed on its own side",
     )
 
 
-def _with(outcome: SessionOutcome, kind: str, reason: str) -> SessionOutcome:
+def _with(outcome: Outcome, kind: ErrorKind, reason: str) -> Outcome:
     detail = dict(outcome.error_detail) if isinstance(outcome.error_detail, dict) else {}
     detail["attribution"] = reason
     return replace(outcome, error_kind=kind, error_detail=detail)

@@ -21,29 +21,29 @@ import os
 import secrets
 import stat
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.judging.outcome_report import JudgeOutcome, run_with_report
+from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.judging.verdict import Expectation, for_task
 from workflow_bench.review.contract import MAX_ARTIFACT_BYTES
 from workflow_bench.review.score import (
     REVIEW_OUTPUT_FILE,
     ReviewArtifactError,
+    ReviewScore,
     labels_from_oracle,
     parse_review_artifact,
     review_oracle_passed,
-    review_row_fields,
     score_review,
 )
 from workflow_bench.sandbox import Mount, Sandbox
-from workflow_bench.tasks.expected_tests import ExpectedTests
-from workflow_bench.tasks.oracle_staging import stage_oracle, verify_staged
-from workflow_bench.tasks.oracles import OracleSnapshot
-from workflow_bench.tasks.spec import TaskSpec
+from workflow_bench.taskspec.expected_tests import ExpectedTests
+from workflow_bench.taskspec.oracle_staging import stage_oracle, verify_staged
+from workflow_bench.taskspec.oracles import OracleSnapshot
+from workflow_bench.taskspec.spec import TaskSpec
+from workflow_bench.workspace.clone import remove_tree
 
 ORACLE_ENV_VAR = "WORKFLOW_BENCH_ORACLE_ROOT"  # keep in sync with the oracle commands in tasks.*.yaml
 
@@ -90,7 +90,7 @@ def run_verify(
         command,
         scratch=scratch,
         expectation=expectation,
-        timeout_kind="verify-timeout",
+        timeout_kind=ErrorKind.VERIFY_TIMEOUT,
         timeout_s=timeout_s,
         cancel=cancel,
         mounts=mounts,
@@ -127,7 +127,7 @@ def run_hidden_oracle(
                 snapshot.command,
                 scratch=scratch,
                 expectation=expectation,
-                timeout_kind="oracle-timeout",
+                timeout_kind=ErrorKind.ORACLE_TIMEOUT,
                 timeout_s=timeout_s,
                 cancel=cancel,
                 mounts=(Mount(source=staged, target=target, writable=True),),
@@ -177,31 +177,31 @@ def read_review_artifact(artifact_dir: Path) -> bytes | None:
         return handle.read(MAX_ARTIFACT_BYTES + 1)
 
 
-def judge_review(
-    artifact_dir: Path, snapshot: OracleSnapshot
-) -> tuple[dict[str, Any], bytes | None, str | None]:
-    """Score the review artifact against the labels staged now (the model has exited).
+@dataclass(frozen=True, slots=True)
+class ReviewJudgement:
+    """A review artifact judged against the hidden labels (the oracle *command* is not run)."""
 
-    Returns (row fields incl. oracle_passed/oracle_output, artifact bytes or None,
-    the contract violation or None). ``oracle_passed`` means every label matched,
-    no false positive and the right verdict; the oracle *command* is not run.
-    """
+    score: ReviewScore | None
+    """None when the artifact broke the contract."""
+    evidence_valid: bool
+    oracle_passed: bool
+    """Every label matched, no false positive, the right verdict."""
+    oracle_output: str
+    artifact: bytes | None
+    """The artifact's bytes as read (kept beside the row), or None when unreadable."""
+    problem: str | None
+    """The contract violation, or None."""
+
+
+def judge_review(artifact_dir: Path, snapshot: OracleSnapshot) -> ReviewJudgement:
+    """Score the review artifact against the labels staged now (the model has exited)."""
     data: bytes | None = None
     try:
         data = read_review_artifact(artifact_dir)
         artifact = parse_review_artifact(data)
     except ReviewArtifactError as exc:
-        fields = review_row_fields(None, evidence_valid=False)
-        return (
-            {**fields, "oracle_passed": False, "oracle_output": "hidden review labels not scored"},
-            data,
-            exc.message,
-        )
+        return ReviewJudgement(None, False, False, "hidden review labels not scored", data, exc.message)
     score = score_review(artifact, labels_from_oracle(snapshot.files))
     passed = review_oracle_passed(score)
     outcome = "hidden review labels matched" if passed else "hidden review labels not fully matched"
-    return (
-        {**review_row_fields(score, evidence_valid=True), "oracle_passed": passed, "oracle_output": outcome},
-        data,
-        None,
-    )
+    return ReviewJudgement(score, True, passed, outcome, data, None)

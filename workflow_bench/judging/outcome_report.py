@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workflow_bench.cells.workspace import remove_tree
 from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.judging.junit import JUnitError, parse_junit
+from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.judging.verdict import (
     Expectation,
     RunEvidence,
@@ -50,6 +50,7 @@ from workflow_bench.judging.verdict import (
 )
 from workflow_bench.process import ProcessError
 from workflow_bench.sandbox import BwrapSandbox, Mount, RunPolicy, Sandbox, tool_environment
+from workflow_bench.workspace.clone import remove_tree
 
 KIT = Path(__file__).resolve().parent / "kit"
 KIT_FILES = (
@@ -122,7 +123,7 @@ def run_with_report(
     *,
     scratch: Path,
     expectation: Expectation,
-    timeout_kind: str,
+    timeout_kind: ErrorKind,
     timeout_s: float,
     cancel: threading.Event,
     mounts: tuple[Mount, ...] = (),
@@ -240,7 +241,7 @@ def read_evidence(data: bytes | None, *, nonce: str, junit_dir: Path | None) -> 
         or not (refused is None or isinstance(refused, str))
     ):
         return RunEvidence(problem="the outcome report is malformed")
-    done, timed_out = flags
+    done, timed_out = flags[0] is True, flags[1] is True  # both checked to be bools above
     if refused is not None:
         return RunEvidence(problem=f"the JUnit report was refused: {refused[:300]}", exit_code=exit_code)
     cases: list[tuple[str, str, str | None]] = []

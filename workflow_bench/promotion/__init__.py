@@ -1,1 +1,4 @@
-"""Entry point only: `python -m workflow_bench.promotion` (code lives in workflow_bench.reports.promotion)."""
+"""Promotion: the gate (policy, evidence, gate), promotion.json (document), verify and apply.
+
+`python -m workflow_bench.promotion` is a thin entry point over `cli.main`.
+"""

@@ -2,6 +2,6 @@
 
 import sys
 
-from workflow_bench.reports.promotion.cli import main
+from workflow_bench.promotion.cli import main
 
 sys.exit(main())

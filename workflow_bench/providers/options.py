@@ -120,6 +120,10 @@ class ProviderOptions:
             raise ProviderOptionsError("--model is required with --provider anthropic")
         if is_openai_model(self.model):
             openai_key = self.openai_api_key or os.environ.get(OPENAI_KEY_ENV)
+            if not openai_key:  # validate() refuses this first
+                raise ProviderOptionsError(
+                    f"--model {self.model} needs --openai-api-key (or ${OPENAI_KEY_ENV})"
+                )
             with openai_access(model=self.model, openai_api_key=openai_key) as access:
                 yield access, self.model
             return

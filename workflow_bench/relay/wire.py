@@ -145,7 +145,7 @@ def parse_request(body: bytes) -> RequestFacts:
                     )
     first = data["messages"][0] if data["messages"] else {}
     texts = tuple(
-        b.get("text")
+        str(b["text"])
         for b in normalize_content(first.get("content"))
         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
     )
@@ -188,7 +188,8 @@ def split_http_response(raw: bytes) -> tuple[int | None, dict[str, str], bytes, 
 
 
 def _dechunk(data: bytes) -> tuple[bytes, str | None]:
-    chunks, pos = [], 0
+    chunks: list[bytes] = []
+    pos = 0
     while True:
         end = data.find(b"\r\n", pos)
         if end < 0:
@@ -292,7 +293,7 @@ def parse_json_message(body: bytes) -> ResponseFacts:
         return _failed(200, "JSON response is not a message")
     usage = unknown_usage()
     _usage_from(data.get("usage"), usage)
-    content = data.get("content") if isinstance(data.get("content"), list) else []
+    content = data["content"] if isinstance(data.get("content"), list) else []
     return _finish(200, data.get("id"), usage, content, completed=True)
 
 

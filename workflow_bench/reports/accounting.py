@@ -1,6 +1,6 @@
 """Token accounting: the three usage figures of each row, summed per task×arm, and where they disagree.
 
-Every row carries three views of the same spend (see ``row_schema``): ``usage_main_loop`` (the
+Every row carries three views of the same spend (see ``rows.schema``): ``usage_main_loop`` (the
 CLI's ``result.usage``; subagents excluded), ``usage_transcripts`` (every assistant message in the
 captured streams, subagents included) and ``usage_provider`` (what the scripted provider or the
 gateway itself observed). They agree only when nothing is hidden, so a disagreement is evidence:
@@ -14,10 +14,10 @@ unknown in the sum.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from workflow_bench.rows.model import Row, Usage
 from workflow_bench.usage import USAGE_FIELDS, sum_usage
 
 FIGURES = (
@@ -56,13 +56,11 @@ class AccountingLine:
     ``"main loop < transcripts (subagent spend) ×2"``."""
 
 
-def _figure(row: Mapping[str, Any], key: str) -> tuple[int | None, ...] | None:
-    value = row.get(key)
-    if not isinstance(value, Mapping):
+def _figure(row: Row, key: str) -> tuple[int | None, ...] | None:
+    value: Usage | None = getattr(row, key)
+    if value is None:
         return None
-    return tuple(
-        v if isinstance(v, int) and not isinstance(v, bool) else None for v in map(value.get, USAGE_FIELDS)
-    )
+    return tuple(getattr(value, name) for name in USAGE_FIELDS)
 
 
 def _compare(a: tuple[int | None, ...], b: tuple[int | None, ...]) -> str | None:
@@ -85,7 +83,7 @@ _WHY = {
 }
 
 
-def row_flags(row: Mapping[str, Any]) -> list[str]:
+def row_flags(row: Row) -> list[str]:
     """Every pairwise disagreement between a row's known usage figures."""
     figures = [(label, _figure(row, key)) for key, label in FIGURES]
     flags = []
@@ -99,7 +97,7 @@ def row_flags(row: Mapping[str, Any]) -> list[str]:
     return flags
 
 
-def _totals(rows: Sequence[Mapping[str, Any]], key: str) -> UsageTotals | None:
+def _totals(rows: Sequence[Row], key: str) -> UsageTotals | None:
     figures = [_figure(row, key) for row in rows]
     known = [f for f in figures if f is not None]
     if not known:
@@ -110,11 +108,11 @@ def _totals(rows: Sequence[Mapping[str, Any]], key: str) -> UsageTotals | None:
 _UNKNOWN = UsageTotals(None, None, None, None)
 
 
-def usage_accounting(rows: Iterable[Mapping[str, Any]]) -> tuple[AccountingLine, ...]:
+def usage_accounting(rows: Iterable[Row]) -> tuple[AccountingLine, ...]:
     """One line per task×arm, in first-seen row order."""
-    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[Row]] = {}
     for row in rows:
-        groups.setdefault((str(row.get("task")), str(row.get("arm"))), []).append(row)
+        groups.setdefault((str(row.task), str(row.arm)), []).append(row)
     lines = []
     for (task, arm), group in groups.items():
         counts: dict[str, int] = {}

@@ -24,13 +24,13 @@ from typing import Any
 from workflow_bench.judging.outcomes import (
     EVIDENCE_FAILURE_KINDS,
     EXECUTION_FAILURE_KINDS,
-    Row,
     evidence_failed,
     execution_failed,
     is_admissible,
     is_excluded,
 )
 from workflow_bench.review.score import METRIC_NAMES
+from workflow_bench.rows.model import Row
 from workflow_bench.usage import USAGE_FIELDS
 
 CHURN_FIELDS = ("diff_files", "diff_insertions", "diff_deletions")
@@ -44,6 +44,8 @@ REVIEW_FLAGS = ("verdict_correct", "clean_control", "clean_pass")
 # The numeric metrics, named once in review.ReviewScore (score_finite is a per-row sanity flag).
 REVIEW_METRICS = tuple(m for m in METRIC_NAMES if m not in (*REVIEW_FLAGS, "score_finite"))
 _MIN_REDUCED_REVIEW_METRICS = frozenset({"blocker_recall"})
+# MEDIAN_FIELDS and review_<metric> are read from rows by name: tests/unit/test_row_model.py
+# checks each is a Row field.
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +127,7 @@ def _median_or_none(values: Sequence[Any]) -> float | None:
 
 
 def _single_value(rows: Sequence[Row], key: str) -> str:
-    values = {str(row.get(key)) for row in rows}
+    values = {str(getattr(row, key)) for row in rows}
     if len(values) != 1:
         raise ValueError(f"aggregate() needs rows of one task×arm; got {key} values {sorted(values)}")
     return values.pop()
@@ -133,19 +135,21 @@ def _single_value(rows: Sequence[Row], key: str) -> str:
 
 def _review_flag(valid: Sequence[Row], key: str) -> bool | None:
     # Unknown is not False: a run that recorded no verdict leaves the whole arm's verdict unknown.
-    values = [row.get(key) for row in valid]
+    values = [getattr(row, key) for row in valid]
     if not values or not all(isinstance(value, bool) for value in values):
         return None
     return all(values)
 
 
 def _review(valid: Sequence[Row]) -> ReviewAggregate | None:
-    # Presence of the key (even as null) marks a review arm, as in the reference.
-    if not any("review_weighted_f1" in row for row in valid):
+    # The reference marked a review arm by the presence of its review keys (even as null); every
+    # row carries every field, so every arm with a valid row has a review aggregate (all None
+    # outside review arms, shown as dashes).
+    if not valid:
         return None
-    metrics: dict[str, float | None] = {}
+    metrics: dict[str, Any] = {}
     for name in REVIEW_METRICS:
-        values = [row.get(f"review_{name}") for row in valid]
+        values = [getattr(row, f"review_{name}") for row in valid]
         if any(value is None for value in values):
             metrics[name] = None
         elif name in _MIN_REDUCED_REVIEW_METRICS:
@@ -159,25 +163,25 @@ def _review(valid: Sequence[Row]) -> ReviewAggregate | None:
 def _count_kinds(rows: Iterable[Row]) -> Mapping[str, int]:
     counts: dict[str, int] = {}
     for row in rows:
-        kind = row.get("error_kind")
+        kind = row.error_kind
         if kind:
             counts[str(kind)] = counts.get(str(kind), 0) + 1
     return MappingProxyType(dict(sorted(counts.items())))
 
 
 def _passed_tests_failed_oracle(row: Row) -> bool:
-    return row.get("authored_tests_passed") is True and row.get("oracle_passed") is False
+    return row.authored_tests_passed is True and row.oracle_passed is False
 
 
 def _health_reasons(row: Row) -> list[str]:
     # The reference listed only error kinds, so a row that failed on transcript_missing or
     # review_evidence_valid=false alone raised a failure count with no reason beside it.
     reasons = []
-    if row.get("error_kind") in EXECUTION_FAILURE_KINDS | EVIDENCE_FAILURE_KINDS:
-        reasons.append(str(row["error_kind"]))
-    if row.get("review_evidence_valid") is False:
+    if row.error_kind in EXECUTION_FAILURE_KINDS | EVIDENCE_FAILURE_KINDS:
+        reasons.append(str(row.error_kind))
+    if row.review_evidence_valid is False:
         reasons.append("review_evidence_valid=false")
-    if row.get("transcript_missing") is True:
+    if row.transcript_missing is True:
         reasons.append("transcript_missing")
     return reasons
 
@@ -195,18 +199,18 @@ def aggregate(rows: Sequence[Row]) -> ArmAggregate:
     if not rows:
         raise ValueError("aggregate() needs at least one row; an absent task×arm has no aggregate")
     valid = [row for row in rows if not is_excluded(row)]
-    fresh = [row for row in rows if not row.get("reused")]
+    fresh = [row for row in rows if not row.reused]
     return ArmAggregate(
         task=_single_value(rows, "task"),
         arm=_single_value(rows, "arm"),
-        task_class=str(rows[0].get("class") or ""),
+        task_class=str(rows[0].task_class or ""),
         runs=len(rows),
         valid_runs=len(valid),
         excluded_runs=len(rows) - len(valid),
-        resolved=sum(1 for row in valid if row.get("resolved") is True),
-        resolved_fresh=sum(1 for row in valid if row.get("resolved") is True and not row.get("reused")),
+        resolved=sum(1 for row in valid if row.resolved is True),
+        resolved_fresh=sum(1 for row in valid if row.resolved is True and not row.reused),
         oracle_failures=sum(1 for row in valid if _passed_tests_failed_oracle(row)),
-        **{field: _median_or_none([row.get(field) for row in valid]) for field in MEDIAN_FIELDS},
+        **{field: _median_or_none([getattr(row, field) for row in valid]) for field in MEDIAN_FIELDS},
         fresh_attempts=len(fresh),
         # Count rows that failed NEITHER way rather than subtracting both counters: one row can
         # be both (a session error whose review evidence is also invalid), and subtracting it
@@ -215,7 +219,7 @@ def aggregate(rows: Sequence[Row]) -> ArmAggregate:
         execution_failures=sum(1 for row in fresh if execution_failed(row)),
         evidence_failures=sum(1 for row in fresh if evidence_failed(row)),
         health_reasons=tuple(sorted({reason for row in fresh for reason in _health_reasons(row)})),
-        transcripts_missing=sum(1 for row in rows if row.get("transcript_missing") is True),
+        transcripts_missing=sum(1 for row in rows if row.transcript_missing is True),
         error_kinds=_count_kinds(rows),
         review=_review(valid),
     )
@@ -244,7 +248,7 @@ def group_rows(rows: Iterable[Row]) -> dict[str, dict[str, list[Row]]]:
     """`{task: {arm: [rows]}}`, tasks in first-seen order and arms in first-seen order per task."""
     grouped: dict[str, dict[str, list[Row]]] = {}
     for row in rows:
-        grouped.setdefault(str(row["task"]), {}).setdefault(str(row["arm"]), []).append(row)
+        grouped.setdefault(str(row.task), {}).setdefault(str(row.arm), []).append(row)
     return grouped
 
 

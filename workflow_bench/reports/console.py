@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from workflow_bench.providers.access import CellKey
 from workflow_bench.redaction import printable, redact_text
+from workflow_bench.rows.model import Row
 
 CONSOLE_LINE_CHARS = 2000  # one live line at most; longer agent text is cut with "…"
 
@@ -42,14 +43,14 @@ class Console:
         return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def cell_summary(key: CellKey, row: dict) -> str:
+def cell_summary(key: CellKey, row: Row) -> str:
     def show(value, fmt="{}"):
         return "n/a" if value is None else fmt.format(value)
 
     return (
-        f"{key.label} resolved={row.get('resolved')} authored={row.get('authored_tests_passed')} "
-        f"oracle={row.get('oracle_passed')} in={show(row.get('input_tokens'))} "
-        f"out={show(row.get('output_tokens'))} cost={show(row.get('cost_usd'), '${:.4f}')} "
-        f"took={show(row.get('duration_s'), '{:.1f}s')} turns={show(row.get('num_turns'))} "
-        f"error_kind={row.get('error_kind') or 'none'}"
+        f"{key.label} resolved={row.resolved} authored={row.authored_tests_passed} "
+        f"oracle={row.oracle_passed} in={show(row.input_tokens)} "
+        f"out={show(row.output_tokens)} cost={show(row.cost_usd, '${:.4f}')} "
+        f"took={show(row.duration_s, '{:.1f}s')} turns={show(row.num_turns)} "
+        f"error_kind={row.error_kind or 'none'}"
     )

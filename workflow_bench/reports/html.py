@@ -41,7 +41,8 @@ def _tokens(accounting: Sequence[AccountingLine]) -> dict[str, dict[str, int | N
         per_arm = out.setdefault(line.arm, {})
         for name, totals in views.items():
             values = None if totals is None else totals.values()
-            total = None if values is None or any(v is None for v in values) else sum(values)  # type: ignore[misc]
+            known = [v for v in values or () if v is not None]
+            total = None if values is None or len(known) != len(values) else sum(known)
             if name in per_arm and (per_arm[name] is None or total is None):
                 per_arm[name] = None
             else:

@@ -22,7 +22,8 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from workflow_bench.arms import ARMS
-from workflow_bench.judging.outcomes import Row, is_excluded
+from workflow_bench.judging.outcomes import is_excluded
+from workflow_bench.rows.model import Row
 
 STATS_FILE = "stats.json"
 STATS_SCHEMA = 1
@@ -43,19 +44,20 @@ def _task_arm_rows(rows: Sequence[Row]) -> dict[tuple[str, str], list[Row]]:
     grouped: dict[tuple[str, str], list[Row]] = {}
     for row in rows:
         if not is_excluded(row):
-            grouped.setdefault((str(row.get("task")), str(row.get("arm"))), []).append(row)
+            grouped.setdefault((str(row.task), str(row.arm)), []).append(row)
     return grouped
 
 
 def _resolve_rate(valid: Sequence[Row]) -> float | None:
-    return sum(1 for r in valid if r.get("resolved") is True) / len(valid) if valid else None
+    return sum(1 for r in valid if r.resolved is True) / len(valid) if valid else None
 
 
 def _median_cost(valid: Sequence[Row]) -> float | None:
-    costs = [r.get("cost_usd") for r in valid]
-    if not costs or any(not isinstance(c, int | float) or isinstance(c, bool) for c in costs):
+    costs = [r.cost_usd for r in valid]
+    known = [c for c in costs if c is not None]
+    if not costs or len(known) != len(costs):
         return None
-    return float(statistics.median(costs))
+    return float(statistics.median(known))
 
 
 def summarize_deltas(deltas: Sequence[float]) -> dict[str, Any]:
@@ -94,7 +96,7 @@ def summarize_deltas(deltas: Sequence[float]) -> dict[str, Any]:
 def _comparison(
     grouped: Mapping[tuple[str, str], list[Row]], tasks: Sequence[str], arm: str, reference: str, kind: str
 ) -> dict[str, Any]:
-    per_task = []
+    per_task: list[dict[str, Any]] = []
     for task in tasks:
         mine, theirs = grouped.get((task, arm), []), grouped.get((task, reference), [])
         if not mine or not theirs:
@@ -146,7 +148,7 @@ def _pass_k(
     out: dict[str, Any] = {}
     for k in range(1, runs + 1):
         counts = [
-            (len(v), sum(1 for r in v if r.get("resolved") is True))
+            (len(v), sum(1 for r in v if r.resolved is True))
             for t in tasks
             if len(v := grouped.get((t, arm), [])) >= k
         ]
@@ -162,8 +164,8 @@ def _pass_k(
 
 def _arm_summary(rows: Sequence[Row], arm: str) -> dict[str, Any]:
     """Resolve rate over every valid run of the arm with a Wilson 95 % CI, and its median cost."""
-    valid = [r for r in rows if r.get("arm") == arm and not is_excluded(r)]
-    resolved = sum(1 for r in valid if r.get("resolved") is True)
+    valid = [r for r in rows if r.arm == arm and not is_excluded(r)]
+    resolved = sum(1 for r in valid if r.resolved is True)
     ci = None
     if valid:
         interval = scipy_stats.binomtest(resolved, len(valid)).proportion_ci(CONFIDENCE, method="wilson")

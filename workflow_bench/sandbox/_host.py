@@ -269,8 +269,8 @@ class HostSandbox:
                 restore += _drop_write_bits(path)
             yield
         finally:
-            for path, mode in reversed(restore):
-                os.chmod(path, mode)
+            for locked_path, mode in reversed(restore):
+                os.chmod(locked_path, mode)
 
     # ── run ────────────────────────────────────────────────────────────────
 

@@ -222,8 +222,9 @@ class CellResources:
 
     def own(self, path: Path) -> None:
         """Hand ``path`` (the clone, before any sandbox ran) to the cell's host uid."""
-        if self._userns is not None and self._userns.switches_uid:
-            uid = str(self._userns.host_uid)
+        cell_uid = self._cell_uid()
+        if cell_uid is not None:
+            uid = str(cell_uid)
             run_checked(["chown", "-R", "--no-dereference", f"{uid}:{uid}", "--", str(path)], what="chown")
 
     def own_mounts(self, sources: Sequence[Path]) -> None:
@@ -309,7 +310,7 @@ class CellResources:
             "nofile_per_process": NOFILE_PER_PROCESS,
             "msgqueue_bytes": MSGQUEUE_BYTES,
             "ptys": CELL_PTYS if self._ptys is not None else None,
-            "cell_uid": self._userns.host_uid if self._cell_uid() else None,
+            "cell_uid": self._cell_uid(),
             "namespace_limits": dict(NAMESPACE_LIMITS) if self._userns is not None else None,
             "seccomp_denied": list(BLOCKED_SYSCALLS) if self._seccomp is not None else None,
             "sampled": [
@@ -327,8 +328,9 @@ class CellResources:
     def _nproc_fallback(self) -> bool:
         return any(arg.startswith("--nproc=") for arg in self.prlimit_args())
 
-    def _cell_uid(self) -> bool:
-        return self._userns is not None and self._userns.switches_uid
+    def _cell_uid(self) -> int | None:
+        """The unprivileged host uid the cell's processes run as (a root runner's), else None."""
+        return self._userns.host_uid if self._userns is not None and self._userns.switches_uid else None
 
     def breaches(self) -> list[str]:
         """The bounds this cell hit, as readable reasons (empty: none). Call after its last process."""

@@ -22,8 +22,10 @@ from __future__ import annotations
 import statistics
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from workflow_bench.rows.model import Row
 
 WHY_COST = "budget-cost"
 WHY_RUNTIME = "budget-runtime"
@@ -103,10 +105,10 @@ class BudgetGuard:
             )
         return None
 
-    def finished(self, arm: str, row: Mapping[str, object]) -> None:
+    def finished(self, arm: str, row: Row) -> None:
         if self._running[arm] > 0:
             self._running[arm] -= 1
-        cost = row.get("cost_usd")
+        cost = row.cost_usd
         if isinstance(cost, int | float) and not isinstance(cost, bool):
             self._known[arm].append(float(cost))
         else:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workflow_bench.providers.access import CellKey
+from workflow_bench.rows.model import Row
 from workflow_bench.schedule.pool import SchedulePolicy
 
 NOT_RUN_FILE = "not-run.jsonl"
@@ -42,7 +43,7 @@ def schedule_section(
     schedule: Mapping[str, Any] | None,
     not_run: Sequence[Mapping[str, Any]],
     *,
-    reused: Sequence[Mapping[str, Any]] = (),
+    reused: Sequence[Row] = (),
 ) -> list[str]:
     """report.md lines: how cells were scheduled, which never started, which rows were reused.
 
@@ -66,13 +67,12 @@ def schedule_section(
     ]
     if not_run:
         lines += ["", "| task | arm | run | why |", "|---|---|---|---|"]
-        lines += [f"| {r['task']} | {r['arm']} | {r['run']} | {r['why']} |" for r in not_run]
+        lines += [f"| {n['task']} | {n['arm']} | {n['run']} | {n['why']} |" for n in not_run]
     lines += ["", f"- Rows reused from an earlier sweep (`--reuse-results`, not paid here): {len(reused)}"]
     if reused:
         lines += ["", "| task | arm | run | reused from | measured at |", "|---|---|---|---|---|"]
         lines += [
-            f"| {r['task']} | {r['arm']} | {r['run']} | `{r.get('reused_from_dir')}` "
-            f"| {r.get('reused_from_recorded_at')} |"
+            f"| {r.task} | {r.arm} | {r.run} | `{r.reused_from_dir}` | {r.reused_from_recorded_at} |"
             for r in reused
         ]
     return [*lines, ""]

@@ -14,25 +14,25 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal
+
+from workflow_bench.rows.model import Row
 
 Order = Literal["plan", "longest-first"]
 ORDERS: tuple[Order, ...] = ("plan", "longest-first")
 EXPENSIVE_WEIGHT = 4.0  # without history an expensive task is assumed 4× a normal one
 
 
-def predicted_walls(
-    cells: Sequence[tuple[str, str, bool]], prior_rows: Iterable[Mapping[str, object]]
-) -> list[float]:
+def predicted_walls(cells: Sequence[tuple[str, str, bool]], prior_rows: Iterable[Row]) -> list[float]:
     """Predicted wall per cell given as ``(task, arm, expensive)``; larger starts first."""
     by_key: dict[tuple[str, str], list[float]] = defaultdict(list)
     by_arm: dict[str, list[float]] = defaultdict(list)
     for row in prior_rows:
-        wall = row.get("cell_wall_s")
-        if isinstance(wall, int | float) and not isinstance(wall, bool) and wall > 0:
-            by_key[(str(row.get("task")), str(row.get("arm")))].append(float(wall))
-            by_arm[str(row.get("arm"))].append(float(wall))
+        wall = row.cell_wall_s
+        if wall is not None and wall > 0:
+            by_key[(row.task, row.arm)].append(float(wall))
+            by_arm[row.arm].append(float(wall))
     fallback = statistics.median([w for walls in by_arm.values() for w in walls]) if by_arm else 1.0
     predicted = []
     for task, arm, expensive in cells:

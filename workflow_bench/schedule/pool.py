@@ -34,11 +34,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from contextvars import copy_context
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
-from workflow_bench.judging.outcomes import is_systemic_failure
+from workflow_bench.judging.outcomes import JudgedRow, is_systemic_failure
 
 T = TypeVar("T")
+R = TypeVar("R")  # what one cell returns (a CellResult in a sweep)
 SweepStatus = Literal["complete", "aborted", "cancelled"]
 Scheduler = Literal["packed", "waves"]
 SCHEDULERS: tuple[Scheduler, ...] = ("packed", "waves")
@@ -87,7 +88,7 @@ class SweepOutcome(Generic[T]):
     why: str | None = None  # what ended submission early (WHY_* or a budget's), None when complete
 
 
-def next_streak(row: dict, streak: int) -> int:
+def next_streak(row: JudgedRow, streak: int) -> int:
     """Consecutive systemic failures, folded in plan order (pure; the one table decides)."""
     return streak + 1 if is_systemic_failure(row) else 0
 
@@ -112,7 +113,7 @@ class _Run:
         self.priority = priority
         self.started = [False] * n
         self.running: dict[Future, int] = {}
-        self.results: dict[int, object] = {}
+        self.results: dict[int, Any] = {}
         self.folded = 0
         self.streak = 0
         self.stop: tuple[str, str] | None = None  # (why, detail): the first reason submission ended
@@ -127,17 +128,18 @@ class _Run:
         eligible = [i for i in range(self.folded, end) if not self.started[i]]
         if not eligible:
             return None
-        if self.priority is None:
+        priority = self.priority
+        if priority is None:
             return eligible[0]
-        return max(eligible, key=lambda i: (self.priority[i], -i))
+        return max(eligible, key=lambda i: (priority[i], -i))
 
 
 def run_cells(
     cells: Sequence[T],
     *,
-    execute: Callable[[T], object],
-    persist: Callable[[T, object], None],
-    row_of: Callable[[object], dict],
+    execute: Callable[[T], R],
+    persist: Callable[[T, R], None],
+    row_of: Callable[[R], JudgedRow],
     policy: SchedulePolicy,
     cancel: threading.Event,
     group_of: Callable[[T], object] | None = None,
@@ -145,7 +147,7 @@ def run_cells(
     may_start: Callable[[T], tuple[str, str] | None] | None = None,
     on_start: Callable[[T, int], None] | None = None,
     executor: Executor | None = None,
-) -> SweepOutcome:
+) -> SweepOutcome[R]:
     """Run ``execute`` over ``cells`` (in plan order) under ``policy``.
 
     ``group_of`` names a cell's task (waves never mix tasks); ``priority`` is a
@@ -185,8 +187,8 @@ def run_cells(
                     if not submit(index):
                         return
             return
-        while (index := state.next_packed()) is not None:
-            if not submit(index):
+        while (packed := state.next_packed()) is not None:
+            if not submit(packed):
                 return
 
     def fold() -> None:
@@ -200,7 +202,7 @@ def run_cells(
             limit = policy.outage_streak
             if limit and state.streak >= limit and not state.tripped:
                 state.tripped = True
-                detail = f"{state.streak} consecutive systemic failures (last: {row.get('error_kind')})"
+                detail = f"{state.streak} consecutive systemic failures (last: {row.error_kind})"
                 state.stop = (WHY_BREAKER, detail)
                 cancel.set()
 
@@ -232,7 +234,7 @@ def run_cells(
     return _outcome(state, cancel)
 
 
-def _outcome(state: _Run, cancel: threading.Event) -> SweepOutcome:
+def _outcome(state: _Run, cancel: threading.Event) -> SweepOutcome[Any]:
     ordered = tuple(state.results[i] for i in sorted(state.results))
     never = [i for i in range(state.n) if not state.started[i]]
     why, detail = state.stop or (WHY_CANCELLED, "cancelled")

@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 
 from workflow_bench.arms import ArmSpec
 from workflow_bench.cells.context import CellResult, SweepSettings, TaskContext
-from workflow_bench.cells.rows import provider_fields
+from workflow_bench.cells.rows import provider_usage
 from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.redaction import printable, redact_text
@@ -344,7 +344,8 @@ class RayCells:
         # The provider's per-cell ledger lives here: observed on the driver, as with threads.
         artifacts = dict(result.artifacts)
         cell_secrets = (*access.static_secrets, *settings.access.static_secrets)
-        row = {**result.row, **provider_fields(settings.access, key, artifacts, cell_secrets)}
+        observed = provider_usage(settings.access, key, artifacts, cell_secrets)
+        row = result.row.replace(**observed.model_dump())
         return CellResult(row=row, artifacts=artifacts)
 
     def close(self) -> None:
@@ -364,8 +365,8 @@ def open_executor(spec: ExecutorSpec, settings: SweepSettings, *, workers: int) 
         origin=HostIdentity.here(),
         loopback_upstream=is_loopback_url(settings.access.base_url),
         harness=harness_version(),
-        claude_bin=str(settings.claude_bin),
-        bwrap_bin=settings.bwrap_bin,
+        claude_bin=str(settings.harness.claude_bin),
+        bwrap_bin=settings.harness.bwrap_bin,
         paths=(str(settings.work_root), str(settings.runtime_dir)),
     )
     cells = RayCells(spec, workers=workers, need=need)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from workflow_bench.cells.paths import check_sockets_fit
+from workflow_bench.workspace.paths import check_sockets_fit
 
 LOCAL_TEMP_PREFIX = "wfbray-"  # + mkdtemp's 8 characters, directly under $TMPDIR
 # The longest socket path below the temp dir (Ray 2.x, measured): the session directory is

@@ -29,8 +29,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from workflow_bench.output import RESULTS_FILE, atomic_write_text, jsonl_text
+from workflow_bench.output.directory import RESULTS_FILE, atomic_write_text
 from workflow_bench.providers.access import CellKey
+from workflow_bench.rows.migrate import RowReadError, row_from_line, stored_line
+from workflow_bench.rows.model import Row
 
 LOCK_FILE = "sweep.lock.json"
 SUPERSEDED_DIR = "superseded"
@@ -90,32 +92,27 @@ def check_lock(out_dir: Path, lock: Mapping[str, Any]) -> None:
         raise ResumeError(f"--resume {out_dir}: configuration differs in {', '.join(differing)} ({detail})")
 
 
-def _transcripts_intact(out_dir: Path, row: Mapping[str, Any]) -> str | None:
+def _transcripts_intact(out_dir: Path, row: Row) -> str | None:
     """None when every recorded transcript exists with its size and sha256; else why not."""
-    artifacts = row.get("transcript_artifacts")
-    if not isinstance(artifacts, list):
+    if row.transcript_artifacts is None:
         return "no transcript_artifacts list"
-    for entry in artifacts:
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-            return "malformed transcript entry"
-        path = out_dir / entry["path"]
+    for entry in row.transcript_artifacts:
+        path = out_dir / entry.path
         if not path.resolve().is_relative_to(out_dir.resolve()) or path.is_symlink() or not path.is_file():
-            return f"transcript {entry['path']} missing"
+            return f"transcript {entry.path} missing"
         data = path.read_bytes()
-        if len(data) != entry.get("bytes") or hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-            return f"transcript {entry['path']} does not match its recorded sha256"
+        if len(data) != entry.bytes or hashlib.sha256(data).hexdigest() != entry.sha256:
+            return f"transcript {entry.path} does not match its recorded sha256"
     return None
 
 
-def _key(row: Mapping[str, Any]) -> CellKey | None:
-    task, arm, run = row.get("task"), row.get("arm"), row.get("run")
-    if isinstance(task, str) and isinstance(arm, str) and type(run) is int:
-        return CellKey(task_id=task, run=run, arm=arm)
-    return None
+def kept_rows(
+    out_dir: Path, planned: Sequence[CellKey], *, log=print, dry_run: bool = False
+) -> tuple[Row, ...]:
+    """The rows a resumed sweep keeps; everything else is moved aside (see the module docstring).
 
-
-def kept_rows(out_dir: Path, planned: Sequence[CellKey], *, log=print) -> tuple[dict[str, Any], ...]:
-    """The rows a resumed sweep keeps; everything else is moved aside (see the module docstring)."""
+    ``dry_run`` (``runner --dry-run``) decides the same rows and moves and rewrites nothing.
+    """
     results = out_dir / RESULTS_FILE
     data = results.read_bytes() if results.is_file() else b""
     complete, _, torn = data.rpartition(b"\n")
@@ -127,16 +124,16 @@ def kept_rows(out_dir: Path, planned: Sequence[CellKey], *, log=print) -> tuple[
         log(f"[resume] dropping a torn last line of {RESULTS_FILE} ({len(torn)} bytes)")
         superseded.append(torn.decode("utf-8", errors="replace"))
     plan = set(planned)
-    kept: dict[CellKey, dict[str, Any]] = {}
+    kept: dict[CellKey, Row] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise ResumeError(f"{results}: line {number} is not JSON ({exc}); refusing to guess") from exc
-        key = _key(row) if isinstance(row, dict) else None
-        if key is None or key not in plan:
+            row = row_from_line(line, where=f"{results}: line {number}")
+        except RowReadError as exc:
+            raise ResumeError(f"{exc}; refusing to guess") from exc
+        key = row.key
+        if key not in plan:
             raise ResumeError(f"{results}: line {number} is not a cell of this sweep's plan")
         why = "a row for this cell is already kept" if key in kept else _transcripts_intact(out_dir, row)
         if why is None:
@@ -144,13 +141,15 @@ def kept_rows(out_dir: Path, planned: Sequence[CellKey], *, log=print) -> tuple[
         else:
             log(f"[resume] {key.label} runs again: {why}")
             superseded.append(line.decode())
+    ordered = [kept[k] for k in planned if k in kept]
+    if dry_run:
+        return tuple(ordered)
     for key in plan - set(kept):
         _move_artifacts(out_dir, key, aside)
     if superseded:
         aside.mkdir(parents=True, exist_ok=True)
         atomic_write_text(aside / RESULTS_FILE, "".join(s + "\n" for s in superseded))
-    ordered = [kept[k] for k in planned if k in kept]
-    atomic_write_text(results, jsonl_text(ordered))
+    atomic_write_text(results, "".join(stored_line(row) for row in ordered))
     return tuple(ordered)
 
 

@@ -37,8 +37,10 @@ from typing import Any
 
 from workflow_bench.arms import ArmSpec
 from workflow_bench.cells.context import TaskContext
-from workflow_bench.output import RESULTS_FILE
+from workflow_bench.output.directory import RESULTS_FILE
 from workflow_bench.providers.access import CellKey
+from workflow_bench.rows.migrate import readable_rows, stored_line
+from workflow_bench.rows.model import Row, TranscriptArtifact
 from workflow_bench.schedule.resume import harness_version
 from workflow_bench.toolkit.comparator import ComparatorPlugin
 
@@ -61,7 +63,15 @@ class Expected:
     candidate: bool
     comparator: bool
     review: bool
-    values: Mapping[str, Any]  # model, effort, sandbox_backend, runtime_digest, task fields, skill fields
+    values: Mapping[str, Any]
+    """Row field → the value this sweep would record: model, effort, sandbox_backend, runtime_digest,
+    the task and oracle digests, and the skills' fingerprint (or the comparator's version and
+    manifest). Each name is a ``Row`` field (checked where ``Expected`` is built)."""
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.values) - set(Row.model_fields))
+        if unknown:
+            raise ValueError(f"reuse compares fields the row does not have: {unknown}")
 
 
 def expected_cell(
@@ -95,93 +105,73 @@ def expected_cell(
     )
 
 
-def load_prior_rows(source: Path, *, out_dir: Path) -> tuple[dict[str, Any], ...]:
-    """Every complete, parseable row of ``source``/results.jsonl (a torn last line is skipped)."""
+def load_prior_rows(source: Path, *, out_dir: Path) -> tuple[Row, ...]:
+    """Every complete, valid row of ``source``/results.jsonl (a torn or foreign line is skipped)."""
     if source.resolve() == out_dir.resolve():
         raise ReuseError(f"--reuse-results {source} must not be the output directory")
     results = source / RESULTS_FILE
     if results.is_symlink() or not results.is_file():
         raise ReuseError(f"--reuse-results {source}: no regular {RESULTS_FILE}")
-    rows = []
-    for line in results.read_bytes().split(b"\n"):
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue  # a torn or foreign line is never reusable
-        if isinstance(row, dict):
-            rows.append(row)
-    return tuple(rows)
+    # A torn, foreign or invalid line is never reusable: skipped, so its cell is paid.
+    return tuple(readable_rows(results.read_bytes().split(b"\n"), source=str(results)))
 
 
-def why_not(row: Mapping[str, Any], expected: Expected, *, now: datetime) -> str | None:
+def why_not(row: Row, expected: Expected, *, now: datetime) -> str | None:
     """None when ``row`` may stand in for ``expected``'s cell; else the first failed condition."""
-    if expected.candidate or row.get("arm") not in REUSABLE_ARMS:
+    if expected.candidate or row.arm not in REUSABLE_ARMS:
         return "not a reusable arm"
-    if (
-        row.get("ok") is not True
-        or row.get("error_kind") is not None
-        or row.get("transcript_missing") is True
-    ):
+    if row.ok is not True or row.error_kind is not None or row.transcript_missing is True:
         return "not a clean measurement"
-    if row.get("candidate_overlay_digest") is not None:
+    if row.candidate_overlay_digest is not None:
         return "measured with a candidate overlay"
-    recorded = row.get("reused_from_recorded_at") or row.get("recorded_at")
+    recorded = row.reused_from_recorded_at or row.recorded_at
     try:
         when = datetime.fromisoformat(str(recorded))
     except ValueError:
         return "recorded_at does not parse"
     if when.tzinfo is None or when > now or now - when > MAX_AGE:
         return "older than 90 days, in the future or without a timezone"
-    if expected.values.get("runtime_digest") is None or row.get("runtime_digest") is None:
+    if expected.values.get("runtime_digest") is None or row.runtime_digest is None:
         return "runtime_digest missing"
-    model = row.get("model") or row.get("benchmark_model")
+    model = row.model or row.benchmark_model
     if model != expected.values["model"]:
         return "model differs"
     for name, value in expected.values.items():
-        if name != "model" and row.get(name) != value:
+        if name != "model" and getattr(row, name) != value:
             return f"{name} differs"
     if expected.review and not (
-        row.get("review_evidence_valid") is True
-        and isinstance(row.get("review_score"), dict)
-        and row.get("review_weighted_f1") is not None
-        and row.get("review_artifact")
+        row.review_evidence_valid is True
+        and row.review_score is not None
+        and row.review_weighted_f1 is not None
+        and row.review_artifact
     ):
         return "review evidence incomplete"
-    artifacts = row.get("transcript_artifacts")
-    if not isinstance(artifacts, list) or not artifacts or not all(_well_formed(a) for a in artifacts):
+    artifacts = row.transcript_artifacts
+    if not artifacts or not all(_well_formed(a) for a in artifacts):
         return "transcript list missing or malformed"
     return None
 
 
-def _well_formed(entry: object) -> bool:
-    return (
-        isinstance(entry, dict)
-        and isinstance(entry.get("path"), str)
-        and entry["path"].startswith("transcripts/")
-        and ".." not in Path(entry["path"]).parts
-        and isinstance(entry.get("sha256"), str)
-        and type(entry.get("bytes")) is int
-    )
+def _well_formed(entry: TranscriptArtifact) -> bool:
+    return entry.path.startswith("transcripts/") and ".." not in Path(entry.path).parts
 
 
 def select_reuse(
     planned: Sequence[Expected],
-    prior: Sequence[Mapping[str, Any]],
+    prior: Sequence[Row],
     *,
     now: datetime | None = None,
     log: Callable[[str], None] = print,
-) -> dict[CellKey, Mapping[str, Any]]:
+) -> dict[CellKey, Row]:
     """Map planned keys to the prior row that stands in for them, canary cells already removed."""
     now = now or datetime.now(UTC)
-    by_key: dict[CellKey, list[Mapping[str, Any]]] = {}
+    by_key: dict[CellKey, list[Row]] = {}
     for row in prior:
-        task, arm, run = row.get("task"), row.get("arm"), row.get("run")
-        if isinstance(task, str) and isinstance(arm, str) and type(run) is int:
-            by_key.setdefault(CellKey(task_id=task, run=run, arm=arm), []).append(row)
-    chosen: dict[CellKey, Mapping[str, Any]] = {}
+        by_key.setdefault(row.key, []).append(row)
+    chosen: dict[CellKey, Row] = {}
     for expected in planned:
         rows = by_key.get(expected.key, [])
-        if len({json.dumps(r, sort_keys=True) for r in rows}) != 1:
+        if len({stored_line(r) for r in rows}) != 1:
             continue  # none, or conflicting duplicates: pay
         if why_not(rows[0], expected, now=now) is None:
             chosen[expected.key] = rows[0]
@@ -194,36 +184,39 @@ def select_reuse(
     return chosen
 
 
-def reused_copy(row: Mapping[str, Any], source: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+def reused_copy(row: Row, source: Path) -> tuple[Row, dict[str, bytes]]:
     """The row and artifacts to persist for a reused cell; raises ``ValueError`` if any does not verify."""
     artifacts: dict[str, bytes] = {}
-    for entry in row["transcript_artifacts"]:
-        path = source / entry["path"]
+    for entry in row.transcript_artifacts or ():
+        path = source / entry.path
         if path.is_symlink() or not path.is_file():
-            raise ValueError(f"{entry['path']} missing")
+            raise ValueError(f"{entry.path} missing")
         data = path.read_bytes()
-        if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
-            raise ValueError(f"{entry['path']} does not match its recorded sha256")
-        artifacts[entry["path"]] = data
-    for name in row.get("wire_artifacts") or ():  # the relay's record travels with the row it backs
-        path = source / str(name)
-        if not str(name).startswith("wire/") or path.is_symlink() or not path.is_file():
+        if len(data) != entry.bytes or hashlib.sha256(data).hexdigest() != entry.sha256:
+            raise ValueError(f"{entry.path} does not match its recorded sha256")
+        artifacts[entry.path] = data
+    for name in row.wire_artifacts or ():  # the relay's record travels with the row it backs
+        path = source / name
+        if not name.startswith("wire/") or path.is_symlink() or not path.is_file():
             raise ValueError(f"{name} missing")
         if path.parent.resolve() != (source / "wire").resolve():
             raise ValueError(f"{name} is outside {source / 'wire'}")
-        artifacts[str(name)] = path.read_bytes()
-    for field, name in (("patch_artifact", "patch.diff"), ("review_artifact", "review.json")):
-        if row.get(field):
-            path = source / str(row[field])
+        artifacts[name] = path.read_bytes()
+    for stored, name in ((row.patch_artifact, "patch.diff"), (row.review_artifact, "review.json")):
+        if stored:
+            path = source / stored
             if path.is_symlink() or not path.is_file() or path.parent.resolve() != source.resolve():
-                raise ValueError(f"{row[field]} missing")
+                raise ValueError(f"{stored} missing")
             artifacts[name] = path.read_bytes()
-    artifact_fields = ("transcript_artifacts", "wire_artifacts", "patch_artifact", "review_artifact")
-    copied = {k: v for k, v in row.items() if k not in artifact_fields}
-    copied.update(
+    # The artifact fields are written anew by the output directory, from the copies above.
+    copied = row.replace(
+        transcript_artifacts=None,
+        wire_artifacts=None,
+        patch_artifact=None,
+        review_artifact=None,
         reused=True,
         reused_from_dir=str(source.resolve()),
-        reused_from_recorded_at=row.get("reused_from_recorded_at") or row.get("recorded_at"),
+        reused_from_recorded_at=row.reused_from_recorded_at or row.recorded_at,
     )
     return copied, artifacts
 
@@ -237,10 +230,10 @@ def runtime_digest(
 
 
 def materialize(
-    chosen: Mapping[CellKey, Mapping[str, Any]],
+    chosen: Mapping[CellKey, Row],
     *,
     source: Path,
-    persist: Callable[[CellKey, dict[str, Any], dict[str, bytes]], None],
+    persist: Callable[[CellKey, Row, dict[str, bytes]], None],
     log: Callable[[str], None] = print,
 ) -> set[CellKey]:
     """Copy each chosen row (artifacts re-verified) through ``persist``; the keys that were reused."""

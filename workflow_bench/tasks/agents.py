@@ -22,8 +22,9 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
+from workflow_bench.taskspec.spec import TaskBinding, TaskSpec
+
 from .check import is_review_task, reference_patch_bytes
-from .spec import TaskBinding, TaskSpec
 
 AGENTS = ("oracle", "noop")
 ALL_ARMS = "*"

@@ -35,8 +35,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from workflow_bench.cells.context import TaskContext, prepare_task_context
-from workflow_bench.cells.paths import make_cell_dir
-from workflow_bench.cells.workspace import copy_clone, remove_tree
 from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.judging.judge import oracle_expectation, run_hidden_oracle, run_verify, verify_expectation
 from workflow_bench.judging.outcome_report import JudgeOutcome
@@ -45,13 +43,22 @@ from workflow_bench.process import ProcessError
 from workflow_bench.review.contract import REVIEW_LABELS_TARGET
 from workflow_bench.review.labels import ReviewLabelsError, labels_from_oracle
 from workflow_bench.sandbox import SANDBOX_WORKSPACE, Mount, RunPolicy, SandboxKind, create_sandbox
+from workflow_bench.taskspec.expected_tests import (
+    ExpectedTests,
+    load_lock,
+    lock_path,
+    subject_changes,
+    write_lock,
+)
+from workflow_bench.taskspec.oracles import read_beneath
+from workflow_bench.taskspec.schema import MAX_REFERENCE_PATCH_BYTES, TaskSpecError
+from workflow_bench.taskspec.spec import TaskBinding
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.clone import copy_clone, remove_tree
+from workflow_bench.workspace.git import git_argv
+from workflow_bench.workspace.paths import make_cell_dir
 
 from .check_expected import Probe, discrimination_problems, record
-from .expected_tests import ExpectedTests, load_lock, lock_path, subject_changes, write_lock
-from .oracles import read_beneath
-from .schema import MAX_REFERENCE_PATCH_BYTES, TaskSpecError
-from .spec import TaskBinding
 
 DEFAULT_REPEATS = 3  # the brief's determinism bar: three fresh clones, identical verdicts
 SETUP_TIMEOUT_S = 600  # keep in sync with cells.run.SETUP_TIMEOUT_S
@@ -305,7 +312,7 @@ def _probe(
             (staged / "fix.patch").chmod(0o444)
             target = "/.wfbench-reference"
             result = sandbox.run(
-                ["git", "apply", "--whitespace=nowarn", f"{target}/fix.patch"],
+                git_argv("apply", "--whitespace=nowarn", f"{target}/fix.patch"),
                 policy=RunPolicy(workspace_writable=True, mounts=(Mount(source=staged, target=target),)),
                 timeout_s=PATCH_TIMEOUT_S,
                 cancel=cancel,

@@ -25,9 +25,8 @@ from typing import Any
 
 from workflow_bench.judging.outcome_report import JudgeOutcome
 from workflow_bench.judging.verdict import Expectation
-
-from .expected_tests import ExpectedTests, RecordedTests
-from .spec import TaskSpec
+from workflow_bench.taskspec.expected_tests import ExpectedTests, RecordedTests
+from workflow_bench.taskspec.spec import TaskSpec
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,11 +21,10 @@ import json
 import re
 from pathlib import Path
 
+from workflow_bench.digests import canonical_digest
 from workflow_bench.input_files import InputFileError, read_bounded
 from workflow_bench.process import run_process
-
-from .repos import tree_manifest
-from .spec import canonical_digest
+from workflow_bench.taskspec.repos import tree_manifest
 
 SANDBOX_PYTHON = "/usr/bin/python3"  # the only interpreter inside the sandbox (read-only /usr)
 MAX_REQUIREMENTS_BYTES = 64 * 1024

@@ -19,15 +19,19 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from workflow_bench.digests import canonical_digest
 from workflow_bench.input_files import (
     InputFileError,
+    Text,
     TreeLimitError,
     bounded_walk,
     name_problem,
+    problems,
     read_bounded,
 )
 from workflow_bench.redaction import printable
-from workflow_bench.tasks.spec import canonical_digest
 
 MANIFEST = Path(".claude-plugin") / "plugin.json"
 SANDBOX_PLUGIN_DIR = "/opt/comparator-plugin"
@@ -63,29 +67,41 @@ class ComparatorPlugin:
     manifest_digest: str
 
 
-def _manifest(plugin_dir: Path) -> dict:
+class PluginManifest(BaseModel):
+    """The keys of the plugin's ``plugin.json`` the harness reads. The file is the plugin author's
+    format (description, author, ...), so other keys are ignored, not refused."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+
+    name: Text = Field(description="the plugin's name, recorded in every ce_* row")
+    version: object = Field(None, description="must equal --ce-plugin-version exactly")
+
+
+def _manifest(plugin_dir: Path) -> PluginManifest:
     path = plugin_dir / MANIFEST
     if not path.is_file() or path.is_symlink():
         raise ComparatorError(f"--ce-plugin-dir {plugin_dir}: no regular {MANIFEST}")
     try:
-        manifest = json.loads(read_bounded(path, max_bytes=MAX_MANIFEST_BYTES).decode("utf-8"))
+        data = json.loads(read_bounded(path, max_bytes=MAX_MANIFEST_BYTES).decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise ComparatorError(
             f"--ce-plugin-dir {plugin_dir}: {MANIFEST} is not readable JSON: {exc}"
         ) from exc
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("name"), str):
-        raise ComparatorError(f"--ce-plugin-dir {plugin_dir}: {MANIFEST} needs a string 'name'")
-    return manifest
+    try:
+        return PluginManifest.model_validate(data)
+    except ValidationError as exc:
+        key, message = problems(exc, PluginManifest)[0]
+        raise ComparatorError(f"--ce-plugin-dir {plugin_dir}: {MANIFEST}: {key}: {message}") from None
 
 
 def snapshot_comparator(plugin_dir: Path, *, version: str, dest: Path, roles: set[str]) -> ComparatorPlugin:
     """Validate the plugin, then copy it read-only into ``dest``; raises ComparatorError."""
     plugin_dir = plugin_dir.resolve()
     manifest = _manifest(plugin_dir)
-    if manifest.get("version") != version:
+    if manifest.version != version:
         raise ComparatorError(
             f"--ce-plugin-version {version!r} does not match {plugin_dir / MANIFEST} "
-            f"version {manifest.get('version')!r}"
+            f"version {manifest.version!r}"
         )
     for role in sorted(roles):
         skill = plugin_dir / "skills" / COMPARATOR_SKILLS[role] / "SKILL.md"
@@ -119,7 +135,7 @@ def snapshot_comparator(plugin_dir: Path, *, version: str, dest: Path, roles: se
         os.chmod(dest / relative, 0o555 if stat.S_ISDIR(st.st_mode) else 0o444)
     os.chmod(dest, 0o555)
     return ComparatorPlugin(
-        snapshot=dest, name=manifest["name"], version=version, manifest_digest=canonical_digest(entries)
+        snapshot=dest, name=manifest.name, version=version, manifest_digest=canonical_digest(entries)
     )
 
 

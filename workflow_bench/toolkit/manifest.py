@@ -1,12 +1,14 @@
 """Loading ``toolkit.yaml``: the one way a ``Toolkit`` is built from ``--toolkit DIR|NAME``.
 
-Public surface: ``load_toolkit``, ``resolve_toolkit_dir``, ``NAMED_TOOLKITS``, ``MANIFEST``.
-Strict like task files: the project's duplicate-key-rejecting YAML loader, a size bound, unknown
-keys refused, every path checked; the first defect raises ``ToolkitError`` naming the file and
-key (the runner exits 2). ``{cache}`` in a path stands for the ./dev cache directory, where
-installed toolkits (node, GitNexus) live.
+Public surface: ``load_toolkit``, ``resolve_toolkit_dir``, ``NAMED_TOOLKITS``, ``MANIFEST``, and
+``ToolkitFile``: the file's declarative model, which is its schema (every key, its type and its
+rule, declared once). Strict like task files: the project's bounded, duplicate-key-rejecting YAML
+loader in front, then the model validated once (unknown keys refused, every defect reported at
+once, each naming the file and key: the runner exits 2), then one pass of checks that need the
+file system (the skills root, each role's SKILL.md, each mount source). ``{cache}`` in a path
+stands for the ./dev cache directory, where installed toolkits (node, GitNexus) live.
 
-Schema (all paths relative to the toolkit directory unless absolute)::
+Example (all paths relative to the toolkit directory unless absolute)::
 
     name: demo                      # [a-z0-9_-]+
     version: "1.0"                  # recorded in every row
@@ -22,6 +24,8 @@ Schema (all paths relative to the toolkit directory unless absolute)::
     index: {command: [tool, analyze], output: .index, env: {K: v}}   # optional
     #   digest: {volatile: [meta.json], command: [tool, dump]}        # optional, see IndexStep
     runtime_mounts: [{source: "{cache}/node", target: /opt/node}]   # optional, read-only
+
+Adding a key is one field in ``ToolkitFile`` (or a part of it) plus its use in ``_build``.
 """
 
 from __future__ import annotations
@@ -30,12 +34,22 @@ import hashlib
 import json
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from workflow_bench.claude_cli import default_cache_dir
-from workflow_bench.input_files import InputFileError, TreeLimitError, bounded_walk, load_yaml, read_bounded
+from workflow_bench.input_files import (
+    InputFileError,
+    InputModel,
+    TreeLimitError,
+    bounded_walk,
+    load_yaml,
+    problems,
+    read_bounded,
+)
 from workflow_bench.redaction import printable
 
 from .spec import IndexStep, McpServer, RuntimeMount, SkillRole, Toolkit, ToolkitError
@@ -50,8 +64,6 @@ ROLES: tuple[SkillRole, ...] = ("plan", "work", "review")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _TOOL = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
-_TOP_KEYS = ("name", "version", "skills_root", "roles", "mcp_servers", "index", "runtime_mounts")
-_SERVER_KEYS = ("name", "command", "args", "env", "read_only_tools", "mutating_tools")
 # The harness owns these in every sandbox; a toolkit may not hide the CLI, HOME or the workspace.
 _RESERVED_TARGETS = (
     "/workspace",
@@ -67,6 +79,169 @@ _RESERVED_TARGETS = (
 )
 
 
+# ── value rules (each one error message, raised where the value is) ──────────────────────────
+
+
+def _text(value: str) -> str:
+    if not value.strip() or "\x00" in value:
+        raise ValueError(f"want a non-empty string, got {value!r}")
+    return value
+
+
+def _name(value: str) -> str:
+    if not _NAME.match(value):
+        raise ValueError(f"{value!r} must match {_NAME.pattern}")
+    return value
+
+
+def _server_name(value: str) -> str:
+    if not _NAME.match(value) or "__" in value:
+        raise ValueError(f"{value!r} must match {_NAME.pattern} without '__'")
+    return value
+
+
+def _strings(value: tuple[str, ...]) -> tuple[str, ...]:
+    if not all(item and "\x00" not in item for item in value):
+        raise ValueError(f"want a list of non-empty strings, got {list(value)!r}")
+    if len(set(value)) != len(value):
+        raise ValueError("duplicate entries")
+    return value
+
+
+def _tools(value: tuple[str, ...]) -> tuple[str, ...]:
+    for item in _strings(value):
+        if not _TOOL.match(item):
+            raise ValueError(f"{item!r} must match {_TOOL.pattern}")
+    return value
+
+
+def _env(value: dict[str, str]) -> dict[str, str]:
+    if not all(_ENV_NAME.match(k) for k in value):
+        raise ValueError(f"want a mapping of VARIABLE: string, got {value!r}")
+    return value
+
+
+def _command(value: tuple[str, ...]) -> tuple[str, ...]:
+    if not value:
+        raise ValueError("empty command")
+    return _strings(value)
+
+
+def _sandbox_command(value: str) -> str:
+    if not value.startswith("/"):
+        raise ValueError(f"want an absolute path inside the sandbox, got {value!r}")
+    return value
+
+
+def _clone_path(value: str) -> str:
+    pure = PurePosixPath(value)
+    if pure.is_absolute() or ".." in pure.parts or not pure.parts or pure.parts[0] == ".git":
+        raise ValueError(f"want a relative path inside the clone (not .git), got {value!r}")
+    return pure.as_posix()
+
+
+def _globs(value: tuple[str, ...]) -> tuple[str, ...]:
+    for pattern in _strings(value):
+        pure = PurePosixPath(pattern)
+        if pure.is_absolute() or ".." in pure.parts:
+            raise ValueError(f"want glob patterns relative to index.output, got {pattern!r}")
+    return value
+
+
+def _mount_target(value: str) -> str:
+    pure = PurePosixPath(value)
+    if not pure.is_absolute() or ".." in pure.parts or str(pure) == "/":
+        raise ValueError(f"want an absolute sandbox path, got {value!r}")
+    if any(
+        str(pure) == r or str(pure).startswith(r + "/") or r.startswith(str(pure) + "/")
+        for r in _RESERVED_TARGETS
+    ):
+        raise ValueError(f"{value} overlaps a path the harness owns")
+    return str(pure)
+
+
+Text = Annotated[str, AfterValidator(_text)]
+Name = Annotated[str, AfterValidator(_text), AfterValidator(_name)]
+# A YAML list arrives as a list: the tuple (frozen) is built from it; each item stays strict.
+_FROM_LIST = Field(strict=False)
+Strings = Annotated[tuple[str, ...], _FROM_LIST, AfterValidator(_strings)]
+Tools = Annotated[tuple[str, ...], _FROM_LIST, AfterValidator(_tools)]
+Env = Annotated[dict[str, str], AfterValidator(_env)]
+Command = Annotated[tuple[str, ...], _FROM_LIST, AfterValidator(_command)]
+
+
+# ── the file's model ─────────────────────────────────────────────────────────────────────────
+
+
+class Roles(InputModel):
+    """Which skill plays each role: exactly plan, work and review."""
+
+    plan: Name
+    work: Name
+    review: Name
+
+
+class ServerDecl(InputModel):
+    """One stdio MCP server (``spec.McpServer``)."""
+
+    name: Annotated[str, AfterValidator(_text), AfterValidator(_server_name)]
+    command: Annotated[str, AfterValidator(_text), AfterValidator(_sandbox_command)]
+    args: Strings = ()
+    env: Env = Field(default_factory=dict)
+    read_only_tools: Tools
+    mutating_tools: Tools = ()
+
+    @model_validator(mode="after")
+    def _grants(self) -> ServerDecl:
+        both = sorted(set(self.read_only_tools) & set(self.mutating_tools))
+        if both:
+            raise ValueError(
+                f"read_only_tools: {both} also listed as mutating; mutating tools are never granted"
+            )
+        if not self.read_only_tools:
+            raise ValueError("read_only_tools: a server with no read-only tool grants agents nothing")
+        return self
+
+
+class IndexDigestDecl(InputModel):
+    volatile: Annotated[tuple[str, ...], _FROM_LIST, AfterValidator(_globs)] = ()
+    command: Command | None = None
+
+
+class IndexDecl(InputModel):
+    """The toolkit's index step (``spec.IndexStep``)."""
+
+    command: Command
+    output: Annotated[str, AfterValidator(_clone_path)]
+    env: Env = Field(default_factory=dict)
+    digest: IndexDigestDecl | None = None
+
+
+class MountDecl(InputModel):
+    source: Text
+    target: Annotated[str, AfterValidator(_text), AfterValidator(_mount_target)]
+
+
+class ToolkitFile(InputModel):
+    """``toolkit.yaml``: every key, its type and its rule."""
+
+    name: Name
+    version: Text
+    skills_root: Text
+    roles: Roles
+    mcp_servers: Annotated[tuple[ServerDecl, ...], _FROM_LIST] = ()
+    index: IndexDecl | None = None
+    runtime_mounts: Annotated[tuple[MountDecl, ...], _FROM_LIST] = ()
+
+    @model_validator(mode="after")
+    def _unique_servers(self) -> ToolkitFile:
+        names = [server.name for server in self.mcp_servers]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise ValueError(f"mcp_servers[{i}].name: duplicate server name {name!r}")
+        return self
+
+
 def resolve_toolkit_dir(value: str | Path) -> Path:
     """``--toolkit``: a shipped name (``demo``) or a directory holding ``toolkit.yaml``."""
     text = str(value)
@@ -80,27 +255,39 @@ def resolve_toolkit_dir(value: str | Path) -> Path:
 
 
 def load_toolkit(value: str | Path) -> Toolkit:
-    """The toolkit named or located by ``value``, fully checked; ``ToolkitError`` on the first defect."""
+    """The toolkit named or located by ``value``, fully checked; ``ToolkitError`` naming every defect."""
     root = resolve_toolkit_dir(value)
     manifest = root / MANIFEST
     data = _read(manifest)
-    where = str(manifest)
+    try:
+        declared = ToolkitFile.model_validate(data)
+    except ValidationError as exc:
+        raise ToolkitError(
+            "\n".join(f"{manifest}: {key}: {message}" for key, message in problems(exc, ToolkitFile))
+        ) from None
+    return _build(root, manifest, declared)
+
+
+def _build(root: Path, manifest: Path, declared: ToolkitFile) -> Toolkit:
+    """The checks that need the file system, then the ``Toolkit``."""
 
     def fail(key: str, message: str) -> ToolkitError:
-        return ToolkitError(f"{where}: {key}: {message}")
+        return ToolkitError(f"{manifest}: {key}: {message}")
 
-    for key in data:
-        if key not in _TOP_KEYS:
-            raise fail(str(key), f"unknown key; known keys: {', '.join(_TOP_KEYS)}")
-    name = _text(data, "name", fail)
-    if not _NAME.match(name):
-        raise fail("name", f"{name!r} must match {_NAME.pattern}")
-    version = _text(data, "version", fail)
-    skills_dir = _existing_dir(root, _text(data, "skills_root", fail), "skills_root", fail)
-    roles = _roles(data.get("roles"), skills_dir, fail)
-    servers = _servers(data.get("mcp_servers", []), fail)
-    index = _index(data.get("index"), fail)
-    mounts = _mounts(data.get("runtime_mounts", []), root, fail)
+    skills_dir = _existing_dir(root, declared.skills_root, "skills_root", fail)
+    roles: dict[SkillRole, str] = {}
+    for role in ROLES:
+        skill = getattr(declared.roles, role)
+        if not (skills_dir / skill / "SKILL.md").is_file():
+            raise fail(f"roles.{role}", f"{skills_dir / skill / 'SKILL.md'} does not exist")
+        roles[role] = skill
+    mounts = tuple(
+        RuntimeMount(
+            source=str(_existing_dir(root, m.source, f"runtime_mounts[{i}].source", fail)), target=m.target
+        )
+        for i, m in enumerate(declared.runtime_mounts)
+    )
+    index = declared.index
     try:
         digest = _digest(manifest.read_bytes(), skills_dir, roles)
     except (TreeLimitError, OSError) as exc:
@@ -108,12 +295,23 @@ def load_toolkit(value: str | Path) -> Toolkit:
     return Toolkit(
         root=str(root),
         roles=roles,
-        name=name,
-        version=version,
+        name=declared.name,
+        version=declared.version,
         digest=digest,
         skills_dir=str(skills_dir),
-        mcp_servers=servers,
-        index=index,
+        mcp_servers=tuple(
+            McpServer(s.name, s.command, s.args, dict(s.env), s.read_only_tools, s.mutating_tools)
+            for s in declared.mcp_servers
+        ),
+        index=None
+        if index is None
+        else IndexStep(
+            command=index.command,
+            output=index.output,
+            env=dict(index.env),
+            digest_volatile=index.digest.volatile if index.digest else (),
+            digest_command=index.digest.command if index.digest else None,
+        ),
         runtime_mounts=mounts,
     )
 
@@ -136,164 +334,17 @@ def _read(manifest: Path) -> Mapping[str, Any]:
     return data
 
 
-def _text(data: Mapping[str, Any], key: str, fail, *, prefix: str = "") -> str:
-    value = data.get(key)
-    if not isinstance(value, str) or not value.strip() or "\x00" in value:
-        raise fail(prefix + key, f"want a non-empty string, got {value!r}")
-    return value
-
-
-def _strings(value: Any, key: str, fail, pattern: re.Pattern[str] | None = None) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v and "\x00" not in v for v in value):
-        raise fail(key, f"want a list of non-empty strings, got {value!r}")
-    for item in value:
-        if pattern is not None and not pattern.match(item):
-            raise fail(key, f"{item!r} must match {pattern.pattern}")
-    if len(set(value)) != len(value):
-        raise fail(key, "duplicate entries")
-    return tuple(value)
-
-
 def _expand(root: Path, text: str) -> Path:
     path = Path(text.replace("{cache}", str(default_cache_dir()))).expanduser()
     return path if path.is_absolute() else root / path
 
 
-def _existing_dir(root: Path, text: str, key: str, fail) -> Path:
+def _existing_dir(root: Path, text: str, key: str, fail: Callable[[str, str], ToolkitError]) -> Path:
     path = _expand(root, text)
     if not path.is_dir():
         hint = " (an installed toolkit: run ./dev setup --<toolkit name>)" if "{cache}" in text else ""
         raise fail(key, f"{path} is not a directory{hint}")
     return path.resolve()
-
-
-def _roles(value: Any, skills_dir: Path, fail) -> dict[SkillRole, str]:
-    if not isinstance(value, Mapping) or set(value) != set(ROLES):
-        raise fail("roles", f"want exactly the roles {', '.join(ROLES)} mapped to skill names, got {value!r}")
-    roles: dict[SkillRole, str] = {}
-    for role in ROLES:
-        skill = value[role]
-        if not isinstance(skill, str) or not _NAME.match(skill):
-            raise fail(f"roles.{role}", f"want a skill name matching {_NAME.pattern}, got {skill!r}")
-        if not (skills_dir / skill / "SKILL.md").is_file():
-            raise fail(f"roles.{role}", f"{skills_dir / skill / 'SKILL.md'} does not exist")
-        roles[role] = skill
-    return roles
-
-
-def _servers(value: Any, fail) -> tuple[McpServer, ...]:
-    if not isinstance(value, list):
-        raise fail("mcp_servers", f"want a list, got {value!r}")
-    servers: list[McpServer] = []
-    for i, item in enumerate(value):
-        key = f"mcp_servers[{i}]"
-        if not isinstance(item, Mapping):
-            raise fail(key, f"want a mapping, got {item!r}")
-        for k in item:
-            if k not in _SERVER_KEYS:
-                raise fail(f"{key}.{k}", f"unknown key; known keys: {', '.join(_SERVER_KEYS)}")
-        name = _text(item, "name", fail, prefix=f"{key}.")
-        if not _NAME.match(name) or "__" in name:
-            raise fail(f"{key}.name", f"{name!r} must match {_NAME.pattern} without '__'")
-        if name in {s.name for s in servers}:
-            raise fail(f"{key}.name", f"duplicate server name {name!r}")
-        command = _text(item, "command", fail, prefix=f"{key}.")
-        if not command.startswith("/"):
-            raise fail(f"{key}.command", f"want an absolute path inside the sandbox, got {command!r}")
-        env = item.get("env", {})
-        if not isinstance(env, Mapping) or not all(
-            isinstance(k, str) and _ENV_NAME.match(k) and isinstance(v, str) for k, v in env.items()
-        ):
-            raise fail(f"{key}.env", f"want a mapping of VARIABLE: string, got {env!r}")
-        read_only = _strings(item.get("read_only_tools"), f"{key}.read_only_tools", fail, _TOOL)
-        mutating = _strings(item.get("mutating_tools", []), f"{key}.mutating_tools", fail, _TOOL)
-        both = sorted(set(read_only) & set(mutating))
-        if both:
-            raise fail(
-                f"{key}.read_only_tools", f"{both} also listed as mutating; mutating tools are never granted"
-            )
-        if not read_only:
-            raise fail(f"{key}.read_only_tools", "a server with no read-only tool grants agents nothing")
-        args = _strings(item.get("args", []), f"{key}.args", fail) if item.get("args") else ()
-        servers.append(McpServer(name, command, args, dict(env), read_only, mutating))
-    return tuple(servers)
-
-
-def _index(value: Any, fail) -> IndexStep | None:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping) or not {"command", "output"} <= set(value) <= {
-        "command",
-        "output",
-        "env",
-        "digest",
-    }:
-        raise fail("index", f"want a mapping with command, output and optionally env, digest, got {value!r}")
-    env = value.get("env", {})
-    if not isinstance(env, Mapping) or not all(
-        isinstance(k, str) and _ENV_NAME.match(k) and isinstance(v, str) for k, v in env.items()
-    ):
-        raise fail("index.env", f"want a mapping of VARIABLE: string, got {env!r}")
-    command = _strings(value["command"], "index.command", fail)
-    output = value["output"]
-    pure = PurePosixPath(output) if isinstance(output, str) else None
-    if pure is None or pure.is_absolute() or ".." in pure.parts or not pure.parts or pure.parts[0] == ".git":
-        raise fail("index.output", f"want a relative path inside the clone (not .git), got {output!r}")
-    if not command:
-        raise fail("index.command", "empty command")
-    volatile, digest_command = _index_digest(value.get("digest"), fail)
-    return IndexStep(
-        command=command,
-        output=pure.as_posix(),
-        env=dict(env),
-        digest_volatile=volatile,
-        digest_command=digest_command,
-    )
-
-
-def _index_digest(value: Any, fail) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
-    """``index.digest: {volatile: [glob, ...], command: [...]}`` (both optional)."""
-    if value is None:
-        return (), None
-    if not isinstance(value, Mapping) or not set(value) <= {"volatile", "command"}:
-        raise fail("index.digest", f"want a mapping with volatile and/or command, got {value!r}")
-    volatile = (
-        _strings(value.get("volatile", []), "index.digest.volatile", fail) if value.get("volatile") else ()
-    )
-    for pattern in volatile:
-        pure = PurePosixPath(pattern)
-        if not pattern or pure.is_absolute() or ".." in pure.parts:
-            raise fail(
-                "index.digest.volatile", f"want glob patterns relative to index.output, got {pattern!r}"
-            )
-    command = None
-    if "command" in value:
-        command = _strings(value["command"], "index.digest.command", fail)
-        if not command:
-            raise fail("index.digest.command", "empty command")
-    return volatile, command
-
-
-def _mounts(value: Any, root: Path, fail) -> tuple[RuntimeMount, ...]:
-    if not isinstance(value, list):
-        raise fail("runtime_mounts", f"want a list, got {value!r}")
-    mounts: list[RuntimeMount] = []
-    for i, item in enumerate(value):
-        key = f"runtime_mounts[{i}]"
-        if not isinstance(item, Mapping) or set(item) != {"source", "target"}:
-            raise fail(key, f"want a mapping with exactly source and target, got {item!r}")
-        source = _existing_dir(root, _text(item, "source", fail, prefix=f"{key}."), f"{key}.source", fail)
-        target = _text(item, "target", fail, prefix=f"{key}.")
-        pure = PurePosixPath(target)
-        if not pure.is_absolute() or ".." in pure.parts or str(pure) == "/":
-            raise fail(f"{key}.target", f"want an absolute sandbox path, got {target!r}")
-        if any(
-            str(pure) == r or str(pure).startswith(r + "/") or r.startswith(str(pure) + "/")
-            for r in _RESERVED_TARGETS
-        ):
-            raise fail(f"{key}.target", f"{target} overlaps a path the harness owns")
-        mounts.append(RuntimeMount(source=str(source), target=str(pure)))
-    return tuple(mounts)
 
 
 def _digest(manifest: bytes, skills_dir: Path, roles: Mapping[SkillRole, str]) -> str:

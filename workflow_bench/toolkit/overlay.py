@@ -7,19 +7,18 @@ lone surrogates, non-UTF-8 bytes, reserved names: ``input_files.name_problem``) 
 anything runs, with the reason and the path escaped (``printable``), never a traceback. It is read
 once into an immutable in-memory snapshot with a digest bound into every
 candidate row. The skills it touches decide, exactly, which arms the sweep
-must run (``arms.required_candidate_arms``), so a candidate is always paired
-with its incumbent on the same tasks and runs.
+must run (``arms.candidate_overlay`` checks them against ``--arms``), so a
+candidate is always paired with its incumbent on the same tasks and runs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import stat
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from workflow_bench.arms import ARMS, required_candidate_arms
+from workflow_bench.digests import canonical_digest
 from workflow_bench.input_files import (
     InputFileError,
     TreeLimitError,
@@ -28,7 +27,6 @@ from workflow_bench.input_files import (
     read_bounded,
 )
 from workflow_bench.redaction import printable
-from workflow_bench.tasks.spec import canonical_digest
 
 from .spec import SkillRole, Toolkit
 
@@ -133,37 +131,3 @@ def _require_change(overlay: Overlay, toolkit: Toolkit) -> None:
         raise OverlayError(
             "--candidate-overlay is byte-identical to the incumbent skills; nothing to evaluate"
         )
-
-
-CANDIDATE_ORIGINS = ("manual-initial-overlay", "model-proposer")
-
-
-def candidate_overlay(
-    root: Path | None, *, arms: Sequence[str], toolkit: Toolkit, origin: str | None = None
-) -> Overlay | None:
-    """Load ``--candidate-overlay`` and enforce the candidate-arm rules (reference main()).
-
-    Candidate arms need an overlay; an overlay needs exactly the arms its skill roles imply,
-    each candidate paired with its incumbent, in that order.
-    """
-    candidates = [a for a in arms if ARMS[a].candidate_of]
-    if origin is not None and (root is None or origin not in CANDIDATE_ORIGINS):
-        raise OverlayError(
-            f"--candidate-origin {origin}: needs --candidate-overlay and one of "
-            f"{', '.join(CANDIDATE_ORIGINS)}"
-        )
-    if root is None:
-        if candidates:
-            raise OverlayError(f"arm(s) {' '.join(candidates)} need --candidate-overlay")
-        return None
-    if not candidates:
-        raise OverlayError("--candidate-overlay needs the candidate arms it is evaluated on (candidate_*)")
-    overlay = load_overlay(root, toolkit=toolkit)
-    required = required_candidate_arms(overlay.roles)
-    if tuple(arms) != required:
-        raise OverlayError(
-            f"--candidate-overlay touches skill role(s) {', '.join(sorted(overlay.roles))}: --arms must be "
-            f"exactly {' '.join(required)} (each candidate paired with its incumbent), "
-            f"got {' '.join(arms)}"
-        )
-    return overlay if origin is None else replace(overlay, origin=origin)

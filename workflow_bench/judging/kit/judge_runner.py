@@ -45,6 +45,7 @@ import stat
 import subprocess
 import sys
 import time
+from typing import Any
 
 PR_SET_DUMPABLE = 4
 RESULT_FD = 9
@@ -139,7 +140,9 @@ def _open_channel(path: str) -> tuple[int, int, int]:
 def _collect(read_end: int, child, *, deadline: float) -> tuple[dict, dict]:
     """Read result lines until the child exits (then drain what is buffered, never waiting on
     grandchildren that kept the pipe open) or the deadline passes (then kill its process group)."""
-    buffer, total, tests, drain_until = b"", 0, {}, None
+    buffer, total = b"", 0
+    tests: dict[str, Any] = {}
+    drain_until: float | None = None
     state = {"done": False, "malformed_lines": 0, "channel_overflow": False, "timed_out": False}
     while True:
         exited = child.poll() is not None
@@ -166,7 +169,7 @@ def _collect(read_end: int, child, *, deadline: float) -> tuple[dict, dict]:
             *lines, buffer = buffer.split(b"\n")
             for line in lines:
                 _take(line, tests, state)
-        if exited and (not ready or time.monotonic() > drain_until):
+        if exited and (not ready or (drain_until is not None and time.monotonic() > drain_until)):
             break
     child.wait()
     os.close(read_end)

@@ -50,6 +50,8 @@ def main(argv: list[str]) -> int:
 def _load_path(path: str, index: int):
     name = f"wfbench_target_{index}"
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -58,6 +60,8 @@ def _load_path(path: str, index: int):
 
 def _reporting(channel):
     class ReportingResult(unittest.TextTestResult):
+        _wfbench_outcome: str | None
+
         def startTest(self, test):
             super().startTest(test)
             self._wfbench_outcome = "passed"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from workflow_bench.providers.scripted._script import Cell, Fault, Script, Session, Turn, Usage
+from workflow_bench.providers.scripted._script import Cell, Fault, Script, Subagent, Turn, Usage
 
 EXHAUSTED_TEXT = "(scripted provider: script exhausted)"
 
@@ -103,7 +103,7 @@ class Decision:
     entry: LedgerEntry
 
 
-def _scripted(cell: Cell, session_index: int, subagent: int | None) -> Session | None:
+def _scripted(cell: Cell, session_index: int, subagent: int | None) -> Subagent | None:
     """The script a request is served from: its session, or one of that session's subagents."""
     if session_index >= len(cell.sessions):
         return None

@@ -50,7 +50,7 @@ class ScriptedProvider:
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.book = self._book
         host, port = self._httpd.server_address[:2]
-        self.base_url = f"http://{host}:{port}"
+        self.base_url = f"http://{host!s}:{port}"
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name=f"scripted-provider:{port}", daemon=True
         )

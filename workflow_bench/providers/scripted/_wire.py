@@ -23,6 +23,7 @@ import re
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from email.message import Message
 from typing import Any
 
 from workflow_bench.providers.scripted._script import Usage
@@ -53,6 +54,12 @@ class Reply:
     @property
     def stop_reason(self) -> str:
         return "tool_use" if self.tool_uses else "end_turn"
+
+
+# Request headers as the HTTP server hands them over: looked up case-insensitively (an
+# ``email.message.Message``), or a plain mapping in tests. Never copied into a dict: HTTP header
+# names are case-insensitive, and a dict lookup would miss a name a client spelled differently.
+Headers = Mapping[str, str] | Message
 
 
 def new_tool_use_id() -> str:
@@ -112,7 +119,7 @@ def assistant_turns(body: Mapping[str, Any]) -> int:
     return sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant")
 
 
-def session_id(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
+def session_id(headers: Headers, body: Mapping[str, Any]) -> str | None:
     """The CLI session: ``X-Claude-Code-Session-Id`` header, else ``metadata.user_id``'s session_id."""
     header = headers.get("X-Claude-Code-Session-Id")
     if header:
@@ -129,7 +136,7 @@ def session_id(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | Non
     return None
 
 
-def agent_id(headers: Mapping[str, str]) -> str | None:
+def agent_id(headers: Headers) -> str | None:
     """The subagent a request belongs to (``x-claude-code-agent-id``), or ``None`` for the main loop.
 
     CLI 2.1.332 sends the parent's session id on subagent requests too (measured), so without
@@ -171,7 +178,7 @@ def sse_events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
     message_start, then per block content_block_start / delta(s) / stop, then message_delta and
     message_stop. No ``ping``, so event counts in scripts stay predictable.
     """
-    start_message = {
+    start_message: dict[str, Any] = {
         "id": reply.message_id,
         "type": "message",
         "role": "assistant",
@@ -185,6 +192,7 @@ def sse_events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
         ("message_start", {"type": "message_start", "message": start_message})
     ]
     for index, block in enumerate(_content(reply)):
+        start: dict[str, Any]
         if block["type"] == "text":
             start = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": piece} for piece in _slices(block["text"], 2)]

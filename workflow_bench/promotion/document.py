@@ -1,0 +1,167 @@
+"""`promotion.json`: the gate's inputs, per-task evidence and decisions, as one canonical document.
+
+`promotion_document(inputs, lines)` is the single builder: the sweep calls it when it finishes,
+`python -m workflow_bench.report` calls it to re-render, and `promotion verify` calls it with the
+inputs read back from the stored document to recompute every decision from `results.jsonl`. One
+builder is what makes "byte-identical" and "recomputed exactly" the same claim.
+
+Written whenever candidate arms ran, including for aborted and cancelled sweeps (whose decisions
+are forced to insufficient_evidence by the gate). Pure: no I/O, no clock (the timestamp is the
+sweep's finish time, from sweep.json).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from workflow_bench.arms import ARMS
+from workflow_bench.promotion.evidence import arm_evidence
+from workflow_bench.promotion.gate import PromotionEvidence, TaskPair, decide
+from workflow_bench.promotion.policy import PROMOTION_METRICS, PromotionPolicy
+from workflow_bench.reports.aggregate import ArmHealth
+from workflow_bench.rows.model import Row
+
+PROMOTION_FILE = "promotion.json"
+PROMOTION_SCHEMA = 1
+CANDIDATE_ORIGIN = "manual-initial-overlay"  # when the overlay record names none (--candidate-origin)
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionInputs:
+    """What a decision depends on besides the rows (from sweep.json, or from promotion.json on verify)."""
+
+    generated_at: str
+    run_status: str
+    benchmark_model: str
+    effort: str | None
+    provider: str
+    arms: tuple[str, ...]
+    runs: int
+    tasks: tuple[Mapping[str, Any], ...]
+    policy: Mapping[str, Any]
+    overlay: Mapping[str, Any] | None
+
+
+def candidate_pairs(arms: Sequence[str]) -> list[tuple[str, str, bool]]:
+    """(candidate, incumbent, is_review) for every candidate arm in `arms`, in arm order."""
+    pairs = []
+    for name in arms:
+        spec = ARMS.get(name)
+        if spec is not None and spec.candidate_of:
+            pairs.append((name, spec.candidate_of, spec.review))
+    return pairs
+
+
+def row_digest(line: str) -> str:
+    return hashlib.sha256(line.encode("utf-8")).hexdigest()
+
+
+def _single_model(rows: Sequence[Row], named: str) -> str | None:
+    models = {row.model for row in rows}
+    if len(models) != 1 or named not in models or not named:
+        return None
+    return named
+
+
+def promotion_document(
+    inputs: PromotionInputs,
+    lines: Sequence[str],
+    rows: Sequence[Row],
+    health: Mapping[str, ArmHealth],
+) -> dict[str, Any] | None:
+    """The promotion.json object, or `None` when no candidate arm was declared."""
+    pairs = candidate_pairs(inputs.arms)
+    if not pairs:
+        return None
+    policy = PromotionPolicy.from_json(inputs.policy)
+    generated = datetime.fromisoformat(inputs.generated_at)
+    expires = generated + timedelta(days=policy.evidence_max_age_days)
+    unusable = tuple(arm for arm, h in health.items() if h.status.value == "UNUSABLE")
+    model = _single_model(rows, inputs.benchmark_model)
+    by_cell: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        by_cell.setdefault((str(row.task), str(row.arm)), []).append(row)
+    decisions = []
+    for candidate, incumbent, review in pairs:
+        task_pairs = tuple(
+            TaskPair(
+                task=str(task["id"]),
+                task_class=str(task.get("class") or ""),
+                incumbent=arm_evidence(
+                    by_cell.get((str(task["id"]), incumbent), []), metrics=PROMOTION_METRICS
+                ),
+                candidate=arm_evidence(
+                    by_cell.get((str(task["id"]), candidate), []), metrics=PROMOTION_METRICS
+                ),
+            )
+            for task in inputs.tasks
+        )
+        evidence = PromotionEvidence(
+            candidate_arm=candidate,
+            incumbent_arm=incumbent,
+            review=review,
+            run_status=inputs.run_status,
+            model=model,
+            unusable_arms=unusable,
+            tasks=task_pairs,
+        )
+        decisions.append(decide(policy, evidence).to_json())
+    overlay = dict(inputs.overlay) if inputs.overlay else None
+    return {
+        "schema_version": PROMOTION_SCHEMA,
+        "generated_at": generated.isoformat(),
+        "evidence_expires_at": expires.isoformat(),
+        "run_status": inputs.run_status,
+        "benchmark_model": inputs.benchmark_model,
+        "effort": inputs.effort,
+        "provider": inputs.provider,
+        "candidate_origin": (overlay or {}).get("origin", CANDIDATE_ORIGIN),
+        "candidate_overlay": (
+            None if overlay is None else {k: overlay[k] for k in ("digest", "roles", "files")}
+        ),
+        "target_base_digests": None if overlay is None else overlay["target_base_digests"],
+        "arms": list(inputs.arms),
+        "runs": inputs.runs,
+        "required_candidate_arms": [c for c, _, _ in pairs],
+        "selected_tasks": [dict(t) for t in inputs.tasks],
+        "policy": dict(inputs.policy),
+        "health": {arm: h.status.value for arm, h in health.items()},
+        "results": {
+            "file": "results.jsonl",
+            "rows": len(lines),
+            "row_sha256": [row_digest(x) for x in lines],
+        },
+        "decisions": decisions,
+    }
+
+
+def inputs_from_document(doc: Mapping[str, Any]) -> PromotionInputs:
+    """The builder's inputs as recorded in a stored document (for verify's recomputation)."""
+    overlay = None
+    if doc.get("candidate_overlay") is not None:
+        overlay = {
+            **doc["candidate_overlay"],
+            "target_base_digests": doc.get("target_base_digests"),
+            "origin": doc.get("candidate_origin"),
+        }
+    return PromotionInputs(
+        generated_at=doc["generated_at"],
+        run_status=doc["run_status"],
+        benchmark_model=doc["benchmark_model"],
+        effort=doc["effort"],
+        provider=doc["provider"],
+        arms=tuple(doc["arms"]),
+        runs=doc["runs"],
+        tasks=tuple(doc["selected_tasks"]),
+        policy=doc["policy"],
+        overlay=overlay,
+    )
+
+
+def document_text(doc: Mapping[str, Any]) -> str:
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"

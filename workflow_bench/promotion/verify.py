@@ -1,0 +1,220 @@
+"""`promotion verify DIR`: recompute promotion.json from results.jsonl and compare exactly.
+
+Checks, in order, stopping at the first difference (reported as one line):
+schema and keys; policy (round-trips exactly, equals sweep.json's when present); timestamps
+(timezone-aware, generated no later than 5 minutes from now, expiry exactly generated + the
+policy's evidence age ≤ 90 days, not yet passed); the row ledger (count and each row's sha256:
+any edited, deleted or duplicated row is named by line); run-count consistency and finite metrics
+in the stored evidence; then the whole document rebuilt by `document.promotion_document` from the
+rows and the recorded inputs must equal the stored one, key for key.
+
+Pure except for reading the directory; `verify_promotion` returns the first difference or None.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from workflow_bench.promotion.document import (
+    CANDIDATE_ORIGIN,
+    PROMOTION_FILE,
+    PROMOTION_SCHEMA,
+    inputs_from_document,
+    promotion_document,
+    row_digest,
+)
+from workflow_bench.promotion.policy import PolicyError, PromotionPolicy
+from workflow_bench.reports.aggregate import aggregate_all
+from workflow_bench.reports.health import sweep_health
+from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecordError, read_sweep_record
+from workflow_bench.rows.migrate import row_from_stored
+from workflow_bench.rows.model import Row
+
+# A clock a few minutes ahead of the verifier's is skew, not forgery (the reference's tolerance).
+FUTURE_SKEW = timedelta(minutes=5)
+_KEYS = frozenset(
+    {
+        "schema_version", "generated_at", "evidence_expires_at", "run_status", "benchmark_model", "effort",
+        "provider", "candidate_origin", "candidate_overlay", "target_base_digests", "arms", "runs",
+        "required_candidate_arms", "selected_tasks", "policy", "health", "results", "decisions",
+    }
+)  # fmt: skip
+
+
+class VerifyError(ValueError):
+    """The first difference between promotion.json and what its rows prove."""
+
+
+def load_promotion(out_dir: Path) -> dict[str, Any]:
+    path = out_dir / PROMOTION_FILE
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
+    except (OSError, ValueError) as exc:
+        raise VerifyError(f"{path}: unreadable: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise VerifyError(f"{path}: want a JSON object")
+    return doc
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} (metrics must be finite)")
+
+
+def first_difference(expected: Any, actual: Any, path: str = "") -> str | None:
+    """The path and both values of the first place two JSON values differ, or None."""
+    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        for key in sorted(set(expected) | set(actual)):
+            if key not in actual:
+                return f"{path}.{key}: missing (recomputed {expected[key]!r})"
+            if key not in expected:
+                return f"{path}.{key}: unexpected key (stored {actual[key]!r})"
+            found = first_difference(expected[key], actual[key], f"{path}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(expected, list) and isinstance(actual, list):
+        for index, (a, b) in enumerate(zip(expected, actual, strict=False)):
+            found = first_difference(a, b, f"{path}[{index}]")
+            if found:
+                return found
+        if len(expected) != len(actual):
+            return f"{path}: length {len(actual)} stored, {len(expected)} recomputed"
+        return None
+    if type(expected) is not type(actual) or expected != actual:
+        return f"{path}: stored {actual!r}, recomputed {expected!r}"
+    return None
+
+
+def _timestamps(doc: Mapping[str, Any], policy: PromotionPolicy, now: datetime) -> None:
+    try:
+        generated = datetime.fromisoformat(doc["generated_at"])
+        expires = datetime.fromisoformat(doc["evidence_expires_at"])
+    except (TypeError, ValueError) as exc:
+        raise VerifyError(f"timestamps: {exc}") from exc
+    if generated.tzinfo is None or expires.tzinfo is None:
+        raise VerifyError("timestamps: generated_at and evidence_expires_at must be timezone-aware")
+    if generated > now + FUTURE_SKEW:
+        raise VerifyError(f"generated_at {generated.isoformat()} is in the future (now {now.isoformat()})")
+    if expires - generated != timedelta(days=policy.evidence_max_age_days):
+        raise VerifyError(
+            f"evidence_expires_at {expires.isoformat()} is not generated_at +"
+            f" {policy.evidence_max_age_days} days"
+        )
+    if expires <= now:
+        raise VerifyError(f"evidence expired at {expires.isoformat()}")
+
+
+def _consistency(doc: Mapping[str, Any]) -> None:
+    """Run counts add up and every metric is finite, per stored task evidence."""
+    for decision in doc["decisions"]:
+        for task in decision["tasks"]:
+            for side in ("incumbent", "candidate"):
+                ev = task[side]
+                where = f"{decision['candidate_arm']}/{task['task']}/{side}"
+                if ev["runs"] != ev["valid_runs"] + ev["excluded_runs"]:
+                    raise VerifyError(
+                        f"{where}: runs {ev['runs']} != valid {ev['valid_runs']} + excluded"
+                        f" {ev['excluded_runs']}"
+                    )
+                if not ev["resolved"] <= ev["scored_runs"] <= ev["valid_runs"]:
+                    raise VerifyError(
+                        f"{where}: want resolved <= scored <= valid, got {ev['resolved']},"
+                        f" {ev['scored_runs']}, {ev['valid_runs']}"
+                    )
+                numbers = [*ev["metrics"].values(), ev["review_weighted_f1"], ev["review_blocker_recall"]]
+                if any(isinstance(v, float) and not math.isfinite(v) for v in numbers):
+                    raise VerifyError(f"{where}: non-finite metric")
+                if any(not isinstance(n, int) or n < 0 for n in ev["error_kinds"].values()):
+                    raise VerifyError(f"{where}: error-kind counts must be non-negative integers")
+
+
+def _rows(out_dir: Path, doc: Mapping[str, Any]) -> tuple[list[str], list[Row]]:
+    path = out_dir / "results.jsonl"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise VerifyError(f"{path}: {exc}") from exc
+    lines = [line for line in text.split("\n") if line.strip()]
+    ledger = doc["results"]
+    digests = ledger.get("row_sha256") if isinstance(ledger, Mapping) else None
+    if not isinstance(digests, list):
+        raise VerifyError("results.row_sha256: missing")
+    for index, line in enumerate(lines):
+        if index >= len(digests):
+            raise VerifyError(
+                f"results.jsonl line {index + 1}: not in promotion.json (row added or duplicated)"
+            )
+        if row_digest(line) != digests[index]:
+            raise VerifyError(
+                f"results.jsonl line {index + 1}: sha256 differs from promotion.json (row edited, moved"
+                " or deleted)"
+            )
+    if len(lines) != len(digests) or ledger.get("rows") != len(digests):
+        raise VerifyError(
+            f"results.jsonl has {len(lines)} rows, promotion.json records {ledger.get('rows')} (row deleted?)"
+        )
+    try:
+        rows = [
+            row_from_stored(
+                json.loads(line, parse_constant=_refuse_constant), where=f"results.jsonl line {n}"
+            )
+            for n, line in enumerate(lines, 1)
+        ]
+    except ValueError as exc:  # RowReadError too: a row the model does not accept is no evidence
+        raise VerifyError(f"results.jsonl: {exc}") from exc
+    return lines, rows
+
+
+def _matches_overlay_record(doc: Mapping[str, Any], overlay: Mapping[str, Any] | None) -> None:
+    """The overlay's identity and origin are the ones sweep.json recorded at sweep start."""
+    stored = doc.get("candidate_overlay") or {}
+    if (overlay or {}).get("digest") != stored.get("digest"):
+        raise VerifyError("candidate_overlay differs from the overlay sweep.json recorded at sweep start")
+    if overlay is not None and doc.get("candidate_origin") != overlay.get("origin", CANDIDATE_ORIGIN):
+        raise VerifyError("candidate_origin differs from the overlay origin sweep.json recorded")
+
+
+def verify_promotion(out_dir: Path, *, now: datetime) -> dict[str, Any]:
+    """The verified document; raises `VerifyError` with the first difference."""
+    doc = load_promotion(out_dir)
+    if doc.get("schema_version") != PROMOTION_SCHEMA:
+        raise VerifyError(f"schema_version {doc.get('schema_version')!r}, want {PROMOTION_SCHEMA}")
+    if set(doc) != _KEYS:
+        raise VerifyError(f"keys: unknown {sorted(set(doc) - _KEYS)}, missing {sorted(_KEYS - set(doc))}")
+    try:
+        policy = PromotionPolicy.from_json(doc["policy"])
+    except PolicyError as exc:
+        raise VerifyError(str(exc)) from exc
+    if (out_dir / SWEEP_RECORD_FILE).exists():
+        try:
+            record = read_sweep_record(out_dir)
+        except SweepRecordError as exc:
+            raise VerifyError(str(exc)) from exc
+        if record.policy != doc["policy"]:
+            raise VerifyError("policy differs from the policy sweep.json recorded at sweep start")
+        _matches_overlay_record(doc, record.overlay)
+    _timestamps(doc, policy, now)
+    lines, rows = _rows(out_dir, doc)
+    try:
+        _consistency(doc)
+    except (KeyError, TypeError) as exc:
+        raise VerifyError(f"decisions: malformed evidence ({exc!r})") from exc
+    arms = doc["arms"]
+    task_ids = {t.get("id") for t in doc["selected_tasks"]}
+    for index, row in enumerate(rows):
+        if row.arm not in arms or row.task not in task_ids:
+            raise VerifyError(f"results.jsonl line {index + 1}: task/arm outside the recorded selection")
+    try:
+        health = sweep_health(aggregate_all(rows), arms=arms)
+        expected = promotion_document(inputs_from_document(doc), lines, rows, health)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise VerifyError(f"cannot recompute: {exc!r}") from exc
+    difference = first_difference(expected, doc)
+    if difference:
+        raise VerifyError(f"promotion.json{difference}")
+    return doc

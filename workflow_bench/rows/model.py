@@ -1,0 +1,550 @@
+"""The results.jsonl row: one typed model (``Row``), assembled from the parts each layer writes.
+Over 400 lines on purpose: every row field's one declaration (type and meaning) is this table.
+
+A field is declared once, here, with its type and its meaning (the ``description``, which
+``docs/results-schema.md`` and ``docs/results-schema.json`` are generated from). Each part is
+one writer's contribution, so a newcomer finds a field by who produces it:
+
+- ``Identity`` (cells.rows): which cell; ``Verdict`` (cells.run): ok, resolved, the first error;
+- ``SessionLayer`` (cells.session_fold): what the sessions measured and proved;
+- ``VerifyJudgement``/``OracleJudgement`` (cells.run, from judging): the two judges' findings;
+- ``Churn`` (workspace.patch), ``Review`` (review scoring), ``ProviderUsage`` (the model side);
+- ``Provenance`` (cells.rows): what the cell ran on, against which commit, toolkit and bounds;
+- ``DriverRecord`` (sweep driver, reuse): wall time, runtime digest, reuse;
+- ``Artifacts`` (output directory): the files the row points at.
+
+Every model is frozen with ``extra="forbid"`` and strict types: a typo in a field name or a
+value of the wrong type fails where the row is built, never as a silent ``None`` three modules
+later. ``None`` means not measured (never 0). Adding a row field is one declaration in its part
+(plus its use); bump ``SCHEMA_VERSION`` when a field is added or changes meaning, and teach
+``rows.migrate`` what older rows lack. Must never: import from cells, reports or anything above.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from workflow_bench.judging.outcomes import ErrorKind
+from workflow_bench.providers.access import CellKey
+from workflow_bench.review.score import ReviewScore, review_row_fields
+
+SCHEMA_VERSION = 6
+"""6: the typed row (closed ``error_kind``, every field present and typed), the kernel budgets in
+``resource_limits`` (``cpus`` … ``seccomp_denied``) and ``cost_usd`` unknown when the relay served a
+thread the CLI never opened; 5 added per-test outcomes (``verify_tests*``, ``oracle_tests*``) and
+``expected_tests_digest``; 1–5 migrate on read."""
+
+# A measured quantity that is an integer or a float as produced (``round`` keeps a sum of ints an
+# int): the value is stored as given, so a row re-serializes to the same bytes.
+Number = Annotated[int | float, Field(union_mode="left_to_right")]
+
+
+class Strict(BaseModel):
+    """Frozen, no extra keys, no coercion (``True`` is not a count, ``"3"`` is not a number)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
+
+
+class Usage(Strict):
+    """The four token counts, each ``None`` when unknown (keep in sync with ``usage.USAGE_FIELDS``)."""
+
+    input_tokens: int | None
+    cache_creation_input_tokens: int | None
+    cache_read_input_tokens: int | None
+    output_tokens: int | None
+
+
+class TranscriptArtifact(Strict):
+    """One redacted session stream kept beside the row."""
+
+    path: str
+    sha256: str
+    bytes: int
+    source: str
+
+
+class ResourceLimits(Strict):
+    """The bounds a cell ran under (``sandbox.CellResources.enforced``)."""
+
+    memory_mib: int | None
+    pids: int | None
+    disk_mib: int | None
+    cpus: Number | None
+    files: int | None
+    nofile_per_process: int | None
+    msgqueue_bytes: int | None
+    ptys: int | None
+    cell_uid: int | None
+    namespace_limits: dict[str, int] | None
+    seccomp_denied: list[str] | None
+    sampled: list[str]
+
+
+class ReviewScoreRecord(Strict):
+    """``review_score``: the full score object of a review arm (``review.ReviewScore.as_dict``)."""
+
+    true_positives: int
+    false_positives: int
+    false_negatives: int
+    precision: Number | None
+    recall: Number | None
+    f1: Number | None
+    weighted_precision: Number | None
+    weighted_recall: Number | None
+    weighted_f1: Number | None
+    blocker_recall: Number | None
+    severity_accuracy: Number | None
+    category_accuracy: Number | None
+    verdict_correct: bool
+    clean_control: bool
+    clean_pass: bool
+    score_finite: bool
+
+
+class Part(Strict):
+    """One writer's fields of a row; ``SECTION`` heads it in docs/results-schema.md."""
+
+    SECTION: ClassVar[str] = ""
+
+
+def _f(meaning: str, **options: Any) -> Any:
+    """A row field: its meaning (documentation and JSON Schema) and, for most, ``None`` unless measured."""
+    return Field(description=meaning, **options)
+
+
+class Identity(Part):
+    """Which cell the row is (written by ``cells.rows.identity``)."""
+
+    SECTION: ClassVar[str] = "identity"
+    schema_version: int = _f(f"version of this schema ({SCHEMA_VERSION})")
+    task: str = _f("task id")
+    task_class: str = _f("task class from the task file", alias="class")
+    arm: str = _f("arm name")
+    run: int = _f("0-based repetition index")
+    recorded_at: str = _f("UTC ISO time the row was built")
+
+
+class Verdict(Part):
+    """The outcome: the first failure kind and its cause (``cells.run``)."""
+
+    SECTION: ClassVar[str] = "verdict"
+    ok: bool = _f("every session finished cleanly with verified evidence")
+    resolved: bool = _f("ok AND authored tests passed AND hidden oracle passed")
+    # Lax on purpose: a stored row spells the kind as its string; only vocabulary values pass.
+    error_kind: ErrorKind | None = _f(
+        "first failure kind (see judging/outcomes.py / the report legend), null when none",
+        default=None,
+        strict=False,
+    )
+    error_detail: str | dict[str, Any] | None = _f(
+        "redacted cause of error_kind: a string, or for session-error an object", default=None
+    )
+
+
+class JudgedTest(Strict):
+    """One test a judge reported (``judging.verdict.TestResult``), as a row keeps it."""
+
+    id: str = Field(description="the normalized test id")
+    outcome: Literal["passed", "failed", "error", "skipped"]
+    message: str | None = Field(
+        description="the first 300 characters of a failure's message, redacted; always null for the oracle"
+    )
+
+
+class JudgedTests(Strict):
+    """``verify_tests``/``oracle_tests``: a judge's tests, failures first, at most 200."""
+
+    tests: list[JudgedTest]
+    omitted: int = Field(description="how many more tests were reported than are listed")
+
+
+class VerifyJudgement(Part):
+    """The task's authored verify, judged by the harness (``judging.judge.run_verify``)."""
+
+    SECTION: ClassVar[str] = "authored verify"
+    authored_tests_passed: bool | None = _f(
+        "the task's verify passed (workspace read-only, no network), judged on the judge runner's "
+        "nonce-bound outcome report: every expected test (the lock `tasks check` wrote) reported and "
+        "passed, else at least verify_min_tests tests all passed; a task declaring neither is judged "
+        "by verify's exit status",
+        default=None,
+    )
+    authored_test_output: str | None = _f("tail (≤4000 chars) of the verify output, redacted", default=None)
+    verify_output: str | None = _f("alias of authored_test_output (reference compatibility)", default=None)
+    verify_detail: str | None = _f(
+        "how verify was judged: the verdict with its reasons (which tests failed, were missing or "
+        "skipped; counts; exit status), or 'exit status N' when the task declares no verify_min_tests "
+        "and has no expected tests",
+        default=None,
+    )
+    verify_tests_run: int | None = _f(
+        "distinct tests verify reported; null when nothing reported any test", default=None
+    )
+    verify_tests_passed: int | None = _f(
+        "of those, tests that passed; null as verify_tests_run", default=None
+    )
+    verify_tests_skipped: int | None = _f(
+        "of those, tests reported skipped; null as verify_tests_run", default=None
+    )
+    verify_tests: JudgedTests | None = _f(
+        "{tests: [{id, outcome, message}], omitted}: verify's tests as oracle_tests, with the first "
+        "300 characters of each failure's message, redacted; null as verify_tests_run",
+        default=None,
+    )
+
+
+class OracleJudgement(Part):
+    """The hidden oracle (or the hidden review labels), staged after every model process exited."""
+
+    SECTION: ClassVar[str] = "hidden oracle"
+    oracle_passed: bool | None = _f(
+        "the hidden oracle proved success: its nonce-bound outcome report, written by the harness's "
+        "judge runner outside the workspace, shows every expected test (lock) passed, else at least "
+        "oracle.min_tests (default 1) tests run and all passed; and the command exited 0",
+        default=None,
+    )
+    oracle_output: str | None = _f(
+        "'hidden oracle passed: ' / 'hidden oracle failed: ' and the harness's verdict on the outcome "
+        "report (counts, or why it is no proof); oracle output is never kept",
+        default=None,
+    )
+    oracle_tests_run: int | None = _f(
+        "distinct tests the oracle reported (result lines and JUnit XML merged by normalized id); null "
+        "when nothing reported any test or the report was no evidence (never 0 for unknown)",
+        default=None,
+    )
+    oracle_tests_passed: int | None = _f(
+        "of those, tests that passed; null as oracle_tests_run", default=None
+    )
+    oracle_tests_skipped: int | None = _f(
+        "of those, tests reported skipped; null as oracle_tests_run", default=None
+    )
+    oracle_tests: JudgedTests | None = _f(
+        "{tests: [{id, outcome, message}], omitted}: the oracle's tests (normalized ids; outcome "
+        "passed | failed | error | skipped), failures first, at most 200; message always null (it "
+        "may quote the hidden tests); omitted counts the rest; null as oracle_tests_run",
+        default=None,
+    )
+
+
+_SAME_FOUR = "as input_tokens"
+
+
+class SessionLayer(Part):
+    """What the arm's sessions measured and proved, summed over sessions (``cells.session_fold``).
+
+    Kept on a row that failed after the sessions finished: what they spent was spent.
+    """
+
+    SECTION: ClassVar[str] = "sessions"
+    input_tokens: int | None = _f(
+        "sum over sessions of the main conversation's usage as the relay saw it served (the wire "
+        "record: evidence of record; the CLI result's usage must equal it, else evidence-tampered); "
+        "null if unknown",
+        default=None,
+    )
+    cache_creation_input_tokens: int | None = _f(_SAME_FOUR, default=None)
+    cache_read_input_tokens: int | None = _f(_SAME_FOUR, default=None)
+    output_tokens: int | None = _f(_SAME_FOUR, default=None)
+    cost_usd: Number | None = _f(
+        "sum of the CLI's total_cost_usd (includes subagents); null if any session lacked it, or "
+        "if the relay served a thread the CLI never opened (its spend is in usage_wire, never priced)",
+        default=None,
+    )
+    duration_s: Number | None = _f(
+        "sum of the CLI's duration_ms / 1000 (process wall time when absent)", default=None
+    )
+    num_turns: int | None = _f("sum of the CLI's num_turns", default=None)
+    usage_main_loop: Usage | None = _f(
+        "{input_tokens, cache_creation_input_tokens, cache_read_input_tokens, output_tokens}: the "
+        "CLI result's usage summed over sessions (the four fields above): the main loop only",
+        default=None,
+    )
+    usage_wire: Usage | None = _f(
+        "same four fields over every message the relay saw served (main loop and subagents, each "
+        "message id once, cut streams included): the provider's spend as the host observed it",
+        default=None,
+    )
+    usage_transcripts: Usage | None = _f(
+        "same four fields summed over every assistant message of the parent-captured streams, "
+        "subagents included, deduplicated by message.id; null fields when the stream carried no "
+        "real usage (through a LiteLLM gateway its per-message usage is all zeros). CLI 2.1.332 "
+        "reports output_tokens from message_start, so against a real API output is a lower bound",
+        default=None,
+    )
+    relay_refused_requests: int | None = _f(
+        "requests the model relay refused (another path, model or session, malformed or oversized, "
+        "over the connection cap); never forwarded",
+        default=None,
+    )
+    sessions: int | None = _f("number of sessions that ran", default=None)
+    session_ids: list[str] | None = _f("CLI session ids, in order", default=None)
+    skill_invoked: bool | None = _f(
+        "true: every expected skill proven invoked (the model requested Skill for it and a later "
+        "request carried a non-error result, per the wire record); false: one was not; null: no skill",
+        default=None,
+    )
+    transcript_missing: bool | None = _f(
+        "a session's evidence could not be verified from its stream", default=None
+    )
+    evidence_diagnostics: list[str] | None = _f("why evidence was unverifiable, if it was", default=None)
+    tool_use_counts: dict[str, int] | None = _f(
+        "tool name → number of tool calls the model made across sessions (wire record); MCP tools "
+        "count per tool under their full name mcp__<server>__<tool>",
+        default=None,
+    )
+    plan_produced: bool | None = _f(
+        "false only for a plan→work arm whose plan document was not accepted", default=None
+    )
+    plan_doc: str | None = _f("the accepted plan document (repo-relative), or null", default=None)
+    skill_digest: str | None = _f(
+        "fingerprint of the seeded skill files the sessions had to leave intact", default=None
+    )
+    variant_head_sha: str | None = _f("HEAD after skill seeding and setup: the diff base", default=None)
+
+
+class ProviderUsage(Part):
+    """What the model side observed for this cell (``providers``: the ledger or the gateway log)."""
+
+    SECTION: ClassVar[str] = "provider usage"
+    usage_provider: Usage | None = _f(
+        "same four fields as the model side observed them for this cell: the scripted provider's "
+        "ledger (completed requests) or the LiteLLM gateway's usage log (successful requests, "
+        "provider-native arithmetic); null when nothing observed the cell's requests",
+        default=None,
+    )
+    usage_provider_source: Literal["scripted-ledger", "litellm-gateway"] | None = _f(
+        "'scripted-ledger', 'litellm-gateway', or null: who observed usage_provider", default=None
+    )
+
+
+class Churn(Part):
+    """The change's size, from the harness-owned patch view (``workspace.patch``)."""
+
+    SECTION: ClassVar[str] = "churn"
+    diff_files: int | None = _f(
+        "files changed vs the starting commit (plan docs and skills excluded)", default=None
+    )
+    diff_insertions: int | None = _f("lines inserted (same exclusions)", default=None)
+    diff_deletions: int | None = _f("lines deleted (same exclusions)", default=None)
+
+
+_REVIEW_METRIC = "review metric (workflow_bench/review/score.py); null when not scored"
+
+
+class Review(Part):
+    """A review arm's artifact verdict and its score against the hidden labels (``review.score``).
+
+    The ``review_<metric>`` fields flatten ``review_score``; a test keeps them equal to
+    ``review.score.METRIC_NAMES``.
+    """
+
+    SECTION: ClassVar[str] = "review"
+    review_evidence_valid: bool | None = _f(
+        "the artifact met the contract and the workspace was untouched", default=None
+    )
+    review_score: ReviewScoreRecord | None = _f(
+        "the full score object (review arms with a valid artifact), or null", default=None
+    )
+    review_true_positives: int | None = _f(_REVIEW_METRIC, default=None)
+    review_false_positives: int | None = _f(_REVIEW_METRIC, default=None)
+    review_false_negatives: int | None = _f(_REVIEW_METRIC, default=None)
+    review_precision: Number | None = _f(_REVIEW_METRIC, default=None)
+    review_recall: Number | None = _f(_REVIEW_METRIC, default=None)
+    review_f1: Number | None = _f(_REVIEW_METRIC, default=None)
+    review_weighted_precision: Number | None = _f(_REVIEW_METRIC, default=None)
+    review_weighted_recall: Number | None = _f(_REVIEW_METRIC, default=None)
+    review_weighted_f1: Number | None = _f(_REVIEW_METRIC, default=None)
+    review_blocker_recall: Number | None = _f(_REVIEW_METRIC, default=None)
+    review_severity_accuracy: Number | None = _f(_REVIEW_METRIC, default=None)
+    review_category_accuracy: Number | None = _f(_REVIEW_METRIC, default=None)
+    review_verdict_correct: bool | None = _f(_REVIEW_METRIC, default=None)
+    review_clean_control: bool | None = _f(_REVIEW_METRIC, default=None)
+    review_clean_pass: bool | None = _f(_REVIEW_METRIC, default=None)
+    review_score_finite: bool | None = _f(_REVIEW_METRIC, default=None)
+
+    @classmethod
+    def scored(cls, score: ReviewScore | None, *, evidence_valid: bool) -> Review:
+        """The review fields of a row; with no score (an invalid artifact) every metric is ``None``."""
+        return cls.model_validate(review_row_fields(score, evidence_valid=evidence_valid))
+
+
+class Provenance(Part):
+    """What the cell ran on, against which commit, toolkit and bounds (``cells.rows``)."""
+
+    SECTION: ClassVar[str] = "provenance"
+    model: str | None = _f("model id the sessions ran on", default=None)
+    benchmark_model: str | None = _f("same as model (reference compatibility)", default=None)
+    effort: str | None = _f("Claude Code --effort level, or null for the CLI default", default=None)
+    provider: str | None = _f(
+        "'anthropic', 'openai' (through the LiteLLM gateway) or 'scripted' (a scripted row measures "
+        "the pipeline, not a model)",
+        default=None,
+    )
+    claude_code_version: str | None = _f("version of the Claude Code CLI that ran the sessions", default=None)
+    sandbox_backend: str | None = _f(
+        "'bwrap', or 'host-unsafe' for --unsafe-no-bwrap review sweeps", default=None
+    )
+    resource_limits: ResourceLimits | None = _f(
+        "bounds the cell ran under: {memory_mib, pids, disk_mib, cpus, files, nofile_per_process, "
+        "msgqueue_bytes, ptys, cell_uid, namespace_limits, seccomp_denied, sampled} (disk = room over "
+        "the clone; cpus = CFS quota in cores; files = open descriptors of the whole cell; ptys = its "
+        "devpts max; cell_uid = the unprivileged host uid its processes ran as, root runner only; "
+        "namespace_limits = the /proc/sys/user limits of its user namespace; seccomp_denied = the "
+        "syscalls refused); a bound is enforced by the kernel (cgroup, loop volume, devpts, uid: root; "
+        "rlimits, user namespace, seccomp: any invoker) or, listed in sampled, by the host-side "
+        "watchdog; null for a bound not enforced at all",
+        default=None,
+    )
+    task_ref: str | None = _f("the ref named in the task file", default=None)
+    task_base_sha: str | None = _f("the immutable commit the ref resolved to", default=None)
+    sanitized_task_sha: str | None = _f(
+        "the parentless snapshot commit every clone of the task starts from", default=None
+    )
+    task_prompt_digest: str | None = _f("sha256 of the task prompt (canonical JSON)", default=None)
+    task_binding_digest: str | None = _f("digest of the whole bound task definition", default=None)
+    oracle_digest: str | None = _f("digest of the hidden oracle command and files", default=None)
+    oracle_command_digest: str | None = _f("digest of the oracle command", default=None)
+    oracle_manifest_digest: str | None = _f(
+        "digest of the oracle file manifest (target, sha256, size)", default=None
+    )
+    expected_tests_digest: str | None = _f(
+        "digest of the task's expected-tests lock entry that judged verify and the oracle (part of "
+        "task_binding_digest); null when the task has no lock",
+        default=None,
+    )
+    ce_plugin_version: str | None = _f(
+        "comparator plugin version (ce_* arms only), verified against its manifest", default=None
+    )
+    ce_plugin_manifest_digest: str | None = _f(
+        "digest of the comparator plugin snapshot (ce_* arms only)", default=None
+    )
+    candidate_overlay_digest: str | None = _f(
+        "digest of the candidate skill overlay (candidate_* arms only)", default=None
+    )
+    toolkit_name: str | None = _f("name from the evaluated toolkit's toolkit.yaml", default=None)
+    toolkit_version: str | None = _f("version from toolkit.yaml", default=None)
+    toolkit_digest: str | None = _f(
+        "sha256 over toolkit.yaml and every file of its role skills; null for a toolkit built in code",
+        default=None,
+    )
+    index_digest: str | None = _f(
+        "digest of the code-graph index the cell got (reproducible: the toolkit's volatile index files "
+        "count by name, its digest command's dump by its sorted lines); null when none",
+        default=None,
+    )
+    mcp_servers: list[str] | None = _f(
+        "names of the toolkit MCP servers in the sessions' strict --mcp-config ([] for baseline_nomcp)",
+        default=None,
+    )
+
+
+class DriverRecord(Part):
+    """What the sweep driver adds: the cell's wall time, what it ran on, whether it was reused."""
+
+    SECTION: ClassVar[str] = "driver"
+    cell_wall_s: Number | None = _f(
+        "wall time of the whole cell on its executor (workspace, sessions, verify, oracle, capture), s; "
+        "what --order longest-first learns from",
+        default=None,
+    )
+    runtime_digest: str | None = _f(
+        "digest of what the cell ran on (CLI version, harness sources, sandbox backend, provider, script); "
+        "--reuse-results requires it equal",
+        default=None,
+    )
+    reused: bool | None = _f(
+        "true when copied from --reuse-results instead of paid in this sweep", default=None
+    )
+    reused_from_dir: str | None = _f(
+        "the --reuse-results directory a reused row came from; else null", default=None
+    )
+    reused_from_recorded_at: str | None = _f(
+        "when a reused row was originally measured (its first recorded_at); else null", default=None
+    )
+
+
+class Artifacts(Part):
+    """The files the row points at, written by the output directory beside it (``output.directory``)."""
+
+    SECTION: ClassVar[str] = "artifacts"
+    transcript_artifacts: list[TranscriptArtifact] | None = _f(
+        "[{path, sha256, bytes, source}] of the redacted session streams", default=None
+    )
+    wire_artifacts: list[str] | None = _f(
+        "per-session wire record files (one JSON line per exchange, no bodies)", default=None
+    )
+    patch_artifact: str | None = _f("file name of the final working-tree diff, or null", default=None)
+    review_artifact: str | None = _f(
+        "file name of the copied review artifact (review arms), or null", default=None
+    )
+
+
+# The parts in documentation order; ``Row`` is exactly their fields.
+PARTS: tuple[type[Part], ...] = (
+    Identity,
+    Verdict,
+    VerifyJudgement,
+    OracleJudgement,
+    SessionLayer,
+    ProviderUsage,
+    Churn,
+    Review,
+    Provenance,
+    DriverRecord,
+    Artifacts,
+)
+
+
+class Row(
+    Artifacts,
+    DriverRecord,
+    Provenance,
+    Review,
+    Churn,
+    ProviderUsage,
+    SessionLayer,
+    OracleJudgement,
+    VerifyJudgement,
+    Verdict,
+    Identity,
+):
+    """One cell's row in results.jsonl: every part's fields, each declared once in its part."""
+
+    SECTION: ClassVar[str] = "row"
+
+    @property
+    def key(self) -> CellKey:
+        """The cell this row is the result of."""
+        return CellKey(task_id=self.task, run=self.run, arm=self.arm)
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """The row as stored: JSON values keyed by the stored names (``class``, not ``task_class``)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    def replace(self, **changes: Any) -> Row:
+        """A copy with ``changes`` (field names), validated like a new row."""
+        return Row.model_validate({**self.model_dump(by_alias=False), **changes})
+
+
+def assemble(*parts: Part) -> Row:
+    """The row of the given parts; a field two parts both set is a bug (``ValueError``)."""
+    merged: dict[str, Any] = {}
+    for part in parts:
+        values = {name: getattr(part, name) for name in part.model_fields_set | _required(type(part))}
+        clash = sorted(set(values) & set(merged))
+        if clash:
+            raise ValueError(f"row fields set twice: {clash}")
+        merged.update(values)
+    return Row.model_validate(merged)
+
+
+def _required(part: type[Part]) -> set[str]:
+    return {name for name, info in part.model_fields.items() if info.is_required()}
+
+
+def stored_names() -> tuple[str, ...]:
+    """Every field of a stored row, by its stored name, in documentation order."""
+    return tuple(info.alias or name for part in PARTS for name, info in part.model_fields.items())
