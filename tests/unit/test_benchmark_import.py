@@ -140,3 +140,18 @@ def test_harbor_task_id_must_be_usable(tmp_path):
     task = _harbor(tmp_path, name="bad name")
     with pytest.raises(HarborError, match="not a usable task id"):
         draft_harbor(task, tasks_dir=tmp_path / "corpus", repo=None, bwrap_bin="bwrap")
+
+
+def test_harbor_environment_with_a_symlink_or_too_many_entries_is_refused(tmp_path, monkeypatch):
+    from workflow_bench.tasks import harbor
+
+    task = _harbor(tmp_path)
+    (task / "environment" / "link").symlink_to("/etc/passwd")
+    with pytest.raises(HarborError, match="is a symlink"):
+        draft_harbor(task, tasks_dir=tmp_path / "corpus", repo=None, bwrap_bin="bwrap")
+    (task / "environment" / "link").unlink()
+    monkeypatch.setattr(harbor, "MAX_TREE_ENTRIES", 1)
+    (task / "environment" / "more").write_text("x\n")
+    with pytest.raises(HarborError, match="over 1 entries"):
+        draft_harbor(task, tasks_dir=tmp_path / "corpus", repo=None, bwrap_bin="bwrap")
+    assert not (tmp_path / "corpus").exists()

@@ -35,13 +35,15 @@ Callers: ``tasks.importers``, tests.
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workflow_bench.input_files import InputFileError, load_yaml, read_bounded
+from workflow_bench.input_files import InputFileError, TreeLimitError, bounded_walk, load_yaml, read_bounded
 from workflow_bench.process import ProcessError
 from workflow_bench.sandbox import Mount, RunPolicy, SandboxKind, create_sandbox
 from workflow_bench.taskspec.oracle_spec import MAX_ORACLE_FILES, target_problem
@@ -57,6 +59,8 @@ from .new import NewTaskError, worktree_top
 from .recipes import linked_copy, write_repository
 
 MAX_FILE_BYTES = 512 * 1024
+MAX_TREE_ENTRIES = 20_000  # a task's environment/ or tests/: files for a starting state, not a dataset
+MAX_TREE_DEPTH = 64
 SOLVE_TIMEOUT_S = 600
 ENVIRONMENT_EXCLUDED = ("Dockerfile", "docker-compose.yaml", "docker-compose.yml", ".dockerignore")
 CONTAINER_WORKDIR = "/app"
@@ -121,15 +125,26 @@ def _layout(task_dir: Path) -> Layout:
     )
 
 
+def _walk(root: Path, *, excluded: frozenset[str] = frozenset()) -> list[tuple[str, Path, os.stat_result]]:
+    """Every entry below ``root`` (bounded; links never followed): (relative path, path, lstat)."""
+    try:
+        return [
+            (rel, Path(full), st)
+            for rel, full, st in bounded_walk(
+                root, max_entries=MAX_TREE_ENTRIES, max_depth=MAX_TREE_DEPTH, skip_top=excluded
+            )
+        ]
+    except (TreeLimitError, OSError) as err:
+        raise HarborError(f"{root}: {err}") from None
+
+
 def _files(root: Path, *, excluded: frozenset[str]) -> dict[str, tuple[bytes, bool]]:
     found: dict[str, tuple[bytes, bool]] = {}
-    for path in sorted(root.rglob("*")):
-        if path.relative_to(root).parts[0] in excluded:
-            continue
-        if path.is_symlink():
+    for rel, path, st in _walk(root, excluded=excluded):
+        if stat.S_ISLNK(st.st_mode):
             raise HarborError(f"{path} is a symlink; a task repository holds files only")
-        if path.is_file():
-            found[path.relative_to(root).as_posix()] = (_read(path), bool(path.stat().st_mode & 0o111))
+        if stat.S_ISREG(st.st_mode):
+            found[rel] = (_read(path), bool(st.st_mode & 0o111))
     return found
 
 
@@ -153,9 +168,9 @@ def draft_harbor(
     pytest = FRAMEWORKS["pytest"]
     tests = (
         {
-            f"tests/{p.relative_to(tests_dir).as_posix()}": _read(p)
-            for p in sorted(tests_dir.rglob("*.py"))
-            if p.is_file() and not p.is_symlink()
+            f"tests/{rel}": _read(path)
+            for rel, path, st in _walk(tests_dir)
+            if rel.endswith(".py") and stat.S_ISREG(st.st_mode)
         }
         if tests_dir.is_dir()
         else {}
