@@ -14,21 +14,14 @@ task (exit 0), so each refusal is the input's doing.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.builders import git_in
 from workflow_bench.tasks.__main__ import main as tasks_main
 
 pytestmark = pytest.mark.e2e
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=repo, check=True, capture_output=True, text=True,
-    ).stdout.strip()  # fmt: skip
 
 
 @pytest.fixture
@@ -36,19 +29,19 @@ def repo(tmp_path) -> Path:
     """A two-commit repository: a bug, then its fix with a unittest test."""
     repo = tmp_path / "calc"
     (repo / "tests").mkdir(parents=True)
-    _git(repo, "init", "-q", "-b", "main")
+    git_in(repo, "init", "-q", "-b", "main")
     (repo / "calc.py").write_text("def total(a, b):\n    return a - b\n")
     (repo / "tests" / "__init__.py").write_text("")
     (repo / "tests" / "test_calc.py").write_text(
         "import unittest\n\nimport calc\n\n\nclass Calc(unittest.TestCase):\n"
         "    def test_zero(self):\n        self.assertEqual(calc.total(0, 0), 0)\n"
     )
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "calc 1.0")
+    git_in(repo, "add", "-A")
+    git_in(repo, "commit", "-q", "-m", "calc 1.0")
     (repo / "calc.py").write_text("def total(a, b):\n    return a + b\n")
     with (repo / "tests" / "test_calc.py").open("a") as handle:
         handle.write("\n    def test_sum(self):\n        self.assertEqual(calc.total(2, 3), 5)\n")
-    _git(repo, "commit", "-q", "-am", "calc 1.1: total adds")
+    git_in(repo, "commit", "-q", "-am", "calc 1.1: total adds")
     return repo
 
 
@@ -70,7 +63,7 @@ def test_tasks_new_refuses_bad_input_and_writes_nothing(repo, tmp_path, capsys, 
     )
     empty_patch = tmp_path / "empty.patch"
     empty_patch.write_text("")
-    repo_state = _git(repo, "status", "--porcelain", "--ignored"), _git(repo, "rev-parse", "HEAD")
+    repo_state = git_in(repo, "status", "--porcelain", "--ignored"), git_in(repo, "rev-parse", "HEAD")
     cases = [
         (_new(repo, tasks, "--fix", "0123456789abcdef0123456789abcdef01234567"), "0123456789ab"),
         (_new(repo, tasks, "--fix", "no-such-branch"), "no-such-branch"),
@@ -90,7 +83,10 @@ def test_tasks_new_refuses_bad_input_and_writes_nothing(repo, tmp_path, capsys, 
         assert code == 2, (argv, captured.out, captured.err)
         assert named in captured.err and "Traceback" not in captured.err, (argv, captured.err)
         assert not any(corpus.iterdir()), argv
-    assert (_git(repo, "status", "--porcelain", "--ignored"), _git(repo, "rev-parse", "HEAD")) == repo_state
+    assert (
+        git_in(repo, "status", "--porcelain", "--ignored"),
+        git_in(repo, "rev-parse", "HEAD"),
+    ) == repo_state
 
 
 def test_tasks_new_refuses_a_runtime_the_registry_does_not_have(repo, tmp_path, capsys, private_tmpdir):

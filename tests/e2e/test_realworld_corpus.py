@@ -24,9 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.builders import result_dicts
+from tests.builders import agent_sweep
 from tests.conftest import short_dir
-from workflow_bench import runner
 from workflow_bench.arms import DEFAULT_ARMS
 from workflow_bench.tasks.__main__ import main as tasks_main
 
@@ -61,18 +60,9 @@ def test_the_corpus_is_written_with_its_frameworks_mounts_and_runtime(realworld)
 
 
 def _sweep(agent: str, tasks: Path, tmp_path: Path, capsys) -> list[dict]:
-    script = tmp_path / f"{agent}.yaml"
-    assert tasks_main(["agent-script", "--tasks", str(tasks), "--agent", agent, "--out", str(script)]) == 0
-    out = tmp_path / f"out-{agent}"
-    code = runner.main(
-        [
-            "--tasks", str(tasks), "--provider", "scripted", "--script", str(script),
-            "--include-expensive", "--workers", "2", "--out", str(out),
-        ]
-    )  # fmt: skip
-    err = capsys.readouterr().err
-    assert code == 0, err  # no arm UNUSABLE, no cell skill-not-invoked
-    return result_dicts(out)
+    code, rows = agent_sweep(tasks, agent, tmp_path, "--include-expensive", "--workers", "2")
+    assert code == 0, capsys.readouterr().err  # no arm UNUSABLE, no cell skill-not-invoked
+    return rows
 
 
 def test_oracle_agent_resolves_every_default_arm_cell_and_noop_agent_none(

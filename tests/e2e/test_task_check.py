@@ -14,7 +14,7 @@ import shutil
 import pytest
 import yaml
 
-from tests.builders import result_dicts
+from tests.builders import agent_sweep
 from workflow_bench import runner
 from workflow_bench.arms import DEFAULT_ARMS
 from workflow_bench.tasks.__main__ import main as tasks_main
@@ -102,21 +102,10 @@ def test_a_task_that_cannot_discriminate_exits_1_named(
 
 
 def _sweep_with_agent(agent: str, tmp_path, capsys) -> list[dict]:
-    script = tmp_path / f"{agent}.yaml"
-    assert (
-        tasks_main(["agent-script", "--tasks", str(DEMO_TASKS), "--agent", agent, "--out", str(script)]) == 0
-    )
-    out = tmp_path / f"out-{agent}"
-    code = runner.main(
-        [
-            "--tasks", str(DEMO_TASKS), "--provider", "scripted", "--script", str(script),
-            "--include-expensive", "--workers", "2", "--out", str(out),
-        ]
-    )  # fmt: skip
-    err = capsys.readouterr().err
+    code, rows = agent_sweep(DEMO_TASKS, agent, tmp_path, "--include-expensive", "--workers", "2")
     # Every arm measured something: no cell is skill-not-invoked, no arm UNUSABLE (that is exit 1).
-    assert code == 0, err
-    return result_dicts(out)
+    assert code == 0, capsys.readouterr().err
+    return rows
 
 
 def test_oracle_agent_resolves_everything_and_noop_agent_nothing(

@@ -28,9 +28,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.builders import result_dicts
+from tests.builders import agent_sweep, git_in
 from tests.conftest import link_tree
-from workflow_bench import runner
 from workflow_bench.arms import DEFAULT_ARMS
 from workflow_bench.tasks.__main__ import main as tasks_main
 from workflow_bench.tasks.recipes import build_task, load_recipe
@@ -55,10 +54,6 @@ STATEMENT = (
 )
 
 
-def _git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def clones(tmp_path) -> Path:
     """``<tmp>/clones/r1chardj0n3s__parse``: a clone of the recipe's parse repository (both
@@ -72,13 +67,13 @@ def clones(tmp_path) -> Path:
 
 
 def _instance(clone: Path, instance_id: str, **changes: object) -> dict:
-    base = _git("rev-parse", "HEAD~1", cwd=clone).strip()
+    base = git_in(clone, "rev-parse", "HEAD~1")
     return {
         "repo": "r1chardj0n3s/parse",
         "instance_id": instance_id,
         "base_commit": base,
-        "patch": _git("diff", "HEAD~1", "HEAD", "--", "parse", cwd=clone),
-        "test_patch": _git("diff", "HEAD~1", "HEAD", "--", "tests", cwd=clone),
+        "patch": git_in(clone, "diff", "HEAD~1", "HEAD", "--", "parse") + "\n",  # git_in strips
+        "test_patch": git_in(clone, "diff", "HEAD~1", "HEAD", "--", "tests") + "\n",
         "problem_statement": STATEMENT,
         # As the published datasets hold them: JSON text.
         "FAIL_TO_PASS": json.dumps(FAILING),
@@ -94,17 +89,9 @@ def _files(folder: Path) -> dict[Path, bytes]:
 
 
 def _sweep(agent: str, tasks: Path, tmp_path: Path, capsys) -> list[dict]:
-    script = tmp_path / f"{agent}.yaml"
-    assert tasks_main(["agent-script", "--tasks", str(tasks), "--agent", agent, "--out", str(script)]) == 0
-    out = tmp_path / f"out-{agent}"
-    code = runner.main(
-        [
-            "--tasks", str(tasks), "--provider", "scripted", "--script", str(script),
-            "--workers", "2", "--out", str(out),
-        ]
-    )  # fmt: skip
+    code, rows = agent_sweep(tasks, agent, tmp_path, "--workers", "2")
     assert code == 0, capsys.readouterr().err
-    return result_dicts(out)
+    return rows
 
 
 def test_swebench_jsonl_imports_the_sound_instance_refuses_the_rest_by_name_and_runs(
@@ -282,13 +269,13 @@ def test_harbor_task_directories_import_where_they_map(
     assert tb1_task["id"] == "calc-tb1" and tb1_task["class"] == "harbor-debugging"
     assert tb1_task["prompt"] == asked and tb1_task["oracle"]["command"] == task["oracle"]["command"]
     tb1_repo = (tasks.parent / tb1_task["repo"]).resolve()
-    assert sorted(_git("ls-files", cwd=tb1_repo).split()) == ["calc.py"]  # no harness file
+    assert sorted(git_in(tb1_repo, "ls-files").split()) == ["calc.py"]  # no harness file
     assert [f["target"] for f in task["oracle"]["files"]] == ["tests/test_outputs.py"]
     patch = (tasks.parent / task["reference_patch"]).read_text()
     assert "+    return a + b" in patch and "Dockerfile" not in patch
     repo = (tasks.parent / task["repo"]).resolve()
     assert repo == (tasks.parent / "repos" / "calc-sum").resolve()
-    assert sorted(_git("ls-files", cwd=repo).split()) == ["calc.py"]  # no Dockerfile, no deps tree
+    assert sorted(git_in(repo, "ls-files").split()) == ["calc.py"]  # no Dockerfile, no deps tree
     assert (repo / ".wfbench-deps" / "site-packages").is_dir()
     assert sorted(p.name for p in (tasks.parent / "repos").iterdir()) == ["calc-sum", "calc-tb1"]
     # Its lock records the oracle's one test.
