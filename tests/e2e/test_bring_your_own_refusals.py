@@ -7,8 +7,9 @@ nothing written (no task file, no oracle or patch file, no ``node_modules``, no 
 - ``tasks deps node`` with a lockfile that does not install (out of step with package.json),
   and with no lockfile at all.
 
-The positive control, on the same repository: ``tasks new`` from its fix commit writes the
-task (exit 0), so each refusal is the input's doing.
+The positive control, on the same repository: ``tasks new`` from its fix commit, and from the
+same fix as a patch, writes the task (exit 0, the same reference patch), so each refusal is the
+input's doing.
 """
 
 from __future__ import annotations
@@ -109,6 +110,14 @@ def test_tasks_new_positive_control_writes_the_task(repo, tmp_path, capsys, bwra
     assert {"tasks.yaml", "tasks.lock.json", "reference/calc-sum.patch"} <= set(written)
     assert b"return a + b" in written["reference/calc-sum.patch"]
     assert b"test_sum" not in written["reference/calc-sum.patch"]  # the test change is the oracle's
+    # The same fix given as a patch against the base: the same reference patch.
+    fix = tmp_path / "fix.patch"
+    fix.write_text(git_in(repo, "diff", "HEAD~1", "HEAD") + "\n")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    code = tasks_main(_new(repo, mine / "tasks.yaml", "--fix-patch", str(fix), "--id", "calc-sum"))
+    assert code == 0, capsys.readouterr().out
+    assert (mine / "reference" / "calc-sum.patch").read_bytes() == written["reference/calc-sum.patch"]
 
 
 def test_tasks_deps_node_refuses_a_lockfile_that_does_not_install(tmp_path, capsys):
