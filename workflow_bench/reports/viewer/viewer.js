@@ -331,7 +331,7 @@
     var node = el("section", "session", head,
       el("p", "label", "session id ", fmt(s.session_id), "; ", String(s.exchanges), " wire exchange(s)",
         s.init ? "; model " + s.init.model : "",
-        result ? "; result " + result.subtype + (result.is_error ? " (error)" : "") + ", " + fmt(result.num_turns) + " turn(s), cost $" + fmt(result.cost_usd) : ""),
+        result ? "; result " + result.subtype + (result.is_error ? " (error)" : "") + ", " + fmt(result.num_turns) + " turn(s), cost $" + fmt(result.cost_usd, 6) : ""),
       el("p", "label", "≈ cost per turn: the session's cost (the CLI reports no finer figure) apportioned by tokens weighted 1 : 1.25 : 0.1 : 5 (input : cache write : cache read : output, Anthropic's price ratios)."),
       s.notes.length ? el("ul", "", s.notes.map(function (n) { return el("li", "", n); })) : null,
       s.stream_lines_unreadable ? el("p", "no", String(s.stream_lines_unreadable) + " transcript line(s) are not JSON") : null,
