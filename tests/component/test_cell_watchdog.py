@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from tests.conftest import _missing
+from tests.builders import missing_tool
 from workflow_bench.sandbox import (
     CellLimits,
     CellResources,
@@ -31,7 +31,7 @@ SMALL = CellLimits(memory_mib=256, pids=64, disk_mib=16)
 @pytest.fixture
 def cell(tmp_path, bwrap_bin, monkeypatch):
     if not _watchdog.available():
-        _missing("/proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN)")
+        missing_tool("/proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN)")
     monkeypatch.setattr(_limits, "_own_cgroup", lambda _controller: None)
     monkeypatch.setattr(_limits, "_can_mount", lambda: False)
     template = tmp_path / "template"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.sweep_fixtures import make_toolkit, overlay_for, record, row, runs, write_sweep
+from tests.builders import make_toolkit, overlay_for, sweep_record, sweep_row, sweep_runs, write_sweep
 
 pytestmark = pytest.mark.component
 # Flags per environment.md / the machine notes: no sandbox (root in CI), no GPU, no network.
@@ -58,10 +58,12 @@ def sweep_dir(tmp_path: Path) -> Path:
     arms = ("workflow", "candidate_workflow", "baseline")
     rows = []
     for task in ("t1", "t2"):
-        rows += runs(3, task, "workflow", cost_usd=1.0, usage_main_loop=None)
-        rows += runs(3, task, "candidate_workflow", cost_usd=0.8)
-        rows += runs(2, task, "baseline", cost_usd=0.5, skill_invoked=None)
-        rows.append(row(task, "baseline", 2, resolved=False, error_kind="oracle-failed", skill_invoked=None))
+        rows += sweep_runs(3, task, "workflow", cost_usd=1.0, usage_main_loop=None)
+        rows += sweep_runs(3, task, "candidate_workflow", cost_usd=0.8)
+        rows += sweep_runs(2, task, "baseline", cost_usd=0.5, skill_invoked=None)
+        rows.append(
+            sweep_row(task, "baseline", 2, resolved=False, error_kind="oracle-failed", skill_invoked=None)
+        )
     usage = {"input_tokens": 100, "cache_creation_input_tokens": 10, "cache_read_input_tokens": 500}
     rows = [
         r.replace(
@@ -71,7 +73,7 @@ def sweep_dir(tmp_path: Path) -> Path:
         )
         for r in rows
     ]
-    rec = record(arms=arms, tasks=("t1", "t2"), overlay=overlay_for(toolkit))
+    rec = sweep_record(arms=arms, tasks=("t1", "t2"), overlay=overlay_for(toolkit))
     return write_sweep(tmp_path / "out", rec, rows)
 
 

@@ -9,7 +9,6 @@ back as data and only it writes the output directory.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.builders import result_dicts
 
 from .conftest import DEMO_TASKS, REPO_ROOT
 from .ray_cluster import comm, descendants, two_node_cluster
@@ -63,7 +64,7 @@ def check_demo_on_a_two_node_cluster(thread_rows: list[dict], tmp_path: Path) ->
             assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
             assert "fewer than --workers 3" in refused.stdout + refused.stderr
             assert not refused_out.exists(), "a refused sweep leaves nothing behind (no lock, no rows)"
-        rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        rows = result_dicts(out)
         assert _outcomes(rows) == _outcomes(thread_rows)
         # Observed on the driver, as with threads: the provider's per-cell ledger reached the rows.
         assert all(r["usage_provider_source"] == "scripted-ledger" for r in rows)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from tests.builders import result_dicts
 from workflow_bench import runner
 
 from .conftest import DEMO_TASKS, REPO_ROOT
@@ -29,7 +29,7 @@ def test_every_implementation_arm_runs(arms, task_file_for, tmp_path, bwrap_bin,
     tasks = task_file_for("trivial-amount-grouping")
     out = tmp_path / "out"
     code = runner.main(["--tasks", str(tasks), "--provider", "scripted", "--arms", *arms, "--out", str(out)])
-    rows = {r["arm"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    rows = {r["arm"]: r for r in result_dicts(out)}
     assert code == 0
     for arm, row in rows.items():
         assert row["resolved"] is True, (arm, row["error_kind"], row["error_detail"])

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import result_dicts
 from workflow_bench import runner
 
 from .conftest import tool_results
@@ -37,7 +38,7 @@ def test_baseline_nomcp_cannot_see_skills_and_has_slash_commands_off(
     out = tmp_path / "out"
     argv = ["--tasks", str(tasks), "--provider", "scripted", "--script", str(SCRIPT)]
     runner.main([*argv, "--arms", "baseline", "baseline_nomcp", "--out", str(out)])
-    rows = {r["arm"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    rows = {r["arm"]: r for r in result_dicts(out)}
     assert set(rows) == {"baseline", "baseline_nomcp"}
     seen = {}
     for arm in rows:

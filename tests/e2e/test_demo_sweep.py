@@ -15,6 +15,7 @@ import tempfile
 
 import pytest
 
+from tests.builders import result_dicts
 from tests.component.test_demo_corpus import EXPECTED as CORPUS_EXPECTED
 from workflow_bench import runner
 from workflow_bench.claude_cli import PINNED_CLAUDE_CODE_VERSION
@@ -39,7 +40,7 @@ def demo(tmp_path_factory, bwrap_bin, claude_bin):
             ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
         )
     leftovers = set(private_tmp.iterdir())
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows = result_dicts(out)
     return code, out, rows, leftovers
 
 

@@ -9,12 +9,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.builders import result_dicts
 from workflow_bench import runner
 
 from .conftest import tool_results
@@ -26,9 +26,7 @@ SCRIPT = Path(__file__).parent / "scripts" / "evidence-rules.yaml"
 def _sweep(tasks, out, *arms: str, extra: tuple[str, ...] = ()) -> dict:
     argv = ["--tasks", str(tasks), "--provider", "scripted", "--script", str(SCRIPT), *extra]
     runner.main([*argv, "--arms", *arms, "--out", str(out)])
-    return {
-        (r["task"], r["arm"]): r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())
-    }
+    return {(r["task"], r["arm"]): r for r in result_dicts(out)}
 
 
 def test_sessions_that_break_the_evidence_rules(task_file_for, tmp_path, bwrap_bin, claude_bin):

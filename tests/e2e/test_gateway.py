@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import result_dicts
 from workflow_bench import runner
 from workflow_bench.usage import sum_usage
 
@@ -30,7 +31,7 @@ GATEWAY_LINE = re.compile(r"LiteLLM gateway on http://127\.0\.0\.1:(\d+)")
 
 
 def _rows(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return result_dicts(out)
 
 
 def _lines(path: Path) -> list[dict]:

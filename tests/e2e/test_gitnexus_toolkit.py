@@ -9,11 +9,11 @@ has no server and no index digest. A task repository whose commit already holds 
 
 from __future__ import annotations
 
-import json
 import subprocess
 
 import pytest
 
+from tests.builders import REFUSED, init_event, result_dicts, tool_results_by_name
 from workflow_bench import runner
 from workflow_bench.tasks.__main__ import main as tasks_main
 from workflow_bench.taskspec.index_guard import committed_index_problems
@@ -21,7 +21,6 @@ from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.manifest import load_toolkit
 
 from .conftest import REPO_ROOT, recorded_tempdirs
-from .test_mcp_toolkit import REFUSED, init_event, tool_results
 
 pytestmark = pytest.mark.e2e
 SCRIPT = REPO_ROOT / "tests" / "e2e" / "scripts" / "gitnexus.yaml"
@@ -38,7 +37,7 @@ def test_gitnexus_toolkit_answers_from_its_index(task_file_for, tmp_path, bwrap_
     console = capsys.readouterr().out
     assert code in (0, 1), console
     assert console.count("index built: .gitnexus") == 1, console
-    rows = {r["arm"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    rows = {r["arm"]: r for r in result_dicts(out)}
     base, nomcp = rows["baseline"], rows["baseline_nomcp"]
     for row in rows.values():
         assert row["error_kind"] != "infra-error", row["error_detail"]
@@ -51,14 +50,14 @@ def test_gitnexus_toolkit_answers_from_its_index(task_file_for, tmp_path, bwrap_
     transcript = out / base["transcript_artifacts"][0]["path"]
     servers = [(s.get("name"), s.get("status")) for s in init_event(transcript).get("mcp_servers") or []]
     assert servers == [("gitnexus", "connected")], servers
-    results = tool_results(transcript)
+    results = tool_results_by_name(transcript)
     for name in READ_ONLY:
         assert results[name][0] is False, (name, results[name])
     assert "format_amount" in results["mcp__gitnexus__impact"][1], results["mcp__gitnexus__impact"]
     assert results["mcp__gitnexus__rename"] == (True, REFUSED.format("mcp__gitnexus__rename"))
     assert all(base["tool_use_counts"][name] == 1 for name in READ_ONLY), base["tool_use_counts"]
 
-    results = tool_results(out / nomcp["transcript_artifacts"][0]["path"])
+    results = tool_results_by_name(out / nomcp["transcript_artifacts"][0]["path"])
     for name, (is_error, text) in results.items():
         assert (is_error, text) == (True, REFUSED.format(name))
 
@@ -131,7 +130,7 @@ def test_graph_demo_script_drives_the_real_graph_and_still_resolves(
     code = runner.main([*argv, "--arms", "workflow", "baseline_nomcp", "--runs", "1", "--out", str(out)])
     console = capsys.readouterr().out
     assert code == 0, console
-    rows = {r["arm"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    rows = {r["arm"]: r for r in result_dicts(out)}
     flow, nomcp = rows["workflow"], rows["baseline_nomcp"]
     assert flow["resolved"] is True and nomcp["resolved"] is True, (
         flow["error_detail"],
@@ -147,7 +146,7 @@ def test_graph_demo_script_drives_the_real_graph_and_still_resolves(
         transcript = out / artifact["path"]
         servers = [(s.get("name"), s.get("status")) for s in init_event(transcript).get("mcp_servers") or []]
         assert servers == [("gitnexus", "connected")], servers
-        results.update(tool_results(transcript))
+        results.update(tool_results_by_name(transcript))
     for name in READ_ONLY:
         assert results[name][0] is False, (name, results[name])
     assert "Function:ledger/money.py:format_amount" in results["mcp__gitnexus__impact"][1]

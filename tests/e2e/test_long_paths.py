@@ -6,7 +6,6 @@ TMPDIR alone; the preflight refuses, before any clone, a TMPDIR too long for eve
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.builders import result_dicts
 from workflow_bench import runner
 from workflow_bench.workspace.paths import AF_UNIX_PATH_MAX, longest_socket_path
 
@@ -61,7 +61,7 @@ def test_128_char_id_with_the_longest_arm_under_a_60_char_tmpdir(
                 "--arms", *arms, *WORK_OVERLAY, "--out", str(out),
             ]
         )  # fmt: skip
-        rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        rows = result_dicts(out)
         assert code == 0
         assert sorted(r["arm"] for r in rows) == sorted(arms)
         for row in rows:

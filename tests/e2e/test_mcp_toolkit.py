@@ -15,12 +15,12 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import mcp
 import pytest
 import yaml
 
+from tests.builders import REFUSED, init_event, result_dicts, tool_results_by_name
 from workflow_bench import runner
 from workflow_bench.toolkit.manifest import CORPUS_TOOLKIT
 
@@ -29,7 +29,6 @@ from .conftest import REPO_ROOT
 pytestmark = pytest.mark.e2e
 MINI = Path(__file__).resolve().parent / "toolkits" / "mini"
 SITE_PACKAGES = Path(mcp.__file__).resolve().parents[1]
-REFUSED = "<tool_use_error>Error: No such tool available: {}</tool_use_error>"  # CLI 2.1.332
 
 
 def mini_toolkit(tmp_path: Path, *, index: bool = False) -> Path:
@@ -72,33 +71,6 @@ def mini_toolkit(tmp_path: Path, *, index: bool = False) -> Path:
     return root
 
 
-def tool_results(transcript: Path) -> dict[str, tuple[bool, str]]:
-    """tool name → (is_error, result text) from a parent-captured stream."""
-    names: dict[str, str] = {}
-    results: dict[str, tuple[bool, str]] = {}
-    for line in transcript.read_text().splitlines():
-        event: dict[str, Any] = json.loads(line)
-        message = event.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        for block in content if isinstance(content, list) else []:
-            if block.get("type") == "tool_use":
-                names[block["id"]] = block["name"]
-            elif block.get("type") == "tool_result":
-                text = block.get("content")
-                if isinstance(text, list):
-                    text = " ".join(str(part.get("text", "")) for part in text)
-                results[names[block["tool_use_id"]]] = (bool(block.get("is_error")), str(text))
-    return results
-
-
-def init_event(transcript: Path) -> dict[str, Any]:
-    for line in transcript.read_text().splitlines():
-        event = json.loads(line)
-        if event.get("type") == "system" and event.get("subtype") == "init":
-            return event
-    raise AssertionError("no init event")
-
-
 def test_mini_toolkit_server_answers_in_baseline_and_is_absent_in_nomcp(
     task_file_for, tmp_path, bwrap_bin, claude_bin, capsys
 ):
@@ -110,7 +82,7 @@ def test_mini_toolkit_server_answers_in_baseline_and_is_absent_in_nomcp(
     code = runner.main(argv)
     console = capsys.readouterr().out
     assert code in (0, 1), console
-    rows = {r["arm"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    rows = {r["arm"]: r for r in result_dicts(out)}
     for row in rows.values():
         assert row["toolkit_name"] == "mini" and row["toolkit_version"] == "0.1"
         assert row["toolkit_digest"].startswith("sha256:") and row["index_digest"] is None
@@ -121,7 +93,7 @@ def test_mini_toolkit_server_answers_in_baseline_and_is_absent_in_nomcp(
     transcript = out / base["transcript_artifacts"][0]["path"]
     servers = [(s.get("name"), s.get("status")) for s in init_event(transcript).get("mcp_servers") or []]
     assert servers == [("mini", "connected")], servers
-    results = tool_results(transcript)
+    results = tool_results_by_name(transcript)
     assert results["mcp__mini__lookup"][0] is False, results
     assert "MINI-LOOKUP format_amount: ledger/money.py:18" in results["mcp__mini__lookup"][1], results
     # Refused by the CLI (never granted), not merely failing in the server's write jail.
@@ -140,7 +112,7 @@ def test_mini_toolkit_server_answers_in_baseline_and_is_absent_in_nomcp(
     init = init_event(transcript)
     assert init.get("mcp_servers") == [], init
     assert init.get("slash_commands") == [], init.get("slash_commands")  # --disable-slash-commands
-    results = tool_results(transcript)
+    results = tool_results_by_name(transcript)
     skill_read = results.pop("Read")
     assert skill_read[0] is True and "# Plan" not in skill_read[1], skill_read  # masked by an empty dir
     assert set(results) == {
@@ -188,7 +160,7 @@ def test_index_is_built_once_per_commit_however_many_tasks_and_cells_share_it(
     assert console.count("index built: .mini-index") == 1, console  # ... one index build
     assert console.count("index reused from trivial-amount-grouping") == 1, console
     assert "index build FAILED" not in console
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows = result_dicts(out)
     assert len(rows) == 6 and {r["task"] for r in rows} == {
         "trivial-amount-grouping", "bug-negative-amounts", "feature-report-filter",
     }  # fmt: skip

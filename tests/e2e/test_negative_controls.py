@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import result_dicts
 from workflow_bench import runner
 from workflow_bench.corpus.build_target import HISTORY_CANARY
 
@@ -43,7 +44,7 @@ def test_negative_controls(task_file_for, tmp_path, bwrap_bin, claude_bin, capsy
             str(out),
         ]
     )
-    rows = {r["arm"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    rows = {r["arm"]: r for r in result_dicts(out)}
     assert set(rows) == {"workflow", "workflow_direct", "baseline"}
 
     # An outage is a session error with unknown usage, never a zero-cost measurement; the arm

@@ -6,7 +6,6 @@ TMPDIR each; nothing globs the shared /tmp.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import _missing
+from tests.builders import missing_tool, result_dicts
 from workflow_bench import runner
 from workflow_bench.output.lock import LOCK_FILE
 from workflow_bench.workspace.paths import WORK_ROOT_PATTERN
@@ -52,7 +51,7 @@ def _wait_for(predicate, *, timeout_s: float, proc: subprocess.Popen) -> None:
 
 
 def _rows(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return result_dicts(out)
 
 
 def test_second_runner_on_the_same_out_exits_2_naming_the_first(
@@ -79,12 +78,12 @@ def test_disk_full_keeps_written_rows_and_exits_1(
     task_file_for, tmp_path, tmp_path_factory, bwrap_bin, claude_bin
 ):
     if os.geteuid() != 0:
-        _missing("root, to mount a small tmpfs (CI runs as root)")
+        missing_tool("root, to mount a small tmpfs (CI runs as root)")
     fs = tmp_path / "fs"
     fs.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(fs)], capture_output=True)
     if mounted.returncode != 0:
-        _missing(f"a tmpfs mount ({mounted.stderr.decode().strip()})")
+        missing_tool(f"a tmpfs mount ({mounted.stderr.decode().strip()})")
     try:
         out = fs / "out"
         private = tmp_path_factory.mktemp("t")

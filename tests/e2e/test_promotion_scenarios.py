@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import result_dicts
 from workflow_bench import runner
 from workflow_bench.corpus.promotion_scenarios import SCENARIOS
 from workflow_bench.promotion.apply import ApplyError, apply_promotion
@@ -60,7 +61,7 @@ def test_scenario_reaches_its_decision(name: str, sweeps) -> None:
     decisions = {d["candidate_arm"]: d for d in doc["decisions"]}
     decision = decisions[scenario.candidate_arm]
     assert decision["decision"] == scenario.expected, decision["reasons"]
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows = result_dicts(out)
     arms = {r["arm"] for r in rows}
     for arm in doc["arms"]:
         assert f"[measurement-health] {arm}: " in printed  # every arm, after the reports

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import result_dicts
 from workflow_bench import runner
 from workflow_bench.report import main as report_main
 
@@ -36,7 +37,7 @@ def test_breaker_overrun_is_bounded_and_unstarted_cells_are_listed(
          "--max-retries", "0", "--out", str(out)]
     )  # fmt: skip
     assert code == 1
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows = result_dicts(out)
     ran = sorted(PLAN.index((r["run"], r["arm"])) for r in rows)
     trip = 2
     assert ran[: trip + 1] == [0, 1, 2]

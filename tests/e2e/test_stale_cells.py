@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import _missing
+from tests.builders import missing_tool
 from workflow_bench.sandbox._limits import _own_cgroup, mounts_under
 
 from .conftest import REPO_ROOT
@@ -54,7 +54,7 @@ def test_a_killed_runners_volume_loop_device_and_cgroups_are_released(
     task_file_for, tmp_path, tmp_path_factory, bwrap_bin
 ):
     if os.geteuid() != 0 or not Path("/dev/loop-control").exists():
-        _missing("root and loop devices (cell volumes are loop mounts)")
+        missing_tool("root and loop devices (cell volumes are loop mounts)")
     tasks = task_file_for("trivial-amount-grouping")
     tmpdir = tmp_path_factory.mktemp("t")  # short: the relay socket path must fit
     try:

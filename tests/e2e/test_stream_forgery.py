@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import result_dicts
 from workflow_bench import runner
 from workflow_bench.sandbox import _environment
 
@@ -37,7 +38,7 @@ def _sweep(task_file_for, tmp_path) -> tuple[dict, str, list[dict]]:
         ["--tasks", str(task_file_for("trivial-amount-grouping")), "--provider", "scripted",
          "--script", str(SCRIPT), "--arms", "workflow_direct", "--out", str(out)]
     )  # fmt: skip
-    (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    (row,) = result_dicts(out)
     seen = tool_results(b"".join((out / t["path"]).read_bytes() for t in row["transcript_artifacts"]))
     wire = [
         json.loads(line) for name in row["wire_artifacts"] for line in (out / name).read_text().splitlines()

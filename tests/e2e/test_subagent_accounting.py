@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import result_dicts
 from workflow_bench import runner
 
 from .conftest import REPO_ROOT
@@ -52,7 +53,7 @@ def test_subagent_spend_is_counted_and_the_main_loop_flagged_partial(
             str(out),
         ]
     )
-    (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    (row,) = result_dicts(out)
     assert code in (0, 1), code
     assert row["skill_invoked"] is True
     ledger = [json.loads(line) for line in (out / "provider-ledger.jsonl").read_text().splitlines()]
@@ -89,7 +90,7 @@ def test_agent_subagent_in_a_sweep_transcripts_equal_the_ledger(
     out = tmp_path / "out"
     argv = ["--tasks", str(task_file_for("trivial-amount-grouping")), "--provider", "scripted"]
     runner.main([*argv, "--script", str(AGENT_SCRIPT), "--arms", "baseline", "--out", str(out)])
-    (row,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    (row,) = result_dicts(out)
     assert row["ok"] is True, row["error_detail"]
     ledger = [json.loads(line) for line in (out / "provider-ledger.jsonl").read_text().splitlines()]
     assert sorted(str(e["subagent"]) for e in ledger) == ["0", "0", "None", "None"]

@@ -8,12 +8,12 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest
 import yaml
 
+from tests.builders import result_dicts
 from workflow_bench import runner
 from workflow_bench.tasks.__main__ import main as tasks_main
 
@@ -92,7 +92,7 @@ def _sweep_with_agent(agent: str, tmp_path, capsys) -> list[dict]:
     )  # fmt: skip
     capsys.readouterr()
     assert code in (0, 1)
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return result_dicts(out)
 
 
 def test_oracle_agent_resolves_everything_and_noop_agent_nothing(

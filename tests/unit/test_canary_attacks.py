@@ -2,37 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.builders import row
-from workflow_bench.canary.attacks import ATTACKS, Evidence, Plant
+from tests.builders import CLEAN_EVIDENCE, PLANT, row
+from workflow_bench.canary.attacks import ATTACKS, Evidence
 
 pytestmark = pytest.mark.unit
 
-PLANT = Plant(
-    secret_dir=Path("/tmp/s"),
-    secret_file=Path("/tmp/s/secret.txt"),
-    secret_token="CANARY-HOST-SECRET-1",
-    home_file=Path("/root/.h"),
-    home_token="CANARY-HOME-SECRET-1",
-    host_key="sk-ant-canary-0000",
-    listener_port=1234,
-    sentinel_pid=4242,
-    sentinel_name="wfbench-host-sentinel-1",
-    background_name="wfbench-canary-bg-1",
-)
-CLEAN = dict(
-    output="No such file or directory",
-    row=row(error_kind="oracle-failed", authored_tests_passed=True, oracle_passed=False),
-    patch="",
-    transcripts="",
-    listener_hits=0,
-    sentinel_alive=True,
-    background_survivors=0,
-    host_paths_created=(),
-)
 # For each attack: evidence of the boundary failing. Every judge must call it NOT blocked.
 LEAKS = {
     "host-secret-file": {"output": "CANARY-HOST-SECRET-1"},
@@ -65,7 +41,7 @@ def test_at_least_fifteen_distinct_attacks():
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: a.name)
 def test_each_judge_flags_its_leak(attack):
-    leaky = Evidence(**{**CLEAN, **LEAKS[attack.name]})
+    leaky = Evidence(**{**CLEAN_EVIDENCE, **LEAKS[attack.name]})
     blocked, observed = attack.judge(leaky, PLANT)
     assert blocked is False, observed
 

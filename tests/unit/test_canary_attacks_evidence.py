@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.builders import row
+from tests.builders import CLEAN_EVIDENCE, PLANT, row
 from workflow_bench.canary._suite import ATTACKS
+from workflow_bench.canary.attacks import Evidence
 from workflow_bench.canary.attacks_evidence import EVIDENCE_ATTACKS
-
-from .test_canary_attacks import CLEAN, PLANT, Evidence
 
 pytestmark = pytest.mark.unit
 HONEST_ROW = {"error_kind": "oracle-failed", "ok": True, "skill_invoked": None, "input_tokens": 60}
@@ -57,15 +56,15 @@ def test_every_evidence_attack_is_registered_in_the_suite_and_covered_here():
 @pytest.mark.parametrize("attack", EVIDENCE_ATTACKS, ids=lambda a: a.name)
 def test_each_judge_separates_held_from_reached(attack):
     held, reached = CASES[attack.name]
-    assert attack.judge(Evidence(**{**CLEAN, **held}), PLANT)[0] is True
-    assert attack.judge(Evidence(**{**CLEAN, **reached}), PLANT)[0] is False
+    assert attack.judge(Evidence(**{**CLEAN_EVIDENCE, **held}), PLANT)[0] is True
+    assert attack.judge(Evidence(**{**CLEAN_EVIDENCE, **reached}), PLANT)[0] is False
     # A run that printed nothing proves nothing.
-    assert attack.judge(Evidence(**{**CLEAN, "output": ""}), PLANT)[0] is False
+    assert attack.judge(Evidence(**{**CLEAN_EVIDENCE, "output": ""}), PLANT)[0] is False
 
 
 def test_a_landed_forgery_caught_by_the_wire_counts_as_blocked_but_a_forged_row_never():
     judge = next(a for a in EVIDENCE_ATTACKS if a.name == "stream-forgery").judge
     caught = row(**{**HONEST_ROW, "error_kind": "evidence-tampered", "ok": False})
-    assert judge(Evidence(**{**CLEAN, "output": "fd1-written-2", "row": caught}), PLANT)[0] is True
+    assert judge(Evidence(**{**CLEAN_EVIDENCE, "output": "fd1-written-2", "row": caught}), PLANT)[0] is True
     forged = row(**{**HONEST_ROW, "input_tokens": 1, "output_tokens": 1})
-    assert judge(Evidence(**{**CLEAN, "output": "fd1-refused", "row": forged}), PLANT)[0] is False
+    assert judge(Evidence(**{**CLEAN_EVIDENCE, "output": "fd1-refused", "row": forged}), PLANT)[0] is False

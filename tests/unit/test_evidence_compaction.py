@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import USER, wire_exchange, wire_record, wire_reply
 from workflow_bench.cells.evidence import analyse
-
-from .test_evidence import USER, _exchange, _record, _reply
 
 pytestmark = pytest.mark.unit
 ANSWER = [{"type": "text", "text": "the first answer, long enough to quote"}]
@@ -32,18 +31,18 @@ def _compaction(summary: str, opening, *, agent_id=None, next_reply=None) -> lis
     continued = [USER, {"role": "assistant", "content": ANSWER}, SUMMARIZE]
     first = {"role": "user", "content": opening}
     return [
-        _exchange(0, [USER], _reply("m0", ANSWER, 10), delivered=True),
-        _exchange(1, continued, _reply("m1", _text(summary), 50), delivered=True),
-        _exchange(2, [first], next_reply or _reply("m2", _text("ok"), 7), agent_id=agent_id),
+        wire_exchange(0, [USER], wire_reply("m0", ANSWER, 10), delivered=True),
+        wire_exchange(1, continued, wire_reply("m1", _text(summary), 50), delivered=True),
+        wire_exchange(2, [first], next_reply or wire_reply("m2", _text("ok"), 7), agent_id=agent_id),
     ]
 
 
 def test_a_summary_of_sixteen_characters_anchors_a_shorter_one_proves_nothing() -> None:
     sixteen = "abcdefghijklmnop"
-    wire = analyse(_record(_compaction(f"  {sixteen}\n", f"Summary: {sixteen}")))
+    wire = analyse(wire_record(_compaction(f"  {sixteen}\n", f"Summary: {sixteen}")))
     assert wire.tampering == () and [line["thread"] for line in wire.summary] == [0, 0, 0]
     fifteen = sixteen[:15]
-    assert analyse(_record(_compaction(fifteen, f"Summary: {fifteen}"))).tampering == (NEVER_HAD,)
+    assert analyse(wire_record(_compaction(fifteen, f"Summary: {fifteen}"))).tampering == (NEVER_HAD,)
 
 
 def test_the_first_messages_text_blocks_are_read_joined_by_newlines() -> None:
@@ -52,12 +51,12 @@ def test_the_first_messages_text_blocks_are_read_joined_by_newlines() -> None:
         {"type": "text", "text": "Earlier: line one of the summary"},
         *_text("line two of the summary"),
     ]
-    assert analyse(_record(_compaction(summary, opening))).tampering == ()
+    assert analyse(wire_record(_compaction(summary, opening))).tampering == ()
 
 
 def test_a_summary_under_another_agent_anchors_nothing() -> None:
     summary = "SUMMARY: ran echo one; nothing else."
-    wire = analyse(_record(_compaction(summary, summary, agent_id="ag1")))
+    wire = analyse(wire_record(_compaction(summary, summary, agent_id="ag1")))
     assert wire.tampering == (NEVER_HAD,)
 
 
@@ -68,21 +67,21 @@ def test_a_reply_the_conversation_went_on_from_is_no_summary_and_does_not_stop_t
     base = [USER, {"role": "assistant", "content": ANSWER}, {"role": "user", "content": "more"}]
     went_on = [*base, {"role": "assistant", "content": _text(earlier)}, SUMMARIZE]
     session = [
-        _exchange(0, [USER], _reply("m0", ANSWER, 10), delivered=True),
-        _exchange(1, base, _reply("m1", _text(earlier), 20), delivered=True),
-        _exchange(2, went_on, _reply("m2", _text(summary), 50), delivered=True),
+        wire_exchange(0, [USER], wire_reply("m0", ANSWER, 10), delivered=True),
+        wire_exchange(1, base, wire_reply("m1", _text(earlier), 20), delivered=True),
+        wire_exchange(2, went_on, wire_reply("m2", _text(summary), 50), delivered=True),
     ]
-    quoting = _exchange(3, [{"role": "user", "content": summary}], _reply("m3", _text("ok"), 7))
-    assert analyse(_record([*session, quoting])).tampering == ()
-    stale = _exchange(3, [{"role": "user", "content": earlier}], _reply("m3", _text("ok"), 7))
-    assert analyse(_record([*session, stale])).tampering == (
+    quoting = wire_exchange(3, [{"role": "user", "content": summary}], wire_reply("m3", _text("ok"), 7))
+    assert analyse(wire_record([*session, quoting])).tampering == ()
+    stale = wire_exchange(3, [{"role": "user", "content": earlier}], wire_reply("m3", _text("ok"), 7))
+    assert analyse(wire_record([*session, stale])).tampering == (
         "request 3 starts a conversation the session never had",
     )
 
 
 def test_the_compaction_exchange_is_never_the_sessions_even_as_its_threads_last_reply() -> None:
     summary = "SUMMARY: ran echo one; nothing else."
-    wire = analyse(_record(_compaction(summary, summary, next_reply=OVERLOADED)))
+    wire = analyse(wire_record(_compaction(summary, summary, next_reply=OVERLOADED)))
     assert wire.tampering == () and wire.unverifiable == ()
     assert [line["accepted"] for line in wire.summary] == [True, False, False]
     assert wire.usage_main["input_tokens"] == 10 and wire.turns == 1  # the summary's 50 is not reported

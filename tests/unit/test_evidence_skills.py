@@ -14,10 +14,9 @@ import json
 
 import pytest
 
+from tests.builders import USER, honest_exchanges, stream_events, wire_exchange, wire_record, wire_reply
 from workflow_bench.cells.evidence import WireEvidence, analyse, cross_check
 from workflow_bench.relay.wire import ToolResult, ToolUse
-
-from .test_evidence import USER, _exchange, _honest, _record, _reply, _stream
 
 pytestmark = pytest.mark.unit
 
@@ -73,11 +72,13 @@ def test_the_skill_call_is_found_among_other_calls_and_needs_a_good_result() -> 
 
 
 def _parent(calls: list[dict]):
-    return _exchange(0, [USER], _reply("m1", calls, 10))
+    return wire_exchange(0, [USER], wire_reply("m1", calls, 10))
 
 
 def _child(index: int, agent: str, text: str = "read it"):
-    return _exchange(index, [{"role": "user", "content": text}], _reply(f"s{index}", [], 1), agent_id=agent)
+    return wire_exchange(
+        index, [{"role": "user", "content": text}], wire_reply(f"s{index}", [], 1), agent_id=agent
+    )
 
 
 AGENT = {"type": "tool_use", "id": "a1", "name": "Agent", "input": {"prompt": "read it"}}
@@ -86,19 +87,19 @@ AGENT = {"type": "tool_use", "id": "a1", "name": "Agent", "input": {"prompt": "r
 def test_an_agent_call_after_other_calls_still_anchors_its_subagent() -> None:
     bash = {"type": "tool_use", "id": "b1", "name": "Bash", "input": {"command": "ls"}}
     other = {"type": "tool_use", "id": "a0", "name": "Agent", "input": {"prompt": "something else"}}
-    assert analyse(_record([_parent([bash, other, AGENT]), _child(1, "ag1")])).tampering == ()
+    assert analyse(wire_record([_parent([bash, other, AGENT]), _child(1, "ag1")])).tampering == ()
 
 
 def test_a_skill_call_anchors_a_subagent_whatever_its_first_message() -> None:
     skill = {"type": "tool_use", "id": "k1", "name": "Skill", "input": {"skill": "work"}}
-    assert analyse(_record([_parent([skill]), _child(1, "ag1", "anything")])).tampering == ()
+    assert analyse(wire_record([_parent([skill]), _child(1, "ag1", "anything")])).tampering == ()
 
 
 def test_a_task_call_anchors_its_subagent_like_an_agent_call() -> None:
     task = {**AGENT, "name": "Task"}  # the Agent tool's earlier name
-    assert analyse(_record([_parent([task]), _child(1, "ag1")])).tampering == ()
+    assert analyse(wire_record([_parent([task]), _child(1, "ag1")])).tampering == ()
     bash = {**AGENT, "name": "Bash"}  # negative control: any other tool anchors nothing
-    assert analyse(_record([_parent([bash]), _child(1, "ag1")])).tampering == (
+    assert analyse(wire_record([_parent([bash]), _child(1, "ag1")])).tampering == (
         "request 1 starts a conversation the session never had",
     )
 
@@ -106,27 +107,27 @@ def test_a_task_call_anchors_its_subagent_like_an_agent_call() -> None:
 def test_one_call_anchors_one_subagent_and_an_agent_id_cannot_start_twice() -> None:
     # ag2's first message carries the same prompt (so only the anchor's reuse is wrong)
     second = [{"type": "text", "text": "read it"}, {"type": "text", "text": "too"}]
-    assert analyse(_record([_parent([AGENT]), _child(1, "ag1"), _child(2, "ag2", second)])).tampering == (
+    assert analyse(wire_record([_parent([AGENT]), _child(1, "ag1"), _child(2, "ag2", second)])).tampering == (
         "request 2 starts a conversation the session never had",
     )
     calls = [AGENT, {**AGENT, "id": "a2"}]
-    assert analyse(_record([_parent(calls), _child(1, "ag1"), _child(2, "ag2", second)])).tampering == ()
-    again = analyse(_record([_parent(calls), _child(1, "ag1"), _child(2, "ag1", second)]))
+    assert analyse(wire_record([_parent(calls), _child(1, "ag1"), _child(2, "ag2", second)])).tampering == ()
+    again = analyse(wire_record([_parent(calls), _child(1, "ag1"), _child(2, "ag1", second)]))
     assert again.tampering == ("request 2 starts a conversation the session never had",)
 
 
 def test_an_answered_call_anchors_nothing() -> None:
     parent = _parent([AGENT])
-    answered = _exchange(
+    answered = wire_exchange(
         1,
         [
             USER,
             {"role": "assistant", "content": [AGENT]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a1", "content": "done"}]},
         ],
-        _reply("m2", [], 1),
+        wire_reply("m2", [], 1),
     )
-    wire = analyse(_record([parent, answered, _child(2, "ag1")]))
+    wire = analyse(wire_record([parent, answered, _child(2, "ag1")]))
     assert wire.tampering == ("request 2 starts a conversation the session never had",)
 
 
@@ -134,7 +135,7 @@ def test_an_answered_call_anchors_nothing() -> None:
 
 
 def test_odd_stream_events_are_checked_not_fatal() -> None:
-    wire = analyse(_record(_honest()))
+    wire = analyse(wire_record(honest_exchanges()))
     odd = [
         {"type": "user", "message": {"content": None}},
         {"type": "user", "message": "text"},
@@ -144,12 +145,12 @@ def test_odd_stream_events_are_checked_not_fatal() -> None:
         {"type": "assistant", "message": {"id": "m1"}},
         {"type": "result", "is_error": False, "usage": "not a dict"},
     ]
-    problems = cross_check(wire, [*_stream()[:-1], *odd])
+    problems = cross_check(wire, [*stream_events()[:-1], *odd])
     assert any("result usage" in p for p in problems)  # a result without usage is not the wire's
 
 
 def test_a_forged_result_after_a_text_block_is_still_seen() -> None:
-    wire = analyse(_record(_honest()))
+    wire = analyse(wire_record(honest_exchanges()))
     forged = {
         "type": "user",
         "message": {
@@ -160,30 +161,30 @@ def test_a_forged_result_after_a_text_block_is_still_seen() -> None:
             ]
         },
     }
-    problems = cross_check(wire, _stream(extra=[forged]))
+    problems = cross_check(wire, stream_events(extra=[forged]))
     assert "the stream answers tool call zz the model never made" in problems
     assert "the stream's result for t1 disagrees with the one sent" in problems
 
 
 def test_a_stream_tool_call_whose_id_is_not_a_string_is_one_the_model_never_made() -> None:
-    wire = analyse(_record(_honest()))
+    wire = analyse(wire_record(honest_exchanges()))
     for bad_id in (["t1"], {"id": "t1"}, 1):
         shown = {
             "type": "assistant",
             "message": {"content": [{"type": "tool_use", "id": bad_id, "name": "Skill"}]},
         }
-        problems = cross_check(wire, _stream(extra=[shown]))
+        problems = cross_check(wire, stream_events(extra=[shown]))
         assert problems == [f"the stream shows tool call {bad_id} the model never made"]
 
 
 def test_ids_quoted_in_problems_are_bounded() -> None:
-    wire = analyse(_record(_honest()))
+    wire = analyse(wire_record(honest_exchanges()))
     long_id = "z" * 500
     forged = {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": long_id}]}}
-    [problem] = cross_check(wire, _stream(extra=[forged]))
+    [problem] = cross_check(wire, stream_events(extra=[forged]))
     assert problem == f"the stream answers tool call {'z' * 63}… the model never made"
     shown = {"type": "assistant", "message": {"id": "mq", "content": [{"type": "tool_use", "id": long_id}]}}
-    [problem] = cross_check(wire, _stream(extra=[shown]))
+    [problem] = cross_check(wire, stream_events(extra=[shown]))
     assert problem == f"the stream shows tool call {'z' * 63}… the model never made"
 
 
@@ -191,7 +192,7 @@ def test_a_count_the_wire_never_reported_is_read_as_the_clis_zero() -> None:
     usage = {"input_tokens": 10, "output_tokens": 1}  # no cache fields on the wire
     body = json.dumps({"id": "m1", "type": "message", "content": [], "usage": usage}).encode()
     raw = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + body
-    wire = analyse(_record([_exchange(0, [USER], raw)]))
+    wire = analyse(wire_record([wire_exchange(0, [USER], raw)]))
     assert wire.usage_main["cache_read_input_tokens"] is None
     zeros = {**usage, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
     assert cross_check(wire, [{"type": "result", "is_error": False, "usage": zeros}]) == []

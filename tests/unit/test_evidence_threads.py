@@ -14,11 +14,18 @@ import json
 
 import pytest
 
+from tests.builders import (
+    SKILL_CALL,
+    USER,
+    honest_exchanges,
+    wire_exchange,
+    wire_record,
+    wire_reply,
+    wire_usage,
+)
 from workflow_bench.cells.evidence import analyse, wire_lines
 from workflow_bench.relay.server import Exchange, WireRecord
 from workflow_bench.relay.wire import ResponseFacts
-
-from .test_evidence import SKILL_CALL, USER, _exchange, _honest, _record, _reply, _usage
 
 pytestmark = pytest.mark.unit
 TEXT = [{"type": "text", "text": "a"}]
@@ -28,7 +35,7 @@ def _facts(*, status=200, message_id="mx", usage=None, completed=True, parse_err
     return ResponseFacts(
         status=status,
         message_id=message_id,
-        usage=usage or _usage(7),
+        usage=usage or wire_usage(7),
         tool_uses=(),
         completed=completed,
         reply_digest=None,
@@ -37,14 +44,14 @@ def _facts(*, status=200, message_id="mx", usage=None, completed=True, parse_err
 
 
 def _raw(index, response, *, messages=(USER,), overflow=False) -> Exchange:
-    base = _exchange(index, list(messages), _reply("unused", TEXT, 1))
+    base = wire_exchange(index, list(messages), wire_reply("unused", TEXT, 1))
     return Exchange(index, None, base.request, response, overflow)
 
 
 def test_a_retry_continues_its_conversation_and_only_the_kept_reply_is_the_sessions() -> None:
-    first = _exchange(0, [USER], _reply("m0", TEXT, 10))
-    retry = _exchange(1, [USER], _reply("m1", TEXT, 20))
-    wire = analyse(_record([first, retry]))
+    first = wire_exchange(0, [USER], wire_reply("m0", TEXT, 10))
+    retry = wire_exchange(1, [USER], wire_reply("m1", TEXT, 20))
+    wire = analyse(wire_record([first, retry]))
     assert wire.tampering == ()
     assert wire.usage_main["input_tokens"] == 20 and wire.turns == 1  # the reply the CLI kept
     assert wire.usage["input_tokens"] == 30  # both replies were served: both are spend
@@ -53,54 +60,59 @@ def test_a_retry_continues_its_conversation_and_only_the_kept_reply_is_the_sessi
 
 
 def test_a_cut_stream_is_still_spend_but_not_a_turn() -> None:
-    cut = _raw(0, _facts(completed=False, usage=_usage(7)))
-    retry = _exchange(1, [USER], _reply("m1", TEXT, 10))
-    wire = analyse(_record([cut, retry]))
+    cut = _raw(0, _facts(completed=False, usage=wire_usage(7)))
+    retry = wire_exchange(1, [USER], wire_reply("m1", TEXT, 10))
+    wire = analyse(wire_record([cut, retry]))
     assert wire.tampering == () and wire.unverifiable == ()
     assert wire.usage["input_tokens"] == 17 and wire.usage_main["input_tokens"] == 10
 
 
 def test_one_message_served_twice_is_spent_once_but_messages_without_ids_each_count() -> None:
-    same = [_exchange(0, [USER], _reply("m1", TEXT, 10)), _exchange(1, [USER], _reply("m1", TEXT, 10))]
-    assert analyse(_record(same)).usage["input_tokens"] == 10
-    anonymous = [
-        _raw(0, _facts(message_id=None, usage=_usage(10))),
-        _raw(1, _facts(message_id=None, usage=_usage(10))),
+    same = [
+        wire_exchange(0, [USER], wire_reply("m1", TEXT, 10)),
+        wire_exchange(1, [USER], wire_reply("m1", TEXT, 10)),
     ]
-    assert analyse(_record(anonymous)).usage["input_tokens"] == 20
+    assert analyse(wire_record(same)).usage["input_tokens"] == 10
+    anonymous = [
+        _raw(0, _facts(message_id=None, usage=wire_usage(10))),
+        _raw(1, _facts(message_id=None, usage=wire_usage(10))),
+    ]
+    assert analyse(wire_record(anonymous)).usage["input_tokens"] == 20
 
 
 def test_an_unreadable_200_is_unverifiable_an_unreadable_error_status_is_not() -> None:
-    bad = analyse(_record([_raw(0, _facts(parse_error="not SSE", completed=False))]))
+    bad = analyse(wire_record([_raw(0, _facts(parse_error="not SSE", completed=False))]))
     assert bad.unverifiable == ("response 0: not SSE",)
-    error = analyse(_record([_raw(0, _facts(status=529, parse_error="not SSE", completed=False))]))
+    error = analyse(wire_record([_raw(0, _facts(status=529, parse_error="not SSE", completed=False))]))
     assert error.unverifiable == ()
 
 
 def test_a_response_over_the_record_cap_is_unverifiable() -> None:
-    wire = analyse(_record([_raw(0, _facts(), overflow=True)]))
+    wire = analyse(wire_record([_raw(0, _facts(), overflow=True)]))
     assert wire.unverifiable == ("response 0 exceeded the record cap",)
     assert analyse(WireRecord((), 0, (), True)).unverifiable == ("the wire record exceeded its exchange cap",)
 
 
 def test_continuing_a_conversation_under_another_agent_id_is_tampering() -> None:
-    first = _exchange(0, [USER], _reply("m0", TEXT, 10))
+    first = wire_exchange(0, [USER], wire_reply("m0", TEXT, 10))
     follow = [USER, {"role": "assistant", "content": TEXT}, {"role": "user", "content": "more"}]
-    other = _exchange(1, follow, _reply("m1", TEXT, 10), agent_id="ag1")
-    assert analyse(_record([first, other])).tampering == (
+    other = wire_exchange(1, follow, wire_reply("m1", TEXT, 10), agent_id="ag1")
+    assert analyse(wire_record([first, other])).tampering == (
         "request 1 continues a conversation under another agent id",
     )
-    same = _exchange(1, follow, _reply("m1", TEXT, 10))
-    assert analyse(_record([first, same])).tampering == ()  # negative control
+    same = wire_exchange(1, follow, wire_reply("m1", TEXT, 10))
+    assert analyse(wire_record([first, same])).tampering == ()  # negative control
 
 
 def test_a_tool_call_id_served_twice_is_tampering() -> None:
-    again = _exchange(2, [USER], _reply("m9", SKILL_CALL, 1))  # a retry answered with a reused id
-    assert analyse(_record([*_honest(), again])).tampering == ("response 2 repeats tool call id t1",)
+    again = wire_exchange(2, [USER], wire_reply("m9", SKILL_CALL, 1))  # a retry answered with a reused id
+    assert analyse(wire_record([*honest_exchanges(), again])).tampering == (
+        "response 2 repeats tool call id t1",
+    )
 
 
 def test_each_exchange_has_one_wire_line_with_its_facts() -> None:
-    wire = analyse(_record(_honest()))
+    wire = analyse(wire_record(honest_exchanges()))
     first = wire.summary[0]
     assert first == {
         "request": 0,
@@ -113,7 +125,7 @@ def test_each_exchange_has_one_wire_line_with_its_facts() -> None:
         "message_id": "m1",
         "completed": True,
         "accepted": True,
-        "usage": _usage(10),
+        "usage": wire_usage(10),
         "tool_uses": [["t1", "Skill"]],
     }
     assert wire.summary[1]["tool_results"] == [["t1", False]] and wire.summary[1]["messages"] == 3

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import sweep_runs
 from workflow_bench.reports.aggregate import ArmHealth, aggregate_all
 from workflow_bench.reports.health import health_line, sweep_health
-
-from .sweep_fixtures import runs
 
 pytestmark = pytest.mark.unit
 
@@ -30,7 +29,7 @@ def test_the_line_is_key_value_tokens_with_comma_joined_reasons() -> None:
 
 
 def test_an_arm_found_only_in_the_rows_still_gets_a_line_after_the_declared_ones() -> None:
-    rows = runs(1, "t1", "workflow") + runs(1, "t1", "baseline")
+    rows = sweep_runs(1, "t1", "workflow") + sweep_runs(1, "t1", "baseline")
     health = sweep_health(aggregate_all(rows), arms=["workflow"])
     assert list(health) == ["workflow", "baseline"]
     assert health["baseline"].fresh_attempts == 1

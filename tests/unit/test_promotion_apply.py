@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import OVERLAY_FILES, make_toolkit, overlay_for, sweep_record, sweep_runs, write_sweep
 from workflow_bench.promotion.apply import ApplyError, apply_promotion
 from workflow_bench.promotion.cli import main as promotion_main
-
-from .sweep_fixtures import OVERLAY_FILES, make_toolkit, overlay_for, record, runs, write_sweep
 
 pytestmark = pytest.mark.unit
 NOW = datetime.now(UTC)
@@ -31,10 +30,12 @@ def promoted_sweep(
     tmp_path: Path, *, candidate_cost: float = 0.9, status: str = "complete"
 ) -> tuple[Path, Path]:
     toolkit = make_toolkit(tmp_path / "toolkit")
-    rec = record(
+    rec = sweep_record(
         overlay=overlay_for(toolkit), status=status, finished_at=(NOW - timedelta(hours=1)).isoformat()
     )
-    rows = runs(3, "t1", "workflow") + runs(3, "t1", "candidate_workflow", cost_usd=candidate_cost)
+    rows = sweep_runs(3, "t1", "workflow") + sweep_runs(
+        3, "t1", "candidate_workflow", cost_usd=candidate_cost
+    )
     return write_sweep(tmp_path / "out", rec, rows), toolkit
 
 

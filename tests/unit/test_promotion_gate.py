@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders import rows_text, sweep_record, sweep_row, sweep_runs
 from workflow_bench.promotion.document import promotion_document
 from workflow_bench.promotion.policy import PolicyError, PromotionPolicy
 from workflow_bench.report import promotion_inputs, results_lines
@@ -15,17 +16,15 @@ from workflow_bench.reports.health import sweep_health
 from workflow_bench.rows.migrate import read_rows
 from workflow_bench.rows.model import Row
 
-from .sweep_fixtures import record, results_text, row, runs
-
 pytestmark = pytest.mark.unit
 INC, CAND = "workflow", "candidate_workflow"
 REVIEW_ARMS = ("review", "candidate_review")
 
 
 def decision(rows: list[Row], **kwargs: Any) -> dict[str, Any]:
-    rec = record(**kwargs)
-    lines = results_lines(results_text(rows))
-    parsed = read_rows(results_text(rows))
+    rec = sweep_record(**kwargs)
+    lines = results_lines(rows_text(rows))
+    parsed = read_rows(rows_text(rows))
     health = sweep_health(aggregate_all(parsed), arms=rec.arms)
     promotion = promotion_document(promotion_inputs(rec), lines, parsed, health)
     assert promotion is not None
@@ -34,7 +33,7 @@ def decision(rows: list[Row], **kwargs: Any) -> dict[str, Any]:
 
 
 def pair(inc: dict[str, Any] | None = None, cand: dict[str, Any] | None = None, task: str = "t1", n: int = 3):
-    return runs(n, task, INC, **(inc or {})) + runs(n, task, CAND, **(cand or {}))
+    return sweep_runs(n, task, INC, **(inc or {})) + sweep_runs(n, task, CAND, **(cand or {}))
 
 
 # --- promote ------------------------------------------------------------------------------------
@@ -49,15 +48,17 @@ def test_promote_when_candidate_is_at_least_5_percent_cheaper() -> None:
 
 
 def test_promote_when_candidate_resolves_two_more_runs() -> None:
-    inc = runs(1, "t1", INC) + [row("t1", INC, r, resolved=False, error_kind="oracle-failed") for r in (1, 2)]
+    inc = sweep_runs(1, "t1", INC) + [
+        sweep_row("t1", INC, r, resolved=False, error_kind="oracle-failed") for r in (1, 2)
+    ]
     # incumbent 1/3 with the floor enforced: the candidate must resolve every run (3/3): margin 2
-    d = decision(inc + runs(3, "t1", CAND, cost_usd=1.1))
+    d = decision(inc + sweep_runs(3, "t1", CAND, cost_usd=1.1))
     assert d["decision"] == "promote", d["reasons"]
     assert d["resolved_margin"] == 2
     # negative control: a margin of 1 is noise and falls through to the (worse) cost
-    zero = [row("t1", INC, r, resolved=False, error_kind="oracle-failed") for r in range(3)]
-    cand_one = [row("t1", CAND, 0)] + [
-        row("t1", CAND, r, resolved=False, error_kind="oracle-failed") for r in (1, 2)
+    zero = [sweep_row("t1", INC, r, resolved=False, error_kind="oracle-failed") for r in range(3)]
+    cand_one = [sweep_row("t1", CAND, 0)] + [
+        sweep_row("t1", CAND, r, resolved=False, error_kind="oracle-failed") for r in (1, 2)
     ]
     assert decision(zero + cand_one)["decision"] == "keep_incumbent"
 
@@ -67,10 +68,10 @@ def test_promote_when_candidate_resolves_two_more_runs() -> None:
 
 def test_quality_regression_keeps_incumbent_even_when_much_cheaper() -> None:
     cand = [
-        *runs(2, "t1", CAND, cost_usd=0.5),
-        row("t1", CAND, 2, resolved=False, error_kind="oracle-failed", cost_usd=0.5),
+        *sweep_runs(2, "t1", CAND, cost_usd=0.5),
+        sweep_row("t1", CAND, 2, resolved=False, error_kind="oracle-failed", cost_usd=0.5),
     ]
-    d = decision(runs(3, "t1", INC) + cand)
+    d = decision(sweep_runs(3, "t1", INC) + cand)
     assert d["decision"] == "keep_incumbent"
     assert d["tasks"][0]["quality_regression"] is True
     assert any("quality regression" in r for r in d["reasons"])
@@ -78,12 +79,12 @@ def test_quality_regression_keeps_incumbent_even_when_much_cheaper() -> None:
 
 def test_quality_floor_requires_every_run_when_incumbent_resolved() -> None:
     # incumbent 1/3, candidate 2/3: no rate regression, but the floor (all runs) fails
-    inc = [row("t1", INC, 0)] + [
-        row("t1", INC, r, resolved=False, error_kind="oracle-failed") for r in (1, 2)
+    inc = [sweep_row("t1", INC, 0)] + [
+        sweep_row("t1", INC, r, resolved=False, error_kind="oracle-failed") for r in (1, 2)
     ]
     cand = [
-        *runs(2, "t1", CAND, cost_usd=0.5),
-        row("t1", CAND, 2, resolved=False, error_kind="oracle-failed", cost_usd=0.5),
+        *sweep_runs(2, "t1", CAND, cost_usd=0.5),
+        sweep_row("t1", CAND, 2, resolved=False, error_kind="oracle-failed", cost_usd=0.5),
     ]
     d = decision(inc + cand)
     assert d["tasks"][0]["quality_regression"] is False
@@ -118,35 +119,38 @@ def test_failed_task_spend_cap_on_ungated_tasks() -> None:
 def test_skill_not_invoked_never_tilts_toward_promote() -> None:
     # The candidate skipped its skill in one run and was far cheaper there. The reference counted
     # that row in the medians (and promoted); here it is not scored, so the counts differ.
-    skipped = row("t1", CAND, 2, skill_invoked=False, error_kind="skill-not-invoked", cost_usd=0.1)
-    d = decision(runs(3, "t1", INC) + runs(2, "t1", CAND) + [skipped], runs_per_cell=3)
+    skipped = sweep_row("t1", CAND, 2, skill_invoked=False, error_kind="skill-not-invoked", cost_usd=0.1)
+    d = decision(sweep_runs(3, "t1", INC) + sweep_runs(2, "t1", CAND) + [skipped], runs_per_cell=3)
     assert d["decision"] == "insufficient_evidence"
     assert any("unequal scored runs" in r and "skill-not-invoked" in r for r in d["reasons"]), d["reasons"]
     # negative control: the same row with the skill invoked is evidence, and it promotes
-    invoked = row("t1", CAND, 2, cost_usd=0.1)
-    assert decision(runs(3, "t1", INC) + runs(2, "t1", CAND) + [invoked])["decision"] == "keep_incumbent"
-    cheaper = runs(3, "t1", CAND, cost_usd=0.9)
-    assert decision(runs(3, "t1", INC) + cheaper)["decision"] == "promote"
+    invoked = sweep_row("t1", CAND, 2, cost_usd=0.1)
+    assert (
+        decision(sweep_runs(3, "t1", INC) + sweep_runs(2, "t1", CAND) + [invoked])["decision"]
+        == "keep_incumbent"
+    )
+    cheaper = sweep_runs(3, "t1", CAND, cost_usd=0.9)
+    assert decision(sweep_runs(3, "t1", INC) + cheaper)["decision"] == "promote"
 
 
 def test_a_row_without_proven_skill_invocation_is_not_scored_whatever_its_error_kind() -> None:
     # skill_invoked=False recorded beside another (first) error kind, or none at all: still not
     # evidence about the candidate's skill.
-    unproven = row("t1", CAND, 2, skill_invoked=False, error_kind=None, cost_usd=0.1)
-    d = decision(runs(3, "t1", INC) + runs(2, "t1", CAND, cost_usd=0.9) + [unproven])
+    unproven = sweep_row("t1", CAND, 2, skill_invoked=False, error_kind=None, cost_usd=0.1)
+    d = decision(sweep_runs(3, "t1", INC) + sweep_runs(2, "t1", CAND, cost_usd=0.9) + [unproven])
     assert d["decision"] == "insufficient_evidence"
     assert any("unequal scored runs (incumbent 3, candidate 2)" in r for r in d["reasons"]), d["reasons"]
-    proven = row("t1", CAND, 2, cost_usd=0.1)
-    rows = [*runs(3, "t1", INC), *runs(2, "t1", CAND, cost_usd=0.9), proven]
+    proven = sweep_row("t1", CAND, 2, cost_usd=0.1)
+    rows = [*sweep_runs(3, "t1", INC), *sweep_runs(2, "t1", CAND, cost_usd=0.9), proven]
     assert decision(rows)["decision"] == "promote"
 
 
 def test_excluded_runs_make_a_task_insufficient() -> None:
     cand = [
-        *runs(3, "t1", CAND, cost_usd=0.5),
-        row("t1", CAND, 3, ok=False, resolved=False, error_kind="session-error"),
+        *sweep_runs(3, "t1", CAND, cost_usd=0.5),
+        sweep_row("t1", CAND, 3, ok=False, resolved=False, error_kind="session-error"),
     ]
-    d = decision(runs(3, "t1", INC) + cand)
+    d = decision(sweep_runs(3, "t1", INC) + cand)
     assert d["decision"] == "insufficient_evidence"
     assert any("excluded" in r for r in d["reasons"])
 
@@ -166,11 +170,13 @@ def test_a_sweep_that_did_not_complete_never_promotes(status: str) -> None:
 
 def test_an_unusable_arm_blocks_promotion() -> None:
     # Every fresh baseline row failed to execute: the environment is suspect for all arms.
-    broken = runs(3, "t1", "baseline", ok=False, resolved=False, error_kind="infra-error", skill_invoked=None)
+    broken = sweep_runs(
+        3, "t1", "baseline", ok=False, resolved=False, error_kind="infra-error", skill_invoked=None
+    )
     d = decision(pair(cand={"cost_usd": 0.5}) + broken, arms=(INC, CAND, "baseline"))
     assert d["decision"] == "insufficient_evidence"
     assert any("UNUSABLE" in r and "baseline" in r for r in d["reasons"])
-    fine = runs(3, "t1", "baseline", skill_invoked=None)
+    fine = sweep_runs(3, "t1", "baseline", skill_invoked=None)
     assert (
         decision(pair(cand={"cost_usd": 0.5}) + fine, arms=(INC, CAND, "baseline"))["decision"] == "promote"
     )
@@ -199,7 +205,7 @@ def test_gated_ratio_below_half_is_insufficient() -> None:
 
 
 def test_a_task_with_no_candidate_rows_is_insufficient() -> None:
-    d = decision(runs(3, "t1", INC) + pair(task="t2", cand={"cost_usd": 0.5}), tasks=("t1", "t2"))
+    d = decision(sweep_runs(3, "t1", INC) + pair(task="t2", cand={"cost_usd": 0.5}), tasks=("t1", "t2"))
     assert d["decision"] == "insufficient_evidence"
     assert "t1: candidate has no rows" in d["reasons"]
 
@@ -245,7 +251,7 @@ def review_row(arm: str, run: int, task: str = "case1", **overrides: Any) -> dic
         "review_clean_pass": None,
         "diff_files": 0,
     }
-    return row(task, arm, run, **{**base, **overrides})
+    return sweep_row(task, arm, run, **{**base, **overrides})
 
 
 def review_pair(inc: dict[str, Any] | None = None, cand: dict[str, Any] | None = None, task: str = "case1"):

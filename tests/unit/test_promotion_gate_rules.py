@@ -366,16 +366,15 @@ def test_a_sweep_with_every_task_ungated_has_no_gated_task() -> None:
 
 
 def test_arm_evidence_counts_error_kinds_and_keeps_every_figure_in_its_json() -> None:
+    from tests.builders import sweep_row
     from workflow_bench.promotion.evidence import arm_evidence
 
-    from .sweep_fixtures import row
-
     rows = [
-        row("t", "w", 0, cost_usd=0.1234567, review_blocker_recall=0.5),
-        row("t", "w", 1, cost_usd=0.2, review_blocker_recall=0.75),
-        row("t", "w", 2, ok=False, resolved=False, error_kind="skill-not-invoked", skill_invoked=False),
-        row("t", "w", 3, ok=False, resolved=False, error_kind="skill-not-invoked", skill_invoked=False),
-        row("t", "w", 4, ok=False, resolved=False, error_kind="infra-error"),
+        sweep_row("t", "w", 0, cost_usd=0.1234567, review_blocker_recall=0.5),
+        sweep_row("t", "w", 1, cost_usd=0.2, review_blocker_recall=0.75),
+        sweep_row("t", "w", 2, ok=False, resolved=False, error_kind="skill-not-invoked", skill_invoked=False),
+        sweep_row("t", "w", 3, ok=False, resolved=False, error_kind="skill-not-invoked", skill_invoked=False),
+        sweep_row("t", "w", 4, ok=False, resolved=False, error_kind="infra-error"),
     ]
     ev = arm_evidence(rows, metrics=["cost_usd"])
     assert (ev.runs, ev.valid_runs, ev.excluded_runs, ev.scored_runs) == (5, 4, 1, 2)
@@ -391,12 +390,13 @@ def test_arm_evidence_counts_error_kinds_and_keeps_every_figure_in_its_json() ->
 
 
 def test_an_arm_with_no_scored_row_has_unknown_review_evidence_not_false() -> None:
+    from tests.builders import sweep_row
     from workflow_bench.promotion.evidence import arm_evidence
 
-    from .sweep_fixtures import row
-
     rows = [
-        row("t", "w", 0, skill_invoked=False, error_kind="skill-not-invoked", review_verdict_correct=True)
+        sweep_row(
+            "t", "w", 0, skill_invoked=False, error_kind="skill-not-invoked", review_verdict_correct=True
+        )
     ]
     ev = arm_evidence(rows, metrics=["cost_usd"])
     assert ev.scored_runs == 0

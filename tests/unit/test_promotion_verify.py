@@ -8,20 +8,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import SWEEP_FINISHED, make_toolkit, overlay_for, sweep_record, sweep_runs, write_sweep
 from workflow_bench.promotion.cli import main as promotion_main
 from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.promotion.verify import VerifyError, verify_promotion
 
-from .sweep_fixtures import FINISHED, make_toolkit, overlay_for, record, runs, write_sweep
-
 pytestmark = pytest.mark.unit
-NOW = datetime.fromisoformat(FINISHED) + timedelta(days=1)
+NOW = datetime.fromisoformat(SWEEP_FINISHED) + timedelta(days=1)
 
 
 @pytest.fixture
 def sweep(tmp_path: Path) -> Path:
-    rows = runs(3, "t1", "workflow") + runs(3, "t1", "candidate_workflow", cost_usd=0.9)
-    return write_sweep(tmp_path / "out", record(), rows)
+    rows = sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "candidate_workflow", cost_usd=0.9)
+    return write_sweep(tmp_path / "out", sweep_record(), rows)
 
 
 def fails(out: Path, match: str) -> None:
@@ -109,8 +108,8 @@ def test_timestamps(sweep: Path) -> None:
     with fails_at(None, "expired"):
         verify_promotion(sweep, now=NOW + timedelta(days=90))
     with fails_at(None, "in the future"):
-        verify_promotion(sweep, now=datetime.fromisoformat(FINISHED) - timedelta(minutes=6))
-    verify_promotion(sweep, now=datetime.fromisoformat(FINISHED) - timedelta(minutes=4))  # clock skew
+        verify_promotion(sweep, now=datetime.fromisoformat(SWEEP_FINISHED) - timedelta(minutes=6))
+    verify_promotion(sweep, now=datetime.fromisoformat(SWEEP_FINISHED) - timedelta(minutes=4))  # clock skew
     edit_json(sweep / "promotion.json", lambda d: d.update(evidence_expires_at="2027-06-01T00:00:00+00:00"))
     fails(sweep, "not generated_at \\+ 90 days")
     edit_json(sweep / "promotion.json", lambda d: d.update(generated_at="2026-11-30T12:00:00"))
@@ -125,8 +124,8 @@ def test_schema_and_keys(sweep: Path) -> None:
 
 
 def test_run_status_cannot_be_upgraded(tmp_path: Path) -> None:
-    rows = runs(3, "t1", "workflow") + runs(3, "t1", "candidate_workflow", cost_usd=0.9)
-    out = write_sweep(tmp_path / "aborted", record(status="aborted"), rows)
+    rows = sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "candidate_workflow", cost_usd=0.9)
+    out = write_sweep(tmp_path / "aborted", sweep_record(status="aborted"), rows)
     doc = verify_promotion(out, now=NOW)
     assert doc["decisions"][0]["decision"] == "insufficient_evidence"
     edit_json(out / "promotion.json", lambda d: d.update(run_status="complete"))
@@ -136,8 +135,8 @@ def test_run_status_cannot_be_upgraded(tmp_path: Path) -> None:
 @pytest.mark.parametrize("origin", ["manual-initial-overlay", "model-proposer"])
 def test_candidate_origin_comes_from_the_overlay_record_and_cannot_be_edited(tmp_path: Path, origin) -> None:
     overlay = {**overlay_for(make_toolkit(tmp_path / "toolkit")), "origin": origin}
-    rows = runs(3, "t1", "workflow") + runs(3, "t1", "candidate_workflow", cost_usd=0.9)
-    out = write_sweep(tmp_path / "out", record(overlay=overlay), rows)
+    rows = sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "candidate_workflow", cost_usd=0.9)
+    out = write_sweep(tmp_path / "out", sweep_record(overlay=overlay), rows)
     assert verify_promotion(out, now=NOW)["candidate_origin"] == origin
     other = "model-proposer" if origin == "manual-initial-overlay" else "manual-initial-overlay"
     edit_json(out / "promotion.json", lambda d: d.update(candidate_origin=other))
@@ -146,7 +145,7 @@ def test_candidate_origin_comes_from_the_overlay_record_and_cannot_be_edited(tmp
 
 def test_an_overlay_digest_other_than_sweep_json_fails(tmp_path: Path) -> None:
     overlay = overlay_for(make_toolkit(tmp_path / "toolkit"))
-    rows = runs(3, "t1", "workflow") + runs(3, "t1", "candidate_workflow", cost_usd=0.9)
-    out = write_sweep(tmp_path / "out", record(overlay=overlay), rows)
+    rows = sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "candidate_workflow", cost_usd=0.9)
+    out = write_sweep(tmp_path / "out", sweep_record(overlay=overlay), rows)
     edit_json(out / "promotion.json", lambda d: d["candidate_overlay"].update(digest="sha256:" + "0" * 64))
     fails(out, "candidate_overlay differs from the overlay sweep.json recorded")

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import sweep_record, sweep_row, sweep_runs, write_sweep
 from workflow_bench.report import main as rerender_main
 from workflow_bench.reports.stats import paired_statistics, pass_at_k, pass_hat_k, summarize_deltas
-
-from .sweep_fixtures import record, row, runs, write_sweep
 
 pytestmark = pytest.mark.unit
 
@@ -43,9 +42,12 @@ def test_sign_test_and_bootstrap_ci() -> None:
 def test_paired_statistics_per_arm_and_candidate() -> None:
     rows = []
     for task in ("t1", "t2", "t3"):
-        rows += runs(3, task, "baseline", cost_usd=1.0, skill_invoked=None)
-        rows += [*runs(2, task, "workflow", cost_usd=2.0), row(task, "workflow", 2, resolved=False)]
-        rows += runs(3, task, "candidate_workflow", cost_usd=1.5)
+        rows += sweep_runs(3, task, "baseline", cost_usd=1.0, skill_invoked=None)
+        rows += [
+            *sweep_runs(2, task, "workflow", cost_usd=2.0),
+            sweep_row(task, "workflow", 2, resolved=False),
+        ]
+        rows += sweep_runs(3, task, "candidate_workflow", cost_usd=1.5)
     arms = ["workflow", "candidate_workflow", "baseline"]
     stats = paired_statistics(rows, arms=arms, tasks=["t1", "t2", "t3"], runs=3)
     pairs = {(c["arm"], c["reference"]): c for c in stats["comparisons"]}
@@ -69,8 +71,8 @@ def test_paired_statistics_per_arm_and_candidate() -> None:
 
 
 def test_rerender_is_byte_identical_and_reports_only_what_exists(tmp_path: Path, capsys) -> None:
-    rows = runs(3, "t1", "workflow") + runs(3, "t1", "candidate_workflow", cost_usd=0.9)
-    out = write_sweep(tmp_path / "out", record(), rows)
+    rows = sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "candidate_workflow", cost_usd=0.9)
+    out = write_sweep(tmp_path / "out", sweep_record(), rows)
     names = ["report.md", "report.html", "stats.json", "promotion.json"]
     before = {n: (out / n).read_bytes() for n in names}
     for name in names:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
+from tests.builders import sweep_row, sweep_runs
 from workflow_bench.reports.stats import (
     paired_statistics,
     pass_at_k,
@@ -23,8 +24,6 @@ from workflow_bench.reports.stats import (
     stats_text,
     summarize_deltas,
 )
-
-from .sweep_fixtures import row, runs
 
 pytestmark = pytest.mark.unit
 
@@ -55,8 +54,8 @@ def test_two_tasks_are_enough_for_a_ci_and_integer_deltas_are_fine() -> None:
 
 
 def test_a_task_measured_on_one_side_only_is_skipped_and_later_tasks_still_count() -> None:
-    rows = runs(3, "t1", "baseline", cost_usd=1.0) + runs(3, "t2", "baseline", cost_usd=1.0)
-    rows += runs(3, "t2", "workflow", cost_usd=3.0)  # t1: workflow never ran
+    rows = sweep_runs(3, "t1", "baseline", cost_usd=1.0) + sweep_runs(3, "t2", "baseline", cost_usd=1.0)
+    rows += sweep_runs(3, "t2", "workflow", cost_usd=3.0)  # t1: workflow never ran
     [comparison] = _stats(rows, ["workflow", "baseline"], ["t1", "t2"])["comparisons"]
     assert [t["task"] for t in comparison["per_task"]] == ["t2"]
     assert comparison["cost_usd"]["median_delta"] == 2.0 and comparison["cost_usd"]["tasks"] == 1
@@ -64,20 +63,20 @@ def test_a_task_measured_on_one_side_only_is_skipped_and_later_tasks_still_count
 
 
 def test_an_unmeasured_cost_is_an_unknown_delta_not_zero() -> None:
-    rows = runs(3, "t1", "baseline", cost_usd=1.0) + runs(3, "t1", "workflow", cost_usd=None)
-    rows += runs(3, "t2", "baseline", cost_usd=None) + runs(3, "t2", "workflow", cost_usd=1.0)
+    rows = sweep_runs(3, "t1", "baseline", cost_usd=1.0) + sweep_runs(3, "t1", "workflow", cost_usd=None)
+    rows += sweep_runs(3, "t2", "baseline", cost_usd=None) + sweep_runs(3, "t2", "workflow", cost_usd=1.0)
     [comparison] = _stats(rows, ["workflow", "baseline"], ["t1", "t2"])["comparisons"]
     assert [t["cost_usd_delta"] for t in comparison["per_task"]] == [None, None]
     # A flag is not a cost: a row cannot even carry one (the row model is strict).
     with pytest.raises(ValueError, match="cost_usd"):
-        runs(1, "t2", "baseline", cost_usd=True)
+        sweep_runs(1, "t2", "baseline", cost_usd=True)
     assert [t["resolve_rate_delta"] for t in comparison["per_task"]] == [0.0, 0.0]
     assert comparison["cost_usd"]["tasks"] == 0 and comparison["cost_usd"]["median_delta"] is None
     assert _stats(rows, ["workflow"], ["t1"])["arms"]["workflow"]["median_cost_usd"] is None
 
 
 def test_a_candidate_is_compared_with_its_incumbent_only_when_the_incumbent_ran() -> None:
-    rows = runs(3, "t1", "workflow") + runs(3, "t1", "candidate_workflow")
+    rows = sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "candidate_workflow")
     kinds = [
         (c["arm"], c["reference"], c["kind"])
         for c in _stats(rows, ["workflow", "candidate_workflow"], ["t1"])["comparisons"]
@@ -88,9 +87,9 @@ def test_a_candidate_is_compared_with_its_incumbent_only_when_the_incumbent_ran(
 
 def test_the_arm_summary_uses_wilsons_interval_and_knows_when_there_is_nothing() -> None:
     rows = [
-        *runs(2, "t1", "workflow", cost_usd=2.0),
-        row("t1", "workflow", 2, cost_usd=4.0),
-        row("t1", "workflow", 3, resolved=False, cost_usd=4.0),
+        *sweep_runs(2, "t1", "workflow", cost_usd=2.0),
+        sweep_row("t1", "workflow", 2, cost_usd=4.0),
+        sweep_row("t1", "workflow", 3, resolved=False, cost_usd=4.0),
     ]
     summary = _stats(rows, ["workflow", "baseline"], ["t1"])["arms"]
     wilson = scipy_stats.binomtest(3, 4).proportion_ci(0.95, method="wilson")
@@ -111,12 +110,12 @@ def test_the_arm_summary_uses_wilsons_interval_and_knows_when_there_is_nothing()
 
 
 def test_pass_k_covers_k_up_to_runs_over_tasks_with_enough_valid_runs() -> None:
-    rows = runs(3, "t1", "workflow") + runs(2, "t2", "workflow", resolved=False)
+    rows = sweep_runs(3, "t1", "workflow") + sweep_runs(2, "t2", "workflow", resolved=False)
     pass_k = _stats(rows, ["workflow"], ["t1", "t2"])["pass_k"]["workflow"]
     assert set(pass_k) == {"1", "2", "3"}
     assert [pass_k[k]["tasks"] for k in ("1", "2", "3")] == [2, 2, 1]
     assert pass_k["1"]["pass_at_k"] == 0.5 and pass_k["3"]["pass_hat_k"] == 1.0
-    none = _stats(runs(2, "t1", "workflow"), ["workflow"], ["t1"])["pass_k"]["workflow"]["3"]
+    none = _stats(sweep_runs(2, "t1", "workflow"), ["workflow"], ["t1"])["pass_k"]["workflow"]["3"]
     assert none == {"tasks": 0, "pass_at_k": None, "pass_hat_k": None}
 
 
@@ -128,7 +127,9 @@ def test_pass_k_bounds_and_their_message() -> None:
 
 
 def test_the_document_names_its_schema_and_methods() -> None:
-    stats = _stats(runs(3, "t1", "workflow") + runs(3, "t1", "baseline"), ["workflow", "baseline"], ["t1"])
+    stats = _stats(
+        sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "baseline"), ["workflow", "baseline"], ["t1"]
+    )
     assert stats["schema_version"] == 1
     assert set(stats["method"]) == {"delta", "ci", "sign_test", "resolve_rate_ci95", "pass_k"}
     assert "2000 resamples, seed 0" in stats["method"]["ci"] and "95%" in stats["method"]["ci"]
@@ -140,21 +141,24 @@ def test_stats_text_is_canonical_json_and_refuses_nan() -> None:
         == '{\n  "a": {\n    "é": [\n      1.5\n    ]\n  },\n  "b": 1\n}\n'
     )
     assert (
-        json.loads(stats_text(_stats(runs(3, "t1", "workflow"), ["workflow"], ["t1"])))["schema_version"] == 1
+        json.loads(stats_text(_stats(sweep_runs(3, "t1", "workflow"), ["workflow"], ["t1"])))[
+            "schema_version"
+        ]
+        == 1
     )
     with pytest.raises(ValueError):
         stats_text({"x": math.nan})
 
 
 def test_a_non_finite_cost_is_an_unknown_delta() -> None:
-    rows = runs(3, "t1", "baseline", cost_usd=1.0) + runs(3, "t1", "workflow", cost_usd=math.inf)
+    rows = sweep_runs(3, "t1", "baseline", cost_usd=1.0) + sweep_runs(3, "t1", "workflow", cost_usd=math.inf)
     [comparison] = _stats(rows, ["workflow", "baseline"], ["t1"])["comparisons"]
     assert comparison["per_task"][0]["cost_usd_delta"] is None
     assert _stats(rows, ["workflow"], ["t1"])["arms"]["workflow"]["median_cost_usd"] is None
 
 
 def test_an_arm_the_registry_does_not_know_is_summarized_without_an_incumbent() -> None:
-    stats = _stats(runs(3, "t1", "my_arm"), ["my_arm"], ["t1"])
+    stats = _stats(sweep_runs(3, "t1", "my_arm"), ["my_arm"], ["t1"])
     assert stats["comparisons"] == [] and stats["arms"]["my_arm"]["valid_runs"] == 3
 
 

@@ -1,8 +1,8 @@
 """Rules the test suite itself must keep, checked over its source.
 
-- A missing tool is a conftest fixture that calls `_missing` (a skip locally, a FAILURE under
-  WORKFLOW_BENCH_REQUIRE_SANDBOX=1): a `skipif`/`pytest.skip` elsewhere would let CI pass by
-  not running a layer.
+- A missing tool is a conftest fixture that calls `missing_tool` (tests/builders.py: a skip
+  locally, a FAILURE under WORKFLOW_BENCH_REQUIRE_SANDBOX=1): a `skipif`/`pytest.skip`
+  elsewhere would let CI pass by not running a layer.
 - No test looks at the shared temporary directory: other sweeps on this machine create
   wfbench-* entries there at any moment; the e2e tests instead
   record the directories the runner makes (`tests/e2e/conftest.py::recorded_tempdirs`) and
@@ -31,7 +31,7 @@ def _skips_without_the_ci_rule(tree: ast.AST) -> list[int]:
             continue
         names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
         strings = {n.value for n in ast.walk(fn) if isinstance(n, ast.Constant)}
-        guarded = "REQUIRE" in names or "_missing" in names or "WORKFLOW_BENCH_REQUIRE_SANDBOX" in strings
+        guarded = "REQUIRE" in names or "missing_tool" in names or "WORKFLOW_BENCH_REQUIRE_SANDBOX" in strings
         found += [
             n.lineno
             for n in ast.walk(fn)
@@ -58,7 +58,7 @@ def test_no_skip_bypasses_the_ci_rule():
         if str(path.relative_to(TESTS)) not in ALLOWED
         for line in _skips_without_the_ci_rule(ast.parse(text))
     ]
-    assert not offenders, f"skip through a conftest fixture that calls _missing instead: {offenders}"
+    assert not offenders, f"skip through a conftest fixture that calls missing_tool instead: {offenders}"
 
 
 def test_the_skip_rule_sees_a_skipif_and_an_unguarded_skip():
@@ -76,3 +76,32 @@ def test_no_test_globs_the_shared_temp_dir():
         if pattern.search(line)
     ]
     assert not offenders, f"use tmp_path, or recorded_tempdirs to see what the runner made: {offenders}"
+
+
+def _imports_of_test_modules(tree: ast.AST) -> list[str]:
+    """The test modules (and conftest helpers) a module imports: shared helpers live in
+    tests/builders.py, so no test module depends on another's internals."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            last = node.module.rsplit(".", 1)[-1]
+            if last.startswith("test_") or (last == "conftest" and node.level == 0):
+                found.append(f"{'.' * node.level}{node.module}")
+    return found
+
+
+# Constants one layer shares with another on purpose, each with why.
+SHARED_ON_PURPOSE = {
+    "e2e/test_demo_sweep.py": "the demo corpus's expected verdicts, asserted by the component layer too",
+    "e2e/test_unsafe_host.py": "the review sweep's arms and expected verdicts, run again on an unsafe host",
+}
+
+
+def test_no_test_module_imports_another():
+    offenders = {
+        str(path.relative_to(TESTS)): found
+        for path, text in _sources().items()
+        if str(path.relative_to(TESTS)) not in SHARED_ON_PURPOSE
+        if (found := _imports_of_test_modules(ast.parse(text)))
+    }
+    assert not offenders, f"move shared helpers into tests/builders.py: {offenders}"

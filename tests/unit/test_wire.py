@@ -6,76 +6,21 @@ import json
 
 import pytest
 
+from tests.builders import SSE_USAGE, http_response, sse, sse_message
 from workflow_bench.relay.wire import message_digest, parse_request, parse_response
 
 pytestmark = pytest.mark.unit
 
-USAGE = {
-    "input_tokens": 10,
-    "output_tokens": 1,
-    "cache_creation_input_tokens": 2,
-    "cache_read_input_tokens": 3,
-}
-
-
-def _sse(*events: dict) -> bytes:
-    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
-
-
-def _message(*, msg_id="msg_1", final_output=7, tool_input='{"skill": "work"}', stop=True) -> list[dict]:
-    events = [
-        {"type": "message_start", "message": {"id": msg_id, "type": "message", "usage": dict(USAGE)}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lo"}},
-        {"type": "content_block_stop", "index": 0},
-        {
-            "type": "content_block_start",
-            "index": 1,
-            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "Skill", "input": {}},
-        },
-        {
-            "type": "content_block_delta",
-            "index": 1,
-            "delta": {"type": "input_json_delta", "partial_json": tool_input[:5]},
-        },
-        {
-            "type": "content_block_delta",
-            "index": 1,
-            "delta": {"type": "input_json_delta", "partial_json": tool_input[5:]},
-        },
-        {"type": "content_block_stop", "index": 1},
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "tool_use"},
-            "usage": {"output_tokens": final_output},
-        },
-    ]
-    if stop:
-        events.append({"type": "message_stop"})
-    return events
-
-
-def _http(body: bytes, *, content_type="text/event-stream", chunked=False, length=True, status=200) -> bytes:
-    head = f"HTTP/1.1 {status} OK\r\nContent-Type: {content_type}\r\n"
-    if chunked:
-        pieces = [body[i : i + 50] for i in range(0, len(body), 50)]
-        encoded = b"".join(f"{len(p):x}\r\n".encode() + p + b"\r\n" for p in pieces) + b"0\r\n\r\n"
-        return (head + "Transfer-Encoding: chunked\r\n\r\n").encode() + encoded
-    if length:
-        head += f"Content-Length: {len(body)}\r\n"
-    return (head + "\r\n").encode() + body
-
 
 @pytest.mark.parametrize("framing", ["length", "chunked", "close"])
 def test_sse_message_is_reduced_to_id_usage_tool_calls_and_reply(framing):
-    body = _sse(*_message())
-    raw = _http(body, chunked=framing == "chunked", length=framing == "length")
+    body = sse(*sse_message())
+    raw = http_response(body, chunked=framing == "chunked", length=framing == "length")
     facts = parse_response(raw)
     assert facts.parse_error is None and facts.completed and facts.status == 200
     assert facts.message_id == "msg_1"
     # message_delta's cumulative output_tokens overrides message_start's, field by field
-    assert facts.usage == {**USAGE, "output_tokens": 7}
+    assert facts.usage == {**SSE_USAGE, "output_tokens": 7}
     assert [(u.id, u.name, dict(u.input)) for u in facts.tool_uses] == [
         ("toolu_1", "Skill", {"skill": "work"})
     ]
@@ -89,32 +34,35 @@ def test_json_message():
             "id": "msg_j",
             "type": "message",
             "content": [{"type": "tool_use", "id": "toolu_j", "name": "Bash", "input": {"command": "ls"}}],
-            "usage": USAGE,
+            "usage": SSE_USAGE,
         }
     ).encode()
-    facts = parse_response(_http(body, content_type="application/json"))
-    assert facts.completed and facts.message_id == "msg_j" and facts.usage == USAGE
+    facts = parse_response(http_response(body, content_type="application/json"))
+    assert facts.completed and facts.message_id == "msg_j" and facts.usage == SSE_USAGE
     assert [u.name for u in facts.tool_uses] == ["Bash"]
 
 
 def test_partial_streams_are_not_completed():
-    full = _sse(*_message())
+    full = sse(*sse_message())
     cut_mid_frame = full[: full.index(b"message_delta") + 20]
-    for body in (cut_mid_frame, _sse(*_message()[:6])):
-        facts = parse_response(_http(body, length=False))
+    for body in (cut_mid_frame, sse(*sse_message()[:6])):
+        facts = parse_response(http_response(body, length=False))
         assert facts.completed is False, body[-80:]
     # Negative control: the same bytes whole are a completed message; so is a stream cut after
     # message_delta (inside message_stop, or without it), which the CLI accepts as finished.
-    assert parse_response(_http(full, length=False)).completed is True
-    assert parse_response(_http(full[: full.rindex(b"message_stop") + 5], length=False)).completed is True
-    assert parse_response(_http(_sse(*_message(stop=False)), length=False)).completed is True
+    assert parse_response(http_response(full, length=False)).completed is True
+    assert (
+        parse_response(http_response(full[: full.rindex(b"message_stop") + 5], length=False)).completed
+        is True
+    )
+    assert parse_response(http_response(sse(*sse_message(stop=False)), length=False)).completed is True
 
 
 def test_a_body_shorter_than_its_length_or_a_cut_chunk_is_partial():
-    body = _sse(*_message())
-    short = _http(body)[:-10]
+    body = sse(*sse_message())
+    short = http_response(body)[:-10]
     assert parse_response(short).completed is False
-    chunked = _http(body, chunked=True)
+    chunked = http_response(body, chunked=True)
     assert parse_response(chunked[:-5]).completed is False
     assert parse_response(chunked).completed is True
 
@@ -125,9 +73,9 @@ def test_a_body_shorter_than_its_length_or_a_cut_chunk_is_partial():
         b"",
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n",  # ended inside headers
         b"garbage\r\n\r\n",
-        _http(b"data: {not json}\n\n"),
-        _http(b"event: ping\ndata: {}\n\n"),  # no message_start
-        _http(b"{}", content_type="application/json"),
+        http_response(b"data: {not json}\n\n"),
+        http_response(b"event: ping\ndata: {}\n\n"),  # no message_start
+        http_response(b"{}", content_type="application/json"),
     ],
 )
 def test_malformed_responses_yield_facts_with_a_problem_never_an_exception(raw):
@@ -136,14 +84,14 @@ def test_malformed_responses_yield_facts_with_a_problem_never_an_exception(raw):
 
 
 def test_compressed_responses_are_refused_as_unreadable():
-    raw = _http(b"\x1f\x8b...", content_type="text/event-stream").replace(
+    raw = http_response(b"\x1f\x8b...", content_type="text/event-stream").replace(
         b"\r\n\r\n", b"\r\nContent-Encoding: gzip\r\n\r\n", 1
     )
     assert "compressed" in (parse_response(raw).parse_error or "")
 
 
 def test_error_status_has_no_message():
-    facts = parse_response(_http(b'{"type":"error"}', content_type="application/json", status=529))
+    facts = parse_response(http_response(b'{"type":"error"}', content_type="application/json", status=529))
     assert facts.status == 529 and facts.message_id is None and facts.completed is False
 
 
