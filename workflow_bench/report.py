@@ -3,14 +3,15 @@
 `render_reports(record, results_text, not_run_text, files=...)` is one pure function: file name →
 text for report.md, report.html, stats.json and (when candidate arms ran) promotion.json, the cell
 viewer (viewer.html and one data file per cell under viewer/, built from the rows and the files
-they point at, read through ``files``), plus the per-arm health the exit code is decided from. The sweep driver and `main` (the re-render command) both
-call it on the bytes of the stored `results.jsonl` and `not-run.jsonl` (the Scheduling section),
-so a re-render is byte-identical when nothing changed.
+they point at, read through ``files``), plus the per-arm health the exit code is decided from.
+The sweep driver and `main` (the re-render command) both call it on the bytes of the stored
+`results.jsonl` and `not-run.jsonl` (the Scheduling section) and the directory's artifacts, so a
+re-render is byte-identical when nothing changed.
 
 `python -m workflow_bench.report DIR` re-renders report.md, report.html, stats.json,
-promotion.json and the viewer from DIR/results.jsonl, the artifacts its rows name, DIR/not-run.jsonl (when present) and DIR/sweep.json, prints
-the files written and one `[measurement-health]` line per arm. Exit 0 when written; 2 when DIR
-lacks a finished sweep.json.
+promotion.json and the viewer from DIR/results.jsonl, the artifacts its rows name,
+DIR/not-run.jsonl (when present) and DIR/sweep.json, prints the files written and one
+`[measurement-health]` line per arm. Exit 0 when written; 2 when DIR lacks a finished sweep.json.
 
 Above both `reports` (the renderers) and `promotion` (the gate): it composes them.
 """
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workflow_bench.output.directory import OutputDir
 from workflow_bench.promotion.document import (
     PROMOTION_FILE,
     PromotionInputs,
@@ -37,9 +39,15 @@ from workflow_bench.reports.html import render_html
 from workflow_bench.reports.markdown import render_markdown
 from workflow_bench.reports.markdown_sections import promotion_section, stats_section
 from workflow_bench.reports.stats import STATS_FILE, paired_statistics, stats_text
-from workflow_bench.output.directory import OutputDir
 from workflow_bench.reports.sweep_record import SweepRecord, SweepRecordError, read_sweep_record
-from workflow_bench.reports.viewer import DATA_DIR, PAGE_FILE, DirectoryFiles, SweepFiles, Viewer, render_viewer
+from workflow_bench.reports.viewer import (
+    DATA_DIR,
+    PAGE_FILE,
+    DirectoryFiles,
+    SweepFiles,
+    Viewer,
+    render_viewer,
+)
 from workflow_bench.rows.migrate import read_rows
 from workflow_bench.rows.model import Row
 from workflow_bench.schedule.not_run import NOT_RUN_FILE, read_not_run, schedule_section

@@ -24,10 +24,10 @@ from workflow_bench.promotion.apply import CANDIDATE_OVERLAY_DIR
 from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.report import render_reports, write_rendered
-from workflow_bench.reports.viewer import DirectoryFiles
 from workflow_bench.reports.console import Console, cell_summary
 from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
+from workflow_bench.reports.viewer import DirectoryFiles
 from workflow_bench.rows.model import Row
 from workflow_bench.sandbox import write_runtime_dir
 from workflow_bench.schedule.budget import BudgetGuard

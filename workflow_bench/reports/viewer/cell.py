@@ -107,9 +107,7 @@ def _usage(value: Any) -> Json | None:
 
 def _diagnostics(row: Row, budget: Budget, sessions: Sequence[Json]) -> Json:
     limits = row.resource_limits
-    stream_only = sum(
-        1 for s in sessions for t in _walk(s["items"]) if t.get("on_wire") is False
-    )
+    stream_only = sum(1 for s in sessions for t in _walk(s["items"]) if t.get("on_wire") is False)
     return {
         "evidence": [budget.take(d, 1_000).text for d in (row.evidence_diagnostics or [])[:40]],
         "relay_refused_requests": row.relay_refused_requests,
@@ -204,7 +202,10 @@ def cell_document(row: Row, files: SweepFiles) -> Json:
     """Everything the page shows for one cell (JSON-ready; see the module doc for its bounds)."""
     links, streams, wires, patch_path = _files(row, files)
     judgement_budget = Budget(JUDGEMENT_BYTES)
-    judgement = {"verify": _judge(row, "verify", judgement_budget), "oracle": _judge(row, "oracle", judgement_budget)}
+    judgement = {
+        "verify": _judge(row, "verify", judgement_budget),
+        "oracle": _judge(row, "oracle", judgement_budget),
+    }
     patch = None
     if patch_path:
         read = files.read(patch_path, limit=PATCH_READ_BYTES)

@@ -16,10 +16,9 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 _COMPONENT = re.compile(r"[A-Za-z0-9_+\-][A-Za-z0-9._+\-]{0,254}")
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +53,8 @@ class DirectoryFiles:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def read(self, relative: str, *, limit: int) -> FileRead | None:
+    def open(self, relative: str) -> tuple[BinaryIO, int] | None:
+        """The regular file at ``relative`` opened for reading, and its size; None when refused."""
         parts = safe_relative(relative)
         if parts is None:
             return None
@@ -69,17 +69,22 @@ class DirectoryFiles:
             info = os.fstat(fds[-1])
             if not stat.S_ISREG(info.st_mode):
                 return None
-            chunks: list[bytes] = []
-            total = 0
-            while total < limit:
-                chunk = os.read(fds[-1], min(_CHUNK, limit - total))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-            return FileRead(b"".join(chunks), max(info.st_size, total))
+            handle = os.fdopen(fds.pop(), "rb")
+            return handle, info.st_size
         except OSError:
             return None  # absent, a link (ELOOP), not a directory, unreadable: nothing to show
         finally:
             for fd in reversed(fds):
                 os.close(fd)
+
+    def read(self, relative: str, *, limit: int) -> FileRead | None:
+        opened = self.open(relative)
+        if opened is None:
+            return None
+        handle, size = opened
+        with handle:
+            try:
+                data = handle.read(limit)
+            except OSError:
+                return None
+        return FileRead(data, max(size, len(data)))

@@ -88,7 +88,7 @@ def _usage(raw: Any) -> Json | None:
 def _weighted(usage: Mapping[str, Any] | None) -> float | None:
     if usage is None or any(not isinstance(usage.get(k), int) for k in USAGE_FIELDS):
         return None
-    return sum(COST_WEIGHTS[k] * usage[k] for k in USAGE_FIELDS)
+    return float(sum(COST_WEIGHTS[k] * int(usage[k]) for k in USAGE_FIELDS))
 
 
 def _result_text(content: Any) -> str:
@@ -142,9 +142,10 @@ class _Builder:
         message = event.get("message")
         if not isinstance(message, dict):
             return
-        parent = event.get("parent_tool_use_id")
-        parent = parent if isinstance(parent, str) else None
-        mid = message.get("id") if isinstance(message.get("id"), str) else f"#{len(self.turns)}"
+        raw_parent = event.get("parent_tool_use_id")
+        parent = raw_parent if isinstance(raw_parent, str) else None
+        raw_id = message.get("id")
+        mid: str = raw_id if isinstance(raw_id, str) else f"#{len(self.turns)}"
         self.stream_messages.add(mid)
         turn = self.turns.get((parent, mid))
         if turn is None:
@@ -176,7 +177,8 @@ class _Builder:
         elif kind in ("thinking", "redacted_thinking"):
             turn["blocks"].append({"kind": "thinking"})
         elif kind == "tool_use":
-            call_id = block.get("id") if isinstance(block.get("id"), str) else ""
+            raw_id = block.get("id")
+            call_id: str = raw_id if isinstance(raw_id, str) else ""
             name = str(block.get("name", ""))
             inputs = self.budget.take(as_text(block.get("input")), INPUT_CHARS)
             call: Json = {
@@ -235,12 +237,16 @@ class _Builder:
             tools = event.get("tools")
             self.init = {
                 "model": visible(str(event.get("model", "")))[:NAME_CHARS],
-                "tools": [visible(str(t))[:NAME_CHARS] for t in tools[:64]] if isinstance(tools, list) else [],
+                "tools": [visible(str(t))[:NAME_CHARS] for t in tools[:64]]
+                if isinstance(tools, list)
+                else [],
             }
         elif subtype == "api_retry":
             self.notes.append(
-                visible(f"API retry {event.get('attempt')}/{event.get('max_retries')} "
-                        f"(status {event.get('error_status')})")[:200]
+                visible(
+                    f"API retry {event.get('attempt')}/{event.get('max_retries')} "
+                    f"(status {event.get('error_status')})"
+                )[:200]
             )
         elif subtype == "compact_boundary":
             self.notes.append("the CLI compacted the conversation here")
