@@ -102,3 +102,42 @@ def shellcheck_bin() -> Path:
     if found is None:
         missing_tool("shellcheck (uv sync --locked --extra dev)")
     return found
+
+
+# Headless Chromium for the pages' tests (Debian's chromium as root needs --no-sandbox); every
+# flag that could reach the network is off and the proxy is a dead port: a page that needed the
+# network would fail. Playwright (dev extra) drives it; no browser is ever downloaded.
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--no-first-run",
+    "--mute-audio",
+    "--proxy-server=127.0.0.1:9",
+)
+
+
+@pytest.fixture(scope="session")
+def chromium_browser(tmp_path_factory):
+    """One headless system Chromium for the session, driven through Playwright."""
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        missing_tool("chromium (./dev setup installs it)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing_tool("playwright (uv sync --locked --extra dev)")
+    home = tmp_path_factory.mktemp("chromium-home")
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(
+            executable_path=executable, args=list(CHROMIUM_ARGS), env={"HOME": str(home)}
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
