@@ -7,6 +7,9 @@ One place for what several test modules need (no test module imports another's h
   ``rows_text(rows)``, the results.jsonl text of rows, spelled as the output directory spells it;
 - output directories: ``results(out)`` / ``result_dicts(out)``, the rows a sweep stored, as
   ``Row`` or as stored JSON; ``jsonl(path)``, any JSON-lines file as objects (``[]`` when absent);
+- task files: ``task_entry(**overrides)`` (one valid task mapping), ``write_tasks``, ``make_spec``
+  (a valid ``TaskSpec`` in memory), ``git_in`` (git in a fixture repository); the ``corpus``
+  fixture is in tests/unit/conftest.py;
 - hand-built sweeps (gate, verify, apply, report tests): ``sweep_row``/``sweep_runs``,
   ``sweep_record``, ``make_toolkit``/``overlay_for`` and ``write_sweep``, which goes through the
   same ``render_reports`` the sweep driver uses, so a directory built here is exactly what a real
@@ -25,11 +28,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from workflow_bench.canary.attacks import Plant
 from workflow_bench.cells.sessions import SessionOutcome
@@ -41,6 +46,7 @@ from workflow_bench.report import render_reports
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
 from workflow_bench.rows.migrate import read_rows, stored_line
 from workflow_bench.rows.model import SCHEMA_VERSION, Row
+from workflow_bench.taskspec.spec import OracleFileSpec, OracleSpec, TaskSpec
 
 RECORDED_AT = "2026-11-30T11:00:00+00:00"
 CLEAN: dict[str, Any] = {
@@ -118,6 +124,68 @@ def as_row(stored: dict[str, Any]) -> Row:
 def by_cell(out: Path) -> dict[tuple[str, str], Row]:
     """``{(task, arm): row}`` of a one-run sweep in ``out``."""
     return {(r.task, r.arm): r for r in results(out)}
+
+
+# ── task files ──────────────────────────────────────────────────────────────
+
+
+ORACLE_SOURCE = "oracles/t1.oracle_test.py"
+
+
+ORACLE_BYTES = b"import unittest\n\nclass T(unittest.TestCase):\n    def test_ok(self):\n        pass\n"
+
+
+def git_in(repo: Path, *args: str) -> str:
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(repo),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True
+    )
+    return done.stdout.strip()
+
+
+def task_entry(**overrides: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "id": "t1",
+        "class": "trivial",
+        "repo": "repo",
+        "prompt": "Fix the thing.",
+        "verify": "python3 -m unittest -q",
+        "oracle": {
+            "command": 'python3 "$WORKFLOW_BENCH_ORACLE_ROOT/t1_oracle_test.py"',
+            "files": [{"source": ORACLE_SOURCE, "target": "t1_oracle_test.py"}],
+        },
+    }
+    base.update(overrides)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+def write_tasks(corpus: Path, *tasks: dict[str, object], name: str = "tasks.yaml") -> Path:
+    path = corpus / name
+    path.write_text(yaml.safe_dump({"tasks": list(tasks)}, sort_keys=False))
+    return path
+
+
+def make_spec(**overrides: object) -> TaskSpec:
+    """A valid spec (not loaded from a file) with ``overrides`` (model field names)."""
+    fields: dict[str, object] = {
+        "source_file": Path("/corpus/tasks.yaml"),
+        "task_id": "t1",
+        "task_class": "trivial",
+        "repo": "repo",
+        "prompt": "Fix it.",
+        "verify": "true",
+        "oracle": OracleSpec(command="c", files=(OracleFileSpec(source="o.py", target="o.py"),)),
+    }
+    fields.update(overrides)
+    return TaskSpec(**fields)  # type: ignore[arg-type]
 
 
 # ── hand-built sweeps ───────────────────────────────────────────────────────

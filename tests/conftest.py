@@ -1,19 +1,119 @@
-"""Project-wide fixtures: the real tools the component and e2e layers need.
+"""Project-wide fixtures: the real tools the component and e2e layers need, and where they may write.
 
 A missing tool skips its tests locally, but under WORKFLOW_BENCH_REQUIRE_SANDBOX=1
 (set by .ci/run) a skip becomes a failure: CI must never pass by not running
-the containment and end-to-end layers.
+the containment and end-to-end layers. A test that needs root (cgroups, mounts) skips as
+another user, and fails instead under WORKFLOW_BENCH_REQUIRE_ROOT=1 (.ci/run's main run).
+
+Where the checkout lives, how deep, the current directory, the user's name and HOME never
+decide a verdict. The one bound is TMPDIR's length: the tests bind AF_UNIX sockets (107 bytes
+at most) below it, always in a private ``short_dir`` directly under it (never under pytest's
+deeper ``tmp_path``), and the session refuses to start, saying how long TMPDIR may be, when
+even those would not fit (``pytest_configure``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.builders import missing_tool
+
+TESTS = Path(__file__).resolve().parent
+SESSION_TMPDIR = tempfile.gettempdir()  # read at import, before any test points tempfile elsewhere
+SHORT_DIR_PREFIX = "wfbt-"  # + mkdtemp's 8 random characters
+
+
+def needs_root(why: str) -> None:
+    """Skip unless this is root (a failure under WORKFLOW_BENCH_REQUIRE_ROOT=1, where CI runs)."""
+    if os.geteuid() == 0:
+        return
+    if os.environ.get("WORKFLOW_BENCH_REQUIRE_ROOT") == "1":
+        pytest.fail(f"needs root ({why}), required by WORKFLOW_BENCH_REQUIRE_ROOT=1; uid is {os.geteuid()}")
+    pytest.skip(f"needs root ({why}); .ci/run runs it as root")
+
+
+# --- TMPDIR: the sockets below it must fit ------------------------------------------------------
+
+
+def suite_tmpdir_room() -> int:
+    """The longest TMPDIR, in bytes, under which every socket the component and e2e tests bind fits."""
+    from workflow_bench.schedule.ray_local import RayPathError, check_local_paths_fit
+    from workflow_bench.workspace.paths import AF_UNIX_PATH_MAX, CellPathError, check_paths_fit
+
+    def fits(tmpdir: str) -> bool:
+        try:
+            # a runner's cells in a test's private short_dir (a runner on TMPDIR itself is shorter)
+            check_paths_fit(os.path.join(tmpdir, SHORT_DIR_PREFIX + "x" * 8))
+            # --executor ray's local instance (the tests' own Ray cluster is 2 bytes shorter)
+            check_local_paths_fit(tmpdir)
+        except (CellPathError, RayPathError):
+            return False
+        return True
+
+    return max((n for n in range(1, AF_UNIX_PATH_MAX + 1) if fits("/" + "x" * (n - 1))), default=0)
+
+
+def _only_unit_tests(config: pytest.Config) -> bool:
+    """Whether every path the session was asked to run is under tests/unit (no socket is bound there)."""
+    unit = TESTS / "unit"
+    paths = [(config.invocation_params.dir / arg.split("::")[0]).resolve() for arg in config.args]
+    return bool(paths) and all(path == unit or unit in path.parents for path in paths)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from workflow_bench.workspace.paths import AF_UNIX_PATH_MAX
+
+    if hasattr(config, "workerinput") or _only_unit_tests(config):
+        return  # an xdist worker (its controller checked), or only unit tests
+    size, room = len(os.fsencode(os.path.abspath(SESSION_TMPDIR))), suite_tmpdir_room()
+    if size > room:
+        raise pytest.UsageError(
+            f"TMPDIR {SESSION_TMPDIR!r} is {size} bytes; the component and e2e tests need at most {room}: "
+            f"they bind AF_UNIX sockets (at most {AF_UNIX_PATH_MAX} bytes) below it (a local Ray "
+            f"instance's, a sandboxed cell's model socket). Point TMPDIR at a shorter private directory, "
+            f"e.g. `mkdir -p /tmp/$USER && TMPDIR=/tmp/$USER ./dev test`, or run only tests/unit."
+        )
+
+
+@contextlib.contextmanager
+def short_dir(prefix: str = SHORT_DIR_PREFIX) -> Iterator[Path]:
+    """A private, empty directory directly under the session's TMPDIR, removed afterwards.
+
+    For a runner's TMPDIR and any socket's directory: its length is TMPDIR's plus 14, whatever
+    the test's name, pytest's base directory or the user's name (``tmp_path`` grows with all
+    three). Cell directories a killed runner left in it are collected (their mounts released).
+    """
+    from workflow_bench.workspace.clone import remove_tree
+    from workflow_bench.workspace.paths import collect_stale_work_roots
+
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=SESSION_TMPDIR))
+    try:
+        yield path
+    finally:
+        collect_stale_work_roots(path)
+        remove_tree(path)
+
+
+@pytest.fixture
+def short_tmpdir() -> Iterator[Path]:
+    """``short_dir`` for one test."""
+    with short_dir() as path:
+        yield path
+
+
+@pytest.fixture
+def make_short_dir() -> Iterator[Callable[[], Path]]:
+    """Make as many ``short_dir``s as the test needs; all removed when it ends."""
+    with contextlib.ExitStack() as stack:
+        yield lambda: stack.enter_context(short_dir())
 
 
 @pytest.fixture(scope="session")
@@ -52,6 +152,15 @@ def git_bin() -> str:
     found = shutil.which("git")
     if not found:
         missing_tool("git")
+    return found
+
+
+@pytest.fixture(scope="session")
+def make_bin() -> str:
+    """GNU make: a wrapper the framework tests run verify through (it re-spawns the shell)."""
+    found = shutil.which("make")
+    if not found:
+        missing_tool("make")
     return found
 
 
@@ -102,6 +211,60 @@ def shellcheck_bin() -> Path:
     if found is None:
         missing_tool("shellcheck (uv sync --locked --extra dev)")
     return found
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FRAMEWORKS_PIN = REPO_ROOT / "tools" / "test-frameworks"
+PYTEST_REQUIREMENTS = REPO_ROOT / "workflow_bench" / "corpus" / "deps" / "pytest-requirements.txt"
+
+
+def _lock_prefix(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+@pytest.fixture(scope="session")
+def js_frameworks() -> Path:
+    """The pinned vitest/typescript/jest ``node_modules`` (tools/test-frameworks), installed by
+    ``./dev setup``'s ``npm ci`` into the cache; tests hard-link it into their repositories."""
+    from workflow_bench.taskspec.repos import cache_root
+
+    configured = os.environ.get("WORKFLOW_BENCH_TEST_FRAMEWORKS")
+    prefix = f"test-frameworks-{_lock_prefix(FRAMEWORKS_PIN / 'package-lock.json')}"
+    found = Path(configured) if configured else cache_root() / prefix / "node_modules"
+    if not (found / ".bin" / "vitest").exists() or not (found / ".bin" / "jest").exists():
+        missing_tool(
+            f"the JS test frameworks at {found} (./dev test installs them from tools/test-frameworks)"
+        )
+    return found
+
+
+@pytest.fixture(scope="session")
+def sandbox_pytest_deps() -> Path:
+    """pytest and its closure for the sandbox's python, built once with ``tasks deps`` (PyPI wheels)
+    into the cache and reused: offline after the first build."""
+    from workflow_bench.tasks.deps import DependencyBuildError, build_dependencies
+    from workflow_bench.taskspec.repos import cache_root
+
+    out = cache_root() / f"test-pydeps-{_lock_prefix(PYTEST_REQUIREMENTS)}"
+    if not (out / "wfbench-deps.json").is_file():
+        shutil.rmtree(out, ignore_errors=True)
+        uv = os.environ.get("UV") or shutil.which("uv") or "uv"
+        try:
+            build_dependencies(requirements=PYTEST_REQUIREMENTS, out=out, uv_bin=uv)
+        except (DependencyBuildError, OSError) as exc:
+            missing_tool(f"pytest wheels for the sandbox's python ({exc})")
+    return out / "site-packages"
+
+
+def link_tree(source: Path, dest: Path) -> None:
+    """A copy of ``source`` at ``dest``, hard-linked where the filesystem allows (fast, no bytes)."""
+    try:
+        shutil.copytree(source, dest, symlinks=True, copy_function=os.link)
+    except OSError:
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(source, dest, symlinks=True)
 
 
 # Headless Chromium for the pages' tests (Debian's chromium as root needs --no-sandbox); every

@@ -85,6 +85,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_outcomes.py",
         "tests/unit/test_outcome_predicates.py",
     ),
+    "workflow_bench/judging/verdict.py": ("tests/unit/test_verdict.py", "tests/unit/test_outcome_check.py"),
+    "workflow_bench/judging/junit.py": ("tests/unit/test_junit.py", "tests/unit/test_outcome_check.py"),
+    "workflow_bench/taskspec/expected_tests.py": ("tests/unit/test_expected_tests.py",),
+    "workflow_bench/tasks/check_expected.py": ("tests/unit/test_check_expected.py",),
     "workflow_bench/judging/outcome_report.py": (
         "tests/unit/test_outcome_check.py",
         "tests/component/test_outcome_report.py",

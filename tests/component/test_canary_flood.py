@@ -29,7 +29,7 @@ def _program(socket_path) -> str:
     return source.replace(repr(MODEL_SOCKET), repr(str(socket_path)))
 
 
-def test_a_slow_relay_still_counts_every_refusal(tmp_path, monkeypatch):
+def test_a_slow_relay_still_counts_every_refusal(short_tmpdir, monkeypatch):
     real = ModelRelay._refuse
 
     def slow(self, client, status, reason):
@@ -38,7 +38,8 @@ def test_a_slow_relay_still_counts_every_refusal(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ModelRelay, "_refuse", slow)
     credentials = CellCredentials(api_key="k", auth_token=None)
-    with ModelRelay(tmp_path / "api.sock", upstream="http://127.0.0.1:9", credentials=credentials) as relay:
+    socket_path = short_tmpdir / "api.sock"
+    with ModelRelay(socket_path, upstream="http://127.0.0.1:9", credentials=credentials) as relay:
         started = time.monotonic()
         result = subprocess.run(
             [sys.executable, "-c", _program(relay.socket_path)], capture_output=True, text=True, timeout=120

@@ -7,31 +7,33 @@ which CI has. Every check has a benign negative control that must NOT count as a
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.builders import missing_tool
+from tests.conftest import SESSION_TMPDIR, needs_root
 from workflow_bench.sandbox import CellLimits, CellResources, RunPolicy, SandboxKind, create_sandbox
-from workflow_bench.sandbox._limits import _own_cgroup
+from workflow_bench.sandbox._limits import _own_cgroup, mounts_under
 
 pytestmark = pytest.mark.component
 
 SMALL = CellLimits(memory_mib=128, pids=48, disk_mib=16)
 
 
-def _enforceable() -> bool:
+@pytest.fixture
+def enforceable() -> None:
+    """Root, writable cgroup v1 memory/pids controllers and loop devices: the bounds this module tests."""
+    needs_root("cgroup v1 memory/pids and loop mounts")
     cgroups = all((d := _own_cgroup(c)) is not None and os.access(d, os.W_OK) for c in ("memory", "pids"))
-    return os.geteuid() == 0 and cgroups and Path("/dev/loop-control").exists()
-
-
-needs_root = pytest.mark.skipif(
-    not _enforceable() and os.environ.get("WORKFLOW_BENCH_REQUIRE_SANDBOX") != "1",
-    reason="cgroup v1 memory/pids and loop mounts need root",
-)
+    if not cgroups or not Path("/dev/loop-control").exists():
+        missing_tool("writable cgroup v1 memory/pids controllers and /dev/loop-control")
 
 
 @pytest.fixture
-def cell(tmp_path, bwrap_bin):
+def cell(tmp_path, bwrap_bin, enforceable):
     template = tmp_path / "template"
     template.mkdir()
     (template / "file.txt").write_text("hello\n")
@@ -53,7 +55,6 @@ def _sh(sandbox, script: str):
     return sandbox.run(["/bin/sh", "-c", script], policy=RunPolicy(workspace_writable=True), timeout_s=60)
 
 
-@needs_root
 def test_every_bound_is_enforced_and_a_benign_run_is_no_breach(cell):
     resources, sandbox = cell
     assert resources.enforced() == {"memory_mib": 128, "pids": 48, "disk_mib": 16, "sampled": []}
@@ -62,7 +63,6 @@ def test_every_bound_is_enforced_and_a_benign_run_is_no_breach(cell):
     assert resources.breaches() == []
 
 
-@needs_root
 def test_memory_over_the_limit_is_oom_killed_inside_the_cell(cell):
     resources, sandbox = cell
     result = _sh(sandbox, "python3 -c 'b = [bytearray(16 * 2**20) for _ in range(32)]; print(\"survived\")'")
@@ -70,7 +70,6 @@ def test_memory_over_the_limit_is_oom_killed_inside_the_cell(cell):
     assert any(b.startswith("memory limit 128 MiB") for b in resources.breaches()), resources.breaches()
 
 
-@needs_root
 def test_processes_over_the_limit_are_refused(cell):
     resources, sandbox = cell
     script = (
@@ -84,7 +83,6 @@ def test_processes_over_the_limit_are_refused(cell):
     assert any(b.startswith("process limit 48") for b in resources.breaches())
 
 
-@needs_root
 def test_disk_is_the_cells_own_volume(cell, tmp_path):
     resources, sandbox = cell
     # three files, each far under the 1 GiB per-file cap, together over the cell's room
@@ -95,8 +93,7 @@ def test_disk_is_the_cells_own_volume(cell, tmp_path):
     assert any(b.startswith("disk limit 16 MiB") for b in resources.breaches())
 
 
-@needs_root
-def test_close_leaves_no_cgroup_mount_or_image(tmp_path, bwrap_bin):
+def test_close_leaves_no_cgroup_mount_or_image(tmp_path, bwrap_bin, enforceable):
     template = tmp_path / "template"
     template.mkdir()
     resources = CellResources(SMALL, tmp_path / "cell")
@@ -106,6 +103,15 @@ def test_close_leaves_no_cgroup_mount_or_image(tmp_path, bwrap_bin):
     assert resources.close() is None
     assert not any(g.exists() for g in groups)
     assert not os.path.ismount(tmp_path / "cell") and not resources.image.exists()
+
+
+def test_mounts_are_found_below_a_root_reached_through_a_symlink(tmp_path):
+    """A TMPDIR through a symlink: the kernel records mount points resolved (real /proc/self/mountinfo)."""
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to("/proc")  # /proc is always a mount point
+    assert Path("/proc") in mounts_under(link)
+    assert mounts_under(tmp_path / "real") == []  # negative control: no mount there
 
 
 def test_writable_filesystems_in_the_sandbox_are_sized_or_read_only(tmp_path, bwrap_bin):
@@ -137,14 +143,12 @@ def test_a_bound_that_cannot_be_enforced_is_never_claimed(tmp_path, monkeypatch)
     assert not os.path.ismount(tmp_path / "cell")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="drops to nobody with setpriv, which needs root")
 def test_without_root_the_process_count_falls_back_to_rlimit_nproc(tmp_path, bwrap_bin, monkeypatch):
     """Measured for real: the sandbox as uid nobody, bounded by RLIMIT_NPROC inside its user namespace."""
-    import shutil
-    import tempfile
-
     from workflow_bench.process import run_process
     from workflow_bench.sandbox import _limits
+
+    needs_root("drops to nobody with setpriv")
 
     monkeypatch.setattr(_limits, "_own_cgroup", lambda _controller: None)
     monkeypatch.setattr(_limits, "_can_mount", lambda: False)
@@ -154,7 +158,12 @@ def test_without_root_the_process_count_falls_back_to_rlimit_nproc(tmp_path, bwr
     resources.open(clone_source=tmp_path)
     assert resources.prlimit_args() == ("--nproc=48",)  # no watchdog: the kernel bound is the limit
     assert resources.enforced()["pids"] == 48
-    workspace = Path(tempfile.mkdtemp(prefix="wfbench-nproc-"))  # reachable by nobody, unlike tmp_path
+    # uid nobody must reach the workspace: under TMPDIR when every directory above it lets others
+    # through (a private TMPDIR is often 0700), else under /tmp; a private mkdtemp directory either way.
+    base = Path(SESSION_TMPDIR).resolve()
+    if not all(os.stat(p).st_mode & 0o001 for p in (base, *base.parents)):
+        base = Path("/tmp")
+    workspace = Path(tempfile.mkdtemp(prefix="wfbench-nproc-", dir=base))
     try:
         workspace.chmod(0o755)
         sandbox = create_sandbox(

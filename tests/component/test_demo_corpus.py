@@ -10,13 +10,11 @@ checkout must fail every task (a corpus whose tasks pass untouched measures noth
 from __future__ import annotations
 
 import fnmatch
-import io
 import json
 import os
 import re
 import secrets
 import subprocess
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,8 @@ from workflow_bench.corpus.build_target import (
     TARGET_DIR,
     build_bundle,
 )
-from workflow_bench.judging.outcome_report import KIT, UNITTEST_ENV_VAR, check_report
+from workflow_bench.judging.outcome_report import KIT, UNITTEST_ENV_VAR, read_evidence
+from workflow_bench.judging.verdict import for_task, verdict
 from workflow_bench.taskspec.oracle_staging import stage_oracle, verify_staged
 from workflow_bench.taskspec.spec import TaskBinding, bind_tasks, load_task_file
 
@@ -99,8 +98,8 @@ def pinned_tree(bindings: dict[str, TaskBinding], tmp_path_factory: pytest.TempP
         ["git", "--git-dir", str(repo), "archive", "--format=tar", sha], check=True, capture_output=True
     ).stdout
     dest = tmp_path_factory.mktemp("pinned")
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")
+    # GNU tar, not tarfile: extractall(filter=) is missing from Debian 12's Python 3.11.2.
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest
 
 
@@ -186,18 +185,28 @@ def sandbox_like_env(home: Path, **extra: str) -> dict[str, str]:
 
 def run_judged(command: str, *, workspace: Path, env: dict[str, str], min_tests: int, tmp_path: Path) -> bool:
     """The harness's real judge runner and unittest shim, on the host: a pass needs the report."""
-    nonce, report = secrets.token_hex(16), tmp_path / f"report-{secrets.token_hex(4)}.json"
-    request = json.dumps({"nonce": nonce, "report": str(report), "command": command}) + "\n"
+    nonce, token = secrets.token_hex(16), secrets.token_hex(4)
+    report, junit_dir = tmp_path / f"report-{token}.json", tmp_path / f"junit-{token}"
+    junit_dir.mkdir()
+    request = {
+        "nonce": nonce,
+        "report": str(report),
+        "channel": str(tmp_path / f"channel-{token}"),
+        "junit_dir": str(junit_dir),
+        "deadline_s": 120,
+        "command": command,
+    }
     subprocess.run(
         ["python3", "-I", "-B", str(KIT / "judge_runner.py")],
-        input=request.encode(),
+        input=(json.dumps(request) + "\n").encode(),
         cwd=workspace,
         env={**env, UNITTEST_ENV_VAR: str(KIT / "unittest_shim.py")},
         capture_output=True,
         timeout=120,
     )
     data = report.read_bytes() if report.exists() else None
-    return check_report(data, nonce=nonce, min_tests=min_tests).passed
+    evidence = read_evidence(data, nonce=nonce, junit_dir=junit_dir)
+    return verdict(evidence, for_task(min_tests=min_tests, expected=None, report_required=True)).passed
 
 
 def judge(binding: TaskBinding, workspace: Path, tmp_path: Path) -> tuple[bool, bool]:

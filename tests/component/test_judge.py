@@ -184,6 +184,7 @@ def _verify(sandbox, command: str, *, timeout_s: float = 60, cancel=None, **opti
     import threading
 
     from workflow_bench.judging.judge import run_verify
+    from workflow_bench.judging.verdict import Expectation
 
     # No verify_min_tests: the exit-status path (the outcome-report path has its own tests).
     with tempfile.TemporaryDirectory(prefix="judge-scratch-") as scratch:
@@ -191,7 +192,7 @@ def _verify(sandbox, command: str, *, timeout_s: float = 60, cancel=None, **opti
             sandbox,
             command,
             scratch=Path(scratch),
-            min_tests=None,
+            expectation=Expectation(by_report=False),
             timeout_s=timeout_s,
             cancel=cancel or threading.Event(),
             **options,
@@ -203,11 +204,12 @@ def _oracle(sandbox, snapshot: OracleSnapshot, scratch: Path, *, timeout_s: floa
     import threading
 
     from workflow_bench.judging.judge import run_hidden_oracle
+    from workflow_bench.judging.verdict import Expectation
 
     return run_hidden_oracle(
         sandbox,
         snapshot,
-        min_tests=1,
+        expectation=Expectation(min_tests=1),
         scratch=scratch,
         timeout_s=timeout_s,
         cancel=cancel or threading.Event(),
@@ -246,12 +248,12 @@ def test_verify_cannot_change_the_workspace(sandbox, tmp_path):
 
 
 def test_a_verify_that_never_finishes_raises_instead_of_failing_quietly(sandbox):
-    with pytest.raises(Exception, match=r"^authored verify"):
+    with pytest.raises(Exception, match=r"^'sleep 30' exceeded 1 s"):
         _verify(sandbox, "sleep 30", timeout_s=1)
 
 
 def test_a_cancelled_sweep_stops_the_verify(sandbox):
-    with pytest.raises(Exception, match=r"^authored verify"):
+    with pytest.raises(Exception, match=r"^judge runner: cancelled"):
         _verify(sandbox, "sleep 30", cancel=_cancelled())
 
 

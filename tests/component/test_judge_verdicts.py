@@ -16,6 +16,7 @@ import pytest
 
 from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.judging.judge import run_hidden_oracle, run_verify
+from workflow_bench.judging.verdict import for_task
 from workflow_bench.sandbox import Mount, SandboxKind, create_sandbox
 from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
 
@@ -43,12 +44,17 @@ def scratch(tmp_path):
     return path
 
 
+def _expect(min_tests):
+    """A verify's expectation without a lock: ``min_tests`` or, None, the exit status."""
+    return for_task(min_tests=min_tests, expected=None, report_required=False)
+
+
 def _verify(sandbox, scratch, command, *, min_tests, timeout_s=60.0, **options):
     return run_verify(
         sandbox,
         command,
         scratch=scratch,
-        min_tests=min_tests,
+        expectation=_expect(min_tests),
         timeout_s=timeout_s,
         cancel=threading.Event(),
         **options,
@@ -98,7 +104,7 @@ def test_the_oracles_output_never_leaves_the_judge(sandbox, scratch) -> None:
     outcome = run_hidden_oracle(
         sandbox,
         _oracle(b"SECRET-ORACLE-LINE\n", command),
-        min_tests=1,
+        expectation=_expect(1),
         scratch=scratch,
         timeout_s=60,
         cancel=threading.Event(),
@@ -111,7 +117,7 @@ def test_a_hung_oracle_is_charged_as_oracle_timeout(sandbox, scratch) -> None:
         run_hidden_oracle(
             sandbox,
             _oracle(b"x\n", "sleep 30"),
-            min_tests=1,
+            expectation=_expect(1),
             scratch=scratch,
             timeout_s=1,
             cancel=threading.Event(),
@@ -124,7 +130,7 @@ def test_an_oracle_below_its_min_tests_fails(sandbox, scratch) -> None:
     outcome = run_hidden_oracle(
         sandbox,
         _oracle(b"x\n", _report("one")),
-        min_tests=2,
+        expectation=_expect(2),
         scratch=scratch,
         timeout_s=60,
         cancel=threading.Event(),
@@ -137,7 +143,9 @@ def test_a_directory_planted_at_the_report_path_is_no_proof_not_a_crash(sandbox,
     plant = 'for d in /.wfbench-out-*; do mkdir "$d/outcome.json"; done'
     outcome = _verify(sandbox, scratch, f"{plant}; {_report('a')}", min_tests=1)
     assert outcome.passed is False
-    assert outcome.detail == "no proof of success: no outcome report was written"
+    assert outcome.detail == (
+        "no proof of success: the judge runner wrote no outcome report (killed, or it could not run)"
+    )
     assert list(scratch.iterdir()) == []
 
 
@@ -155,7 +163,7 @@ def test_a_cancelled_sweep_stops_a_reported_run_as_a_harness_error_not_a_verdict
     cancel = threading.Event()
     cancel.set()
     with pytest.raises(ProcessError, match=r"^judge runner"):
-        run_verify(sandbox, "sleep 30", scratch=scratch, min_tests=1, timeout_s=60, cancel=cancel)
+        run_verify(sandbox, "sleep 30", scratch=scratch, expectation=_expect(1), timeout_s=60, cancel=cancel)
     assert list(scratch.iterdir()) == []
 
 
@@ -164,6 +172,11 @@ def test_reported_output_that_is_not_utf8_is_kept_with_replacement_characters(sa
     assert outcome.passed is True and outcome.output == "ok\ufffd\n"
 
 
-def test_a_hung_reported_run_says_what_hung_and_for_how_long(sandbox, scratch) -> None:
-    with pytest.raises(ChargedFailure, match=r"^'sleep 30' exceeded 1 s$"):
+def test_a_hung_reported_run_says_what_hung_for_how_long_and_what_had_reported(sandbox, scratch) -> None:
+    with pytest.raises(ChargedFailure, match=r"^'sleep 30' exceeded 1 s; before that: no tests reported$"):
         _verify(sandbox, scratch, "sleep 30", min_tests=1, timeout_s=1)
+    # The runner stops the command at the deadline itself: what streamed before it is kept.
+    with pytest.raises(ChargedFailure) as raised:
+        _verify(sandbox, scratch, f"{_report('a', 'b')}; sleep 30", min_tests=1, timeout_s=2)
+    assert str(raised.value).endswith("before that: 2 run, 2 passed, 0 skipped, 0 failed")
+    assert raised.value.outcome.tests_run == 2

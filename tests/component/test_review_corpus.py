@@ -12,11 +12,9 @@ file may reach what the agent sees.
 from __future__ import annotations
 
 import fnmatch
-import io
 import json
 import re
 import subprocess
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -132,8 +130,8 @@ def snapshot(bindings: dict[str, TaskBinding], tmp_path_factory: pytest.TempPath
     ).stdout
     dest = tmp_path_factory.mktemp("snapshot") / "repo"
     dest.mkdir()
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")
+    # GNU tar, not tarfile: extractall(filter=) is missing from Debian 12's Python 3.11.2.
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     git(dest, "init", "-q", "-b", "main")
     git(dest, "add", "-A")
     git(dest, "commit", "-q", "--no-verify", "-m", "task snapshot")
@@ -434,7 +432,7 @@ def test_verify_passes_only_once_an_artifact_was_written(
     """The task's own verify, judged like a cell judges it: in bwrap, on its outcome report."""
     import threading
 
-    from workflow_bench.judging.judge import run_verify
+    from workflow_bench.judging.judge import run_verify, verify_expectation
     from workflow_bench.review.contract import REVIEW_OUTPUT_DIR, REVIEW_OUTPUT_PATH
     from workflow_bench.sandbox import Mount, SandboxKind, create_sandbox
 
@@ -451,7 +449,7 @@ def test_verify_passes_only_once_an_artifact_was_written(
             sandbox,
             spec.verify,
             scratch=tmp_path,
-            min_tests=spec.verify_min_tests,
+            expectation=verify_expectation(spec, None),
             timeout_s=60,
             cancel=threading.Event(),
             mounts=(Mount(source=tmp_path / "out", target=REVIEW_OUTPUT_DIR),),

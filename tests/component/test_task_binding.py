@@ -184,6 +184,7 @@ def test_binding_json_and_digest(corpus: dict) -> None:
         "oracle_manifest_digest",
         "oracle_files",
         "resolved_sha",
+        "expected_tests_digest",
     }
     assert data["sandbox_dependencies"] == [{"source": "x", "target": "y"}]
     assert data["oracle_files"] == [

@@ -7,6 +7,7 @@ Each check has a negative control: a broken copy in tmp_path must fail it.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -22,14 +23,20 @@ EXPECTED = {"containment.yml", "evolve.yml"}
 PINNED = re.compile(r"^[^@\s]+@[0-9a-f]{40}$")
 
 
-def _actionlint(actionlint: Path, shellcheck: Path, files: list[Path]) -> subprocess.CompletedProcess:
+def _actionlint(
+    actionlint: Path, shellcheck: Path, files: list[Path], *, json_format: bool = False
+) -> subprocess.CompletedProcess:
     # -shellcheck names the binary: actionlint silently skips shell checks when it finds none.
     # -pyflakes= : no step runs Python through `shell: python`.
+    # actionlint names a file relative to its working directory when it can (`../../x.yml`), so
+    # a test that reads the path back runs it in a known directory and resolves what it prints.
+    fmt = ["-format", "{{json .}}"] if json_format else []
     return subprocess.run(
-        [str(actionlint), "-no-color", f"-shellcheck={shellcheck}", "-pyflakes=", *map(str, files)],
+        [str(actionlint), "-no-color", f"-shellcheck={shellcheck}", "-pyflakes=", *fmt, *map(str, files)],
         capture_output=True,
         text=True,
         timeout=120,
+        cwd=WORKFLOWS,
     )
 
 
@@ -52,25 +59,46 @@ def _copy_with(tmp_path: Path, name: str, old: str, new: str) -> Path:
     return broken
 
 
+def _line_of(text: str, needle: str) -> int:
+    return text[: text.index(needle)].count("\n") + 1
+
+
 @pytest.mark.parametrize(
-    ("name", "old", "new", "finding"),
+    ("name", "old", "new", "rule", "finding", "at"),
     [
-        # an expression naming an input that does not exist
-        ("evolve.yml", "${{ inputs.proposer_model }}", "${{ inputs.proposer_modle }}", "proposer_modle"),
-        # a job that depends on a job that does not exist. (Inputs of actions pinned by SHA are not
-        # checked: actionlint knows popular actions' metadata by tag only.)
-        ("evolve.yml", "    needs: evolve\n", "    needs: evovle\n", "evovle"),
+        # an expression naming an input that does not exist: found on the changed line
+        ("evolve.yml", "${{ inputs.proposer_model }}", "${{ inputs.proposer_modle }}", "expression",
+         "proposer_modle", "changed"),
+        # a job that depends on a job that does not exist: found on that job's key line. (Inputs of
+        # actions pinned by SHA are not checked: actionlint knows popular actions' metadata by tag only.)
+        ("evolve.yml", "    needs: evolve\n", "    needs: evovle\n", "job-needs", "evovle", "job"),
         # a shell bug only shellcheck sees: proves shellcheck really runs inside actionlint
-        ("containment.yml", "run: ./dev canary", "run: cd $HOME/x && ./dev canary", "shellcheck"),
-        # not a workflow at all
-        ("containment.yml", "jobs:", "jobs: [", "syntax"),
+        ("containment.yml", "run: ./dev canary", "run: cd $HOME/x && ./dev canary", "shellcheck",
+         "SC2086", "changed"),
+        # not a workflow at all: the parser stops somewhere after the broken line
+        ("containment.yml", "jobs:", "jobs: [", "syntax-check", "could not parse as YAML", "after"),
     ],
-)
-def test_actionlint_fails_a_broken_copy(tmp_path, actionlint_bin, shellcheck_bin, name, old, new, finding):
+)  # fmt: skip
+def test_actionlint_fails_a_broken_copy(
+    tmp_path, actionlint_bin, shellcheck_bin, name, old, new, rule, finding, at
+):
     broken = _copy_with(tmp_path, name, old, new)
-    result = _actionlint(actionlint_bin, shellcheck_bin, [broken])
+    result = _actionlint(actionlint_bin, shellcheck_bin, [broken], json_format=True)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert str(broken) in result.stdout and finding in result.stdout, result.stdout
+    findings = json.loads(result.stdout)
+    # The path is compared as a file, never as a spelling (relative or absolute, however deep).
+    assert {(WORKFLOWS / f["filepath"]).resolve() for f in findings} == {broken.resolve()}, findings
+    matching = [f for f in findings if f["kind"] == rule and finding in f["message"]]
+    assert matching, findings
+    text = broken.read_text()
+    changed = _line_of(text, new)
+    lines = text.splitlines()
+    if at == "after":
+        assert all(f["line"] >= changed for f in matching), (changed, matching)
+        return
+    if at == "job":  # the nearest job key (`  id:`) above the changed line
+        changed = next(n for n in range(changed, 0, -1) if re.fullmatch(r"  [\w-]+:", lines[n - 1]))
+    assert [f["line"] for f in matching] == [changed], (changed, matching)
 
 
 # --- the promises the workflows make, beyond what actionlint checks ----------------------------

@@ -42,11 +42,10 @@ def left_behind(made: list[Path], prefix: str = "wfbench-") -> list[Path]:
 
 
 @pytest.fixture
-def private_tmpdir(tmp_path_factory, monkeypatch) -> Path:
+def private_tmpdir(short_tmpdir, monkeypatch) -> Path:
     """A private, empty, short TMPDIR for the runner (never glob the shared /tmp: others run sweeps)."""
-    path = tmp_path_factory.mktemp("tmp")
-    monkeypatch.setattr(tempfile, "tempdir", str(path))
-    return path
+    monkeypatch.setattr(tempfile, "tempdir", str(short_tmpdir))
+    return short_tmpdir
 
 
 @pytest.fixture

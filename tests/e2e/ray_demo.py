@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.builders import result_dicts
+from tests.conftest import short_dir
+from workflow_bench.schedule.ray_local import LOCAL_SOCKET_TAIL
 
 from .conftest import DEMO_TASKS, REPO_ROOT
 from .ray_cluster import comm, descendants, two_node_cluster
@@ -36,9 +37,13 @@ def _outcomes(rows: list[dict]) -> dict:
 def check_demo_on_a_two_node_cluster(thread_rows: list[dict], tmp_path: Path) -> None:
     """Called by test_demo_sweep with its thread-pool rows (one demo sweep serves both)."""
     out = tmp_path / "out"
-    work_tmp = Path(tempfile.mkdtemp(prefix="wfbt-"))  # short: relay sockets live below it
-    try:
+    with short_dir() as work_tmp:  # short: relay sockets live below it
         with two_node_cluster(tmp_path) as cluster:
+            # The local-instance preflight's bound holds for the sockets real Ray binds.
+            sockets = [p for p in cluster.temp.glob("session_2*/sockets/*") if p.is_socket()]
+            assert sockets, sorted(cluster.temp.rglob("*"))[:20]
+            for bound in sockets:
+                assert len(str(bound.relative_to(cluster.temp))) <= len(LOCAL_SOCKET_TAIL), bound
             argv = [sys.executable, "-m", "workflow_bench.runner", "--tasks", str(DEMO_TASKS), "--runs", "1",
                     "--provider", "scripted", "--executor", "ray", "--ray-address", cluster.address,
                     "--workers", "2", "--out", str(out)]  # fmt: skip
@@ -72,5 +77,3 @@ def check_demo_on_a_two_node_cluster(thread_rows: list[dict], tmp_path: Path) ->
             sorted(rows, key=lambda r: (r["task"], r["arm"])),
             sorted(thread_rows, key=lambda r: (r["task"], r["arm"])), strict=True))  # fmt: skip
         assert list(work_tmp.iterdir()) == [], "cell directories must be removed"
-    finally:
-        subprocess.run(["rm", "-rf", str(work_tmp)], check=False)

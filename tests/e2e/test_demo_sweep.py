@@ -17,6 +17,7 @@ import pytest
 
 from tests.builders import result_dicts
 from tests.component.test_demo_corpus import EXPECTED as CORPUS_EXPECTED
+from tests.conftest import short_dir
 from workflow_bench import runner
 from workflow_bench.claude_cli import PINNED_CLAUDE_CODE_VERSION
 from workflow_bench.rows.model import SCHEMA_VERSION
@@ -33,13 +34,12 @@ EXPECTED = {key: value for key, value in CORPUS_EXPECTED.items() if key[0] != "c
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, bwrap_bin, claude_bin):
     out = tmp_path_factory.mktemp("demo") / "out"
-    private_tmp = tmp_path_factory.mktemp("tmp")
-    with pytest.MonkeyPatch.context() as patch:
+    with short_dir() as private_tmp, pytest.MonkeyPatch.context() as patch:
         patch.setattr(tempfile, "tempdir", str(private_tmp))  # never glob the shared /tmp
         code = runner.main(
             ["--tasks", str(DEMO_TASKS), "--runs", "1", "--provider", "scripted", "--out", str(out)]
         )
-    leftovers = set(private_tmp.iterdir())
+        leftovers = set(private_tmp.iterdir())
     rows = result_dicts(out)
     return code, out, rows, leftovers
 

@@ -1,4 +1,5 @@
-"""Paths that always fit: the longest task id the schema accepts, under a long TMPDIR, still runs.
+"""Paths that always fit: the longest task id the schema accepts, under the longest TMPDIR the
+preflight accepts, still runs.
 
 Cell directories are fixed-length (``cell_paths``), so the model socket's host path depends on
 TMPDIR alone; the preflight refuses, before any clone, a TMPDIR too long for even that.
@@ -6,7 +7,6 @@ TMPDIR alone; the preflight refuses, before any clone, a TMPDIR too long for eve
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -15,7 +15,12 @@ import yaml
 
 from tests.builders import result_dicts
 from workflow_bench import runner
-from workflow_bench.workspace.paths import AF_UNIX_PATH_MAX, longest_socket_path
+from workflow_bench.workspace.paths import (
+    AF_UNIX_PATH_MAX,
+    CellPathError,
+    check_paths_fit,
+    longest_socket_path,
+)
 
 from .conftest import REPO_ROOT
 
@@ -44,32 +49,32 @@ def _script_for(task_id: str, tmp_path: Path) -> Path:
     return path
 
 
-def test_128_char_id_with_the_longest_arm_under_a_60_char_tmpdir(
-    task_file_for, tmp_path, monkeypatch, bwrap_bin, claude_bin
+def test_128_char_id_with_the_longest_arm_under_the_longest_tmpdir_the_preflight_accepts(
+    task_file_for, tmp_path, short_tmpdir, monkeypatch, bwrap_bin, claude_bin
 ):
-    short = Path(tempfile.mkdtemp(prefix="wfb-test-", dir="/tmp"))  # a private base we can pad to 60
-    try:
-        tmpdir = _padded_tmpdir(short, 60)
-        monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
-        tasks = task_file_for("trivial-amount-grouping", id=LONG_ID)
-        out = tmp_path / "out"
-        arms = ["workflow", "candidate_workflow", "workflow_direct", "candidate_workflow_direct"]
-        code = runner.main(
-            [
-                "--tasks", str(tasks), "--provider", "scripted",
-                "--script", str(_script_for(LONG_ID, tmp_path)),
-                "--arms", *arms, *WORK_OVERLAY, "--out", str(out),
-            ]
-        )  # fmt: skip
-        rows = result_dicts(out)
-        assert code == 0
-        assert sorted(r["arm"] for r in rows) == sorted(arms)
-        for row in rows:
-            assert row["task"] == LONG_ID
-            assert row["resolved"] is True, (row["arm"], row["error_kind"], row["error_detail"])
-        assert not any(tmpdir.iterdir()), "the work root is removed after the sweep"
-    finally:
-        shutil.rmtree(short, ignore_errors=True)
+    longest = AF_UNIX_PATH_MAX - (len(longest_socket_path("/t")) - len("/t"))  # 66 bytes today
+    tmpdir = _padded_tmpdir(short_tmpdir, longest)  # the session's TMPDIR is short enough to pad
+    check_paths_fit(tmpdir)
+    with pytest.raises(CellPathError):
+        check_paths_fit(str(tmpdir) + "x")  # one byte more is refused: this is the bound
+    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+    tasks = task_file_for("trivial-amount-grouping", id=LONG_ID)
+    out = tmp_path / "out"
+    arms = ["workflow", "candidate_workflow", "workflow_direct", "candidate_workflow_direct"]
+    code = runner.main(
+        [
+            "--tasks", str(tasks), "--provider", "scripted",
+            "--script", str(_script_for(LONG_ID, tmp_path)),
+            "--arms", *arms, *WORK_OVERLAY, "--out", str(out),
+        ]
+    )  # fmt: skip
+    rows = result_dicts(out)
+    assert code == 0
+    assert sorted(r["arm"] for r in rows) == sorted(arms)
+    for row in rows:
+        assert row["task"] == LONG_ID
+        assert row["resolved"] is True, (row["arm"], row["error_kind"], row["error_detail"])
+    assert not any(tmpdir.iterdir()), "the work root is removed after the sweep"
 
 
 def test_a_tmpdir_too_long_for_any_socket_exits_2_before_any_clone(

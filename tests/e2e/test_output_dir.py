@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.builders import missing_tool, result_dicts
+from tests.conftest import needs_root
 from workflow_bench import runner
 from workflow_bench.output.lock import LOCK_FILE
 from workflow_bench.workspace.paths import WORK_ROOT_PATTERN
@@ -55,11 +56,11 @@ def _rows(out: Path) -> list[dict]:
 
 
 def test_second_runner_on_the_same_out_exits_2_naming_the_first(
-    task_file_for, tmp_path, tmp_path_factory, bwrap_bin, claude_bin, capsys, private_tmpdir
+    task_file_for, tmp_path, make_short_dir, bwrap_bin, claude_bin, capsys, private_tmpdir
 ):
     tasks = task_file_for(TRIVIAL)
     out = tmp_path / "out"
-    first_tmp = tmp_path_factory.mktemp("t")  # short: the cells' socket paths must fit
+    first_tmp = make_short_dir()  # short: the cells' socket paths must fit
     first = _start(["--tasks", str(tasks), "--arms", "baseline", "--out", str(out)], first_tmp)
     lock = out / LOCK_FILE
     _wait_for(lambda: lock.exists() and lock.read_text().strip(), timeout_s=120, proc=first)
@@ -75,10 +76,9 @@ def test_second_runner_on_the_same_out_exits_2_naming_the_first(
 
 
 def test_disk_full_keeps_written_rows_and_exits_1(
-    task_file_for, tmp_path, tmp_path_factory, bwrap_bin, claude_bin
+    task_file_for, tmp_path, make_short_dir, bwrap_bin, claude_bin
 ):
-    if os.geteuid() != 0:
-        missing_tool("root, to mount a small tmpfs (CI runs as root)")
+    needs_root("to mount a small tmpfs")
     fs = tmp_path / "fs"
     fs.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(fs)], capture_output=True)
@@ -86,7 +86,7 @@ def test_disk_full_keeps_written_rows_and_exits_1(
         missing_tool(f"a tmpfs mount ({mounted.stderr.decode().strip()})")
     try:
         out = fs / "out"
-        private = tmp_path_factory.mktemp("t")
+        private = make_short_dir()
         proc = _start(
             [
                 "--tasks",
@@ -121,10 +121,10 @@ def test_disk_full_keeps_written_rows_and_exits_1(
 
 
 def test_sigterm_before_the_sweep_starts_exits_130_and_leaves_nothing(
-    task_file_for, tmp_path, tmp_path_factory, bwrap_bin, claude_bin, litellm_bin
+    task_file_for, tmp_path, short_tmpdir, bwrap_bin, claude_bin, litellm_bin
 ):
     out = tmp_path / "out"
-    private = tmp_path_factory.mktemp("t")
+    private = short_tmpdir
     # --via-gateway: the LiteLLM proxy takes seconds to start after --out is claimed and
     # before any cell runs, a window wide enough to signal into deterministically.
     proc = _start(["--tasks", str(task_file_for(TRIVIAL)), "--via-gateway", "--out", str(out)], private)
@@ -139,9 +139,9 @@ def test_sigterm_before_the_sweep_starts_exits_130_and_leaves_nothing(
 
 
 def test_sigkill_mid_sweep_then_a_new_run_collects_the_stale_cell_dir(
-    task_file_for, tmp_path, tmp_path_factory, bwrap_bin, claude_bin, monkeypatch
+    task_file_for, tmp_path, short_tmpdir, bwrap_bin, claude_bin, monkeypatch
 ):
-    private = tmp_path_factory.mktemp("t")
+    private = short_tmpdir
     tasks = task_file_for(TRIVIAL)
     killed = _start(["--tasks", str(tasks), "--arms", "baseline", "--out", str(tmp_path / "out1")], private)
 

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from workflow_bench import runner
-from workflow_bench.workspace.paths import collect_stale_work_roots
 
 from .conftest import REPO_ROOT
 
@@ -36,18 +33,16 @@ def _ledger(out: Path) -> list[dict]:
 
 
 def test_resume_after_kill_9_completes_with_one_row_per_cell(
-    task_file_for, tmp_path, request, bwrap_bin, claude_bin
+    task_file_for, tmp_path, short_tmpdir, bwrap_bin, claude_bin
 ):
     tasks = task_file_for("trivial-amount-grouping")
     out = tmp_path / "out"
     args = ["--tasks", str(tasks), "--provider", "scripted", "--script", str(SCRIPT), "--arms", "baseline",
             "--runs", str(RUNS), "--workers", "2"]  # fmt: skip
     log = tmp_path / "runner.log"
-    # A SIGKILLed runner cannot remove its cell dir: give it a private TMPDIR we remove ourselves
-    # (short: the relay's Unix socket path lives under it and AF_UNIX paths are limited to 108 bytes).
-    private_tmp = Path(tempfile.mkdtemp(prefix="wfr-"))
-    # The killed runner's cell volume is still mounted there: unmount it (frees its loop device) first.
-    request.addfinalizer(lambda: (collect_stale_work_roots(private_tmp), shutil.rmtree(private_tmp, True)))
+    # A SIGKILLed runner cannot remove its cell dir: give it a private TMPDIR (short_tmpdir collects
+    # the killed runner's work root, unmounting its cell volume, when the test ends).
+    private_tmp = short_tmpdir
     helper = subprocess.Popen(
         [sys.executable, str(HELPER), str(log), "--", sys.executable, "-m", "workflow_bench.runner", *args,
          "--out", str(out)],

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.builders import missing_tool
+from tests.conftest import needs_root
 from workflow_bench.sandbox._limits import _own_cgroup, mounts_under
 
 from .conftest import REPO_ROOT
@@ -51,12 +52,13 @@ def _cgroups_of(pid: int) -> list[Path]:
 
 
 def test_a_killed_runners_volume_loop_device_and_cgroups_are_released(
-    task_file_for, tmp_path, tmp_path_factory, bwrap_bin
+    task_file_for, tmp_path, short_tmpdir, bwrap_bin
 ):
-    if os.geteuid() != 0 or not Path("/dev/loop-control").exists():
-        missing_tool("root and loop devices (cell volumes are loop mounts)")
+    needs_root("cell volumes are loop mounts")
+    if not Path("/dev/loop-control").exists():
+        missing_tool("loop devices (cell volumes are loop mounts)")
     tasks = task_file_for("trivial-amount-grouping")
-    tmpdir = tmp_path_factory.mktemp("t")  # short: the relay socket path must fit
+    tmpdir = short_tmpdir  # short: the relay socket path must fit
     try:
         victim = _runner(tasks, tmp_path / "out1", tmpdir, runs=4)
         deadline = time.monotonic() + 90
@@ -82,7 +84,7 @@ def test_a_killed_runners_volume_loop_device_and_cgroups_are_released(
         assert "removed a stale cell directory left by a killed runner" in text, text[-2000:]
         assert mounts_under(tmpdir) == []
         backing = Path(f"/sys/block/{Path(device).name}/loop/backing_file")
-        assert not backing.exists() or not backing.read_text().startswith(str(tmpdir)), backing
+        assert not backing.exists() or not backing.read_text().startswith(str(tmpdir.resolve())), backing
         assert not any(g.exists() for g in left_groups)
         assert not any(p.name.startswith(f"wfb-{victim.pid}-") for p in tmpdir.iterdir())
     finally:  # never leave a mount behind, whatever failed

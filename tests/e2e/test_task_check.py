@@ -28,13 +28,20 @@ DEMO_IDS = (
 )
 
 
-def test_demo_corpus_discriminates(capsys, bwrap_bin, private_tmpdir):
-    code = tasks_main(["check", "--tasks", str(DEMO_TASKS)])
+def test_demo_corpus_discriminates_and_its_committed_lock_is_current(capsys, bwrap_bin, private_tmpdir):
+    lock = DEMO_TASKS.with_name("tasks.scenarios.lock.json")
+    before = lock.read_bytes()
+    # --frozen: compare with the committed expected-tests lock, never write it.
+    code = tasks_main(["check", "--tasks", str(DEMO_TASKS), "--frozen"])
     out = capsys.readouterr().out
     assert code == 0, out
     for task_id in DEMO_IDS:
         (line,) = [ln for ln in out.splitlines() if ln.startswith(task_id + " ")]
         assert "  discriminates (reference sha256 " in line and "3/3" in line, line
+        assert "; lock unchanged)" in line, line
+        # Every probe says why: the judge's reason and the counts.
+        assert f"[check] {task_id} base oracle: fail (" in out and " tests failed: " in out
+    assert lock.read_bytes() == before
     assert not any(private_tmpdir.iterdir())
 
 
@@ -49,15 +56,29 @@ def test_review_corpus_labels_are_checked(capsys, bwrap_bin, private_tmpdir):
 @pytest.mark.parametrize(
     ("override", "problem"),
     [
-        # An oracle that passes on the base: the authored tests (they already pass there), with a report.
+        # An oracle that passes on the base: the authored tests (they already pass there), with a
+        # report. The reference patch adds tests to them, so under the expected tests the base run
+        # "fails" only by missing those: no expected test failed, so it cannot discriminate.
         (
             {"oracle_command": 'python3 -I -B "$WORKFLOW_BENCH_UNITTEST" tests.test_money'},
-            "the hidden oracle passes on the untouched base",
+            "no expected test fails on the untouched base: no proof of success: 2 expected tests "
+            "were not reported: tests.test_money.FormatAmountTest.test_default_is_ungrouped",
+        ),
+        # An oracle that crashes on the base (as one importing a name only the fix adds would)
+        # never ran its tests there: failing is not discriminating.
+        (
+            {
+                "oracle_command": "grep -q 'grouping: bool' ledger/money.py || exit 3; "
+                'python3 -I -B "$WORKFLOW_BENCH_UNITTEST" "$WORKFLOW_BENCH_ORACLE_ROOT/'
+                'trivial_amount_grouping_oracle_test.py"'
+            },
+            "the oracle did not run on the base (a crash, an import error or no tests): no proof of "
+            "success: no test reported a result (the command exited 3)",
         ),
         ({"reference_patch": None}, "no reference_patch"),
         ({"base_expected": None}, "verify passes on the untouched base"),
     ],
-    ids=["oracle-passes-on-base", "no-reference-patch", "undeclared-base-verify-pass"],
+    ids=["oracle-passes-on-base", "oracle-never-runs", "no-reference-patch", "undeclared-base-verify-pass"],
 )
 def test_a_task_that_cannot_discriminate_exits_1_named(
     override, problem, task_file_for, capsys, bwrap_bin, private_tmpdir

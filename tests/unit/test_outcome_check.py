@@ -1,87 +1,177 @@
-"""`check_report` and `_read_report` on their own: the verdict on one outcome report, reason by reason.
+"""`read_evidence` and `_read_bounded` on their own: what one outcome report proves, reason by reason.
 
-The component tests (test_outcome_report.py) attack the protocol in a real sandbox; these pin the
-pure verdict: success needs this run's nonce, a completed run, exit 0, at least ``min_tests``
-tests and every one passed; each refusal is named, and keeps the counts the report did give
-(a refused report is still evidence of how many tests ran); the report is read as a regular
-file only, never through a symlink, never past its cap (the cap itself is allowed).
+The component tests (test_outcome_report.py, test_judge_runner.py, test_frameworks.py) attack the
+protocol in a real sandbox; these pin the pure reading: a report counts only with this run's
+nonce and a well-formed body; JUnit files count only as attested (size and sha256), and are parsed
+only then; result lines and JUnit cases merge by normalized id, worst outcome kept; a run where
+nothing reported any test has unknown counts (None), never 0. The report and every JUnit file are
+read as regular files only, never through a symlink, never past their cap.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
 import pytest
 
-from workflow_bench.judging.outcome_report import MAX_REPORT_BYTES, _read_report, check_report
+from workflow_bench.judging.outcome_report import MAX_REPORT_BYTES, _read_bounded, read_evidence
+from workflow_bench.judging.verdict import TestResult
 
 pytestmark = pytest.mark.unit
 NONCE = "ab" * 16
+JUNIT = b"""<?xml version="1.0"?>
+<testsuites><testsuite name="t.py"><testcase classname="t.py" name="a"/>
+<testcase classname="t.py" name="b"><failure message="boom">trace</failure></testcase>
+</testsuite></testsuites>
+"""
 
 
 def _report(**overrides) -> bytes:
-    base = {"nonce": NONCE, "exit_code": 0, "tests_run": 3, "tests_passed": 3, "done": True}
+    base = {
+        "nonce": NONCE,
+        "exit_code": 0,
+        "tests": {"x.test_a": ["passed", None]},
+        "done": True,
+        "timed_out": False,
+        "junit": [],
+        "junit_refused": None,
+    }
     return json.dumps({**base, **overrides}).encode()
 
 
-def _check(data, min_tests=3, **options):
-    return check_report(data, nonce=NONCE, min_tests=min_tests, **options)
+def _attest(tmp_path, name="junit.xml", data=JUNIT) -> dict:
+    (tmp_path / name).write_bytes(data)
+    return {"name": name, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def test_a_complete_passing_report_with_this_runs_nonce_passes() -> None:
-    outcome = _check(_report(), output="tail")
-    assert (outcome.passed, outcome.tests_run, outcome.tests_passed) == (True, 3, 3)
-    assert outcome.detail == "3/3 tests passed (outcome report verified)" and outcome.output == "tail"
-    assert _check(_report()).output == ""  # no output given: none invented
+def test_a_report_with_this_runs_nonce_is_evidence(tmp_path) -> None:
+    evidence = read_evidence(_report(), nonce=NONCE, junit_dir=tmp_path)
+    assert evidence.problem is None and evidence.exit_code == 0 and evidence.complete
+    assert evidence.tests == (TestResult("x.test_a", "passed"),) and evidence.sources == ("lines",)
 
 
 @pytest.mark.parametrize(
-    ("report", "reason", "counts"),
+    ("report", "problem"),
     [
-        (_report(exit_code=1, tests_passed=2), "the command exited 1", (3, 2)),
-        (_report(tests_run=2, tests_passed=2), "2 tests ran, the task declares at least 3", (2, 2)),
-        (_report(tests_passed=1), "2 of 3 tests did not pass", (3, 1)),
-        (_report(done=False), "the test run did not complete (3 tests reported, exit 0)", (3, 3)),
-        (_report(tests_passed=None), "the outcome report is malformed", (3, None)),
-        (_report(tests_run=-1), "the outcome report is malformed", (None, 3)),
-        (_report(exit_code="0"), "the outcome report is malformed", (3, 3)),
+        (None, "the judge runner wrote no outcome report (killed, or it could not run)"),
+        (b"{not json", "the outcome report is not JSON"),
+        (b"[1, 2]", "the outcome report has no nonce"),
+        (_report(nonce=None), "the outcome report has no nonce"),
+        (_report(nonce="cd" * 16), "the outcome report's nonce is not this run's (forged or stale)"),
+        (_report(exit_code="0"), "the outcome report is malformed"),
+        (_report(tests=[["a", "passed"]]), "the outcome report is malformed"),
+        (_report(tests={"a": ["passed"]}), "the outcome report is malformed"),
+        (_report(tests={"a": [1, None]}), "the outcome report is malformed"),
+        (_report(done="yes"), "the outcome report is malformed"),
+        (_report(junit={}), "the outcome report is malformed"),
+        (_report(junit=[{"name": "a.xml"}]), "the outcome report is malformed"),
+        (_report(junit_refused=3), "the outcome report is malformed"),
         (
-            _report(nonce="cd" * 16),
-            "the outcome report's nonce is not this run's (forged or stale)",
-            (None, None),
+            _report(junit_refused="junit.xml is a symbolic link"),
+            "the JUnit report was refused: junit.xml is a symbolic link",
         ),
-        (_report(nonce=None), "the outcome report has no nonce", (None, None)),
-        (b"[1, 2]", "the outcome report has no nonce", (None, None)),
-        (b"{not json", "the outcome report is not JSON", (None, None)),
-        (None, "no outcome report was written", (None, None)),
+        (
+            _report(junit=[{"name": "../x.xml", "size": 1, "sha256": "0" * 64}]),
+            "the outcome report names an impossible JUnit file '../x.xml'",
+        ),
     ],
 )
-def test_every_refusal_is_named_and_keeps_the_counts_it_was_given(report, reason, counts) -> None:
-    outcome = _check(report)
-    assert outcome.passed is False
-    assert outcome.detail == f"no proof of success: {reason}"
-    assert (outcome.tests_run, outcome.tests_passed) == counts
+def test_every_refusal_is_named_and_carries_no_counts(report, problem, tmp_path) -> None:
+    evidence = read_evidence(report, nonce=NONCE, junit_dir=tmp_path)
+    assert evidence.problem == problem
+    assert evidence.tests is None and evidence.tests_run is None  # no evidence: unknown, never 0
 
 
-def test_the_size_cap_is_inclusive() -> None:
+def test_junit_counts_only_as_attested_and_merges_with_the_lines(tmp_path) -> None:
+    entry = _attest(tmp_path)
+    evidence = read_evidence(
+        _report(tests={"t.py::a": ["skipped", "later"]}, junit=[entry], done=False),
+        nonce=NONCE,
+        junit_dir=tmp_path,
+    )
+    assert evidence.problem is None and evidence.complete  # a parsed JUnit report is a completed run
+    assert evidence.sources == ("lines", "junit")
+    assert evidence.tests == (
+        TestResult("t.py::a", "skipped", "later"),
+        TestResult("t.py::b", "failed", "boom"),
+    )
+    # An unattested file beside it is never read.
+    (tmp_path / "forged.xml").write_bytes(JUNIT.replace(b"<failure", b"<skippedx"))
+    assert read_evidence(_report(junit=[entry]), nonce=NONCE, junit_dir=tmp_path).tests_run == 3
+
+
+@pytest.mark.parametrize("change", ["rewritten", "grown", "removed", "symlinked"])
+def test_a_junit_file_changed_after_the_attestation_is_refused(change, tmp_path) -> None:
+    entry = _attest(tmp_path)
+    path = tmp_path / "junit.xml"
+    if change == "rewritten":
+        path.write_bytes(JUNIT.replace(b"<failure", b"<falure "))
+        entry["size"] = len(path.read_bytes())  # same size claimed, other bytes
+    elif change == "grown":
+        path.write_bytes(JUNIT + b" ")
+    elif change == "removed":
+        path.unlink()
+    else:
+        (tmp_path / "real.xml").write_bytes(JUNIT)
+        path.unlink()
+        path.symlink_to(tmp_path / "real.xml")
+    evidence = read_evidence(_report(junit=[entry]), nonce=NONCE, junit_dir=tmp_path)
+    assert evidence.problem == "the JUnit file 'junit.xml' changed after the judge runner attested it"
+
+
+def test_an_attested_file_that_is_no_junit_is_refused_with_the_reason(tmp_path) -> None:
+    entry = _attest(tmp_path, data=b"<html><body>not a report</body></html>")
+    evidence = read_evidence(_report(junit=[entry]), nonce=NONCE, junit_dir=tmp_path)
+    assert evidence.problem == (
+        "the JUnit file 'junit.xml' is no test report: "
+        "the root element is <html>, not <testsuites> or <testsuite>"
+    )
+
+
+def test_nothing_reported_is_unknown_and_a_completed_empty_run_is_zero(tmp_path) -> None:
+    silent = read_evidence(_report(tests={}, done=False), nonce=NONCE, junit_dir=tmp_path)
+    assert silent.problem is None and silent.tests is None and silent.tests_run is None
+    empty = read_evidence(_report(tests={}, done=True), nonce=NONCE, junit_dir=tmp_path)
+    assert empty.tests == () and empty.tests_run == 0
+
+
+def test_the_oracle_root_is_normalized_in_every_format(tmp_path) -> None:
+    token = "0123456789abcdef"
+    staged = f"../.wfbench-oracle-{token}/t.py".encode()  # vitest: suite and classname relative to the root
+    entry = _attest(tmp_path, data=JUNIT.replace(b'"t.py"', b'"' + staged + b'"'))
+    lines = {
+        f"/.wfbench-oracle-{token}/t.py::a": ["passed", None],  # absolute (an adapter's module id)
+        f"...wfbench-oracle-{token}.t::c": ["passed", None],  # pytest's dotted classname
+    }
+    evidence = read_evidence(_report(tests=lines, junit=[entry]), nonce=NONCE, junit_dir=tmp_path)
+    assert [(t.test_id, t.outcome) for t in evidence.tests] == [
+        ("<oracle-root>/t.py::a", "passed"),
+        ("<oracle-root>.t::c", "passed"),
+        ("<oracle-root>/t.py::b", "failed"),
+    ]
+
+
+def test_the_size_cap_is_inclusive(tmp_path) -> None:
     at_cap = _report().ljust(MAX_REPORT_BYTES)
-    assert len(at_cap) == MAX_REPORT_BYTES and _check(at_cap).passed is True
+    assert (
+        len(at_cap) == MAX_REPORT_BYTES
+        and read_evidence(at_cap, nonce=NONCE, junit_dir=tmp_path).problem is None
+    )
     over = _report().ljust(MAX_REPORT_BYTES + 1)
-    assert _check(over).detail == "no proof of success: the outcome report is oversized"
+    assert read_evidence(over, nonce=NONCE, junit_dir=tmp_path).problem == "the outcome report is oversized"
 
 
-def test_the_report_is_read_as_a_regular_file_up_to_one_byte_past_the_cap(tmp_path) -> None:
+def test_files_are_read_as_regular_files_up_to_one_byte_past_the_cap(tmp_path) -> None:
     path = tmp_path / "outcome.json"
-    path.write_bytes(b"x" * (MAX_REPORT_BYTES + 50))
-    assert _read_report(path) == b"x" * (MAX_REPORT_BYTES + 1)  # enough to say "oversized"
-    path.write_bytes(_report())
-    assert _read_report(path) == _report()
+    path.write_bytes(b"x" * 150)
+    assert _read_bounded(path, 100) == b"x" * 101  # enough to say "oversized"
     link = tmp_path / "link.json"
     link.symlink_to(path)
-    assert _read_report(link) is None  # never through a symlink
-    assert _read_report(tmp_path / "absent.json") is None
+    assert _read_bounded(link, 100) is None  # never through a symlink
+    assert _read_bounded(tmp_path / "absent.json", 100) is None
     (tmp_path / "dir.json").mkdir()
-    assert _read_report(tmp_path / "dir.json") is None
+    assert _read_bounded(tmp_path / "dir.json", 100) is None
     os.mkfifo(tmp_path / "fifo.json")
-    assert _read_report(tmp_path / "fifo.json") is None  # opened without blocking, refused
+    assert _read_bounded(tmp_path / "fifo.json", 100) is None  # opened without blocking, refused

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,9 @@ from workflow_bench.schedule.ray_cells import (
     node_problems,
     shipped_access,
 )
+from workflow_bench.schedule.ray_local import RayPathError, check_local_paths_fit, longest_local_socket_path
 from workflow_bench.schedule.resume import harness_version
+from workflow_bench.workspace.paths import AF_UNIX_PATH_MAX
 
 pytestmark = pytest.mark.unit
 
@@ -54,6 +57,18 @@ def test_executor_ray_without_the_extra_is_a_usage_error(monkeypatch):
     )
     with pytest.raises(ValueError, match="needs the optional ray extra"):
         validate_schedule_args(_args("--executor", "ray"))
+
+
+def test_a_tmpdir_too_long_for_a_local_ray_instance_is_a_usage_error(tmp_path, monkeypatch):
+    room = AF_UNIX_PATH_MAX - len(longest_local_socket_path("/"))  # bytes left for TMPDIR
+    fits = "/" + "f" * (room - 1)
+    check_local_paths_fit(fits)  # exactly at the bound
+    with pytest.raises(RayPathError, match=f"at most {room} bytes"):
+        check_local_paths_fit(fits + "g")
+    monkeypatch.setattr(tempfile, "tempdir", fits + "g")
+    with pytest.raises(ValueError, match="too long for a local Ray instance"):
+        validate_schedule_args(_args("--executor", "ray"))
+    validate_schedule_args(_args("--executor", "ray", "--ray-address", "127.0.0.1:6379"))  # no local sockets
 
 
 @pytest.mark.parametrize(

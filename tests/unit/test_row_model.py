@@ -119,8 +119,24 @@ def _stored(**changes) -> dict:
 def test_a_row_of_this_version_must_carry_every_field():
     incomplete = _stored()
     del incomplete["diff_files"]
-    with pytest.raises(RowReadError, match=r"results.jsonl: line 3: a schema 5 row lacks diff_files"):
+    lacks = rf"results.jsonl: line 3: a schema {SCHEMA_VERSION} row lacks diff_files"
+    with pytest.raises(RowReadError, match=lacks):
         row_from_stored(incomplete, where="results.jsonl: line 3")
+
+
+def test_a_schema_5_row_reads_with_its_per_test_outcomes():
+    # Schema 5 (issue 20) rows carry every field of today's model; reading them keeps each value.
+    tests = {"tests": [{"id": "t.a", "outcome": "failed", "message": None}], "omitted": 0}
+    stored = _stored(schema_version=5, oracle_tests=tests, oracle_tests_run=1, expected_tests_digest="d" * 64)
+    migrated = row_from_stored(stored, where="x")
+    assert migrated.schema_version == SCHEMA_VERSION and migrated.expected_tests_digest == "d" * 64
+    assert migrated.oracle_tests is not None and migrated.oracle_tests.tests[0].outcome == "failed"
+    older = {k: v for k, v in stored.items() if not k.endswith(("_tests", "_tests_skipped", "_digest"))}
+    assert row_from_stored({**older, "schema_version": 4}, where="x").oracle_tests is None
+    with pytest.raises(RowReadError, match="oracle_tests"):
+        row_from_stored(
+            _stored(oracle_tests={"tests": [{"id": "t", "outcome": "maybe"}], "omitted": 0}), where="x"
+        )
 
 
 def test_an_older_row_migrates_with_unmeasured_fields_unknown():
@@ -141,7 +157,7 @@ def test_an_older_row_migrates_with_unmeasured_fields_unknown():
     ("stored", "message"),
     [
         ([1, 2], "want a JSON object"),
-        (_stored(schema_version=SCHEMA_VERSION + 1), "schema_version 6 is not one this version reads"),
+        (_stored(schema_version=SCHEMA_VERSION + 1), f"schema_version {SCHEMA_VERSION + 1} is not one"),
         ({k: v for k, v in _stored().items() if k != "schema_version"}, "schema_version None"),
         (_stored(error_kind="from-the-future"), "error_kind"),
     ],

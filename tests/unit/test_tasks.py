@@ -9,17 +9,18 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 from pydantic import ValidationError
 
+from tests.builders import ORACLE_BYTES, ORACLE_SOURCE, make_spec, task_entry, write_tasks
 from workflow_bench.taskspec import oracles
 from workflow_bench.taskspec.oracle_staging import stage_oracle, verify_staged
 from workflow_bench.taskspec.oracles import (
     MAX_ORACLE_FILE_BYTES,
+    STAGED_OWNER_UID,
     OracleCaptureError,
     OracleSnapshot,
     OracleStageError,
@@ -40,62 +41,6 @@ from workflow_bench.taskspec.spec import (
 )
 
 pytestmark = pytest.mark.unit
-
-ORACLE_SOURCE = "oracles/t1.oracle_test.py"
-ORACLE_BYTES = b"import unittest\n\nclass T(unittest.TestCase):\n    def test_ok(self):\n        pass\n"
-
-
-def _git(repo: Path, *args: str) -> str:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(repo),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    }
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True
-    )
-    return done.stdout.strip()
-
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    """A corpus folder: ``repo/`` (a git repository with one commit) and one oracle file."""
-    root = tmp_path / "corpus"
-    repo = root / "repo"
-    repo.mkdir(parents=True)
-    _git(repo, "init", "-q", "-b", "main")
-    (repo / "README.md").write_text("demo\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "init")
-    (root / "oracles").mkdir()
-    (root / ORACLE_SOURCE).write_bytes(ORACLE_BYTES)
-    return root
-
-
-def task(**overrides: object) -> dict[str, object]:
-    base: dict[str, object] = {
-        "id": "t1",
-        "class": "trivial",
-        "repo": "repo",
-        "prompt": "Fix the thing.",
-        "verify": "python3 -m unittest -q",
-        "oracle": {
-            "command": 'python3 "$WORKFLOW_BENCH_ORACLE_ROOT/t1_oracle_test.py"',
-            "files": [{"source": ORACLE_SOURCE, "target": "t1_oracle_test.py"}],
-        },
-    }
-    base.update(overrides)
-    return {k: v for k, v in base.items() if v is not None}
-
-
-def write_tasks(corpus: Path, *tasks: dict[str, object], name: str = "tasks.yaml") -> Path:
-    path = corpus / name
-    path.write_text(yaml.safe_dump({"tasks": list(tasks)}, sort_keys=False))
-    return path
 
 
 def defects(path: Path) -> tuple[TaskSpecError, ...]:
@@ -118,7 +63,7 @@ def assert_one_defect(path: Path, *, where: str, key: str, contains: str = "") -
 
 
 def test_valid_file_loads_with_defaults(corpus: Path) -> None:
-    path = write_tasks(corpus, task(), task(id="t2", expensive=True, setup="true", ref="main"))
+    path = write_tasks(corpus, task_entry(), task_entry(id="t2", expensive=True, setup="true", ref="main"))
     first, second = load_task_file(path)
     assert (first.task_id, first.task_class, first.ref, first.setup, first.expensive) == (
         "t1",
@@ -139,7 +84,7 @@ def test_valid_file_loads_with_defaults(corpus: Path) -> None:
 def test_sandbox_paths_load_as_tuples(corpus: Path) -> None:
     path = write_tasks(
         corpus,
-        task(
+        task_entry(
             sandbox_copy=["fixtures/data.json"],
             sandbox_dependencies=[{"source": "vendor", "target": "vendor"}],
         ),
@@ -166,74 +111,78 @@ def test_yaml_anchors_are_allowed(corpus: Path) -> None:
 
 def test_missing_required_key(corpus: Path) -> None:
     assert_one_defect(
-        write_tasks(corpus, task(prompt=None)), where="task 't1'", key="prompt", contains="missing"
+        write_tasks(corpus, task_entry(prompt=None)), where="task 't1'", key="prompt", contains="missing"
     )
 
 
 def test_wrong_type(corpus: Path) -> None:
     assert_one_defect(
-        write_tasks(corpus, task(verify=42)), where="task 't1'", key="verify", contains="string"
+        write_tasks(corpus, task_entry(verify=42)), where="task 't1'", key="verify", contains="string"
     )
 
 
 def test_blank_string(corpus: Path) -> None:
     assert_one_defect(
-        write_tasks(corpus, task(prompt="   ")), where="task 't1'", key="prompt", contains="blank"
+        write_tasks(corpus, task_entry(prompt="   ")), where="task 't1'", key="prompt", contains="blank"
     )
 
 
 def test_unknown_key(corpus: Path) -> None:
     assert_one_defect(
-        write_tasks(corpus, task(timeout=5)), where="task 't1'", key="timeout", contains="unknown"
+        write_tasks(corpus, task_entry(timeout=5)), where="task 't1'", key="timeout", contains="unknown"
     )
 
 
 def test_duplicate_id(corpus: Path) -> None:
-    assert_one_defect(write_tasks(corpus, task(), task()), where="task 't1'", key="id", contains="duplicate")
+    assert_one_defect(
+        write_tasks(corpus, task_entry(), task_entry()), where="task 't1'", key="id", contains="duplicate"
+    )
 
 
 @pytest.mark.parametrize("bad_id", ["-starts-with-dash", "has space", "x" * 129, "", "ünïcode"])
 def test_bad_id_pattern(corpus: Path, bad_id: str) -> None:
-    assert_one_defect(write_tasks(corpus, task(id=bad_id)), where="tasks[0]", key="id", contains="match")
+    assert_one_defect(
+        write_tasks(corpus, task_entry(id=bad_id)), where="tasks[0]", key="id", contains="match"
+    )
 
 
 def test_oracle_file_missing(corpus: Path) -> None:
     oracle = {"command": "c", "files": [{"source": "oracles/nope.py", "target": "t.py"}]}
-    path = write_tasks(corpus, task(oracle=oracle))
+    path = write_tasks(corpus, task_entry(oracle=oracle))
     assert_one_defect(path, where="task 't1'", key="oracle.files[0].source", contains="does not exist")
 
 
 def test_oracle_source_is_a_symlink(corpus: Path) -> None:
     (corpus / "oracles" / "link.py").symlink_to(corpus / ORACLE_SOURCE)
     oracle = {"command": "c", "files": [{"source": "oracles/link.py", "target": "t.py"}]}
-    path = write_tasks(corpus, task(oracle=oracle))
+    path = write_tasks(corpus, task_entry(oracle=oracle))
     assert_one_defect(path, where="task 't1'", key="oracle.files[0].source", contains="symlink")
 
 
 def test_oracle_source_under_a_symlinked_directory(corpus: Path) -> None:
     (corpus / "linked").symlink_to(corpus / "oracles", target_is_directory=True)
     oracle = {"command": "c", "files": [{"source": "linked/t1.oracle_test.py", "target": "t.py"}]}
-    path = write_tasks(corpus, task(oracle=oracle))
+    path = write_tasks(corpus, task_entry(oracle=oracle))
     assert_one_defect(path, where="task 't1'", key="oracle.files[0].source", contains="symlink")
 
 
 def test_oracle_source_outside_the_task_file_directory(corpus: Path) -> None:
     (corpus.parent / "outside.py").write_text("x = 1\n")
     oracle = {"command": "c", "files": [{"source": "oracles/../../outside.py", "target": "t.py"}]}
-    path = write_tasks(corpus, task(oracle=oracle))
+    path = write_tasks(corpus, task_entry(oracle=oracle))
     assert_one_defect(path, where="task 't1'", key="oracle.files[0].source", contains="outside")
 
 
 def test_oracle_source_absolute(corpus: Path) -> None:
     oracle = {"command": "c", "files": [{"source": str(corpus / ORACLE_SOURCE), "target": "t.py"}]}
-    path = write_tasks(corpus, task(oracle=oracle))
+    path = write_tasks(corpus, task_entry(oracle=oracle))
     assert_one_defect(path, where="task 't1'", key="oracle.files[0].source", contains="relative")
 
 
 def test_oracle_file_too_large(corpus: Path) -> None:
     (corpus / "oracles" / "big.py").write_bytes(b"#" * (MAX_ORACLE_FILE_BYTES + 1))
     oracle = {"command": "c", "files": [{"source": "oracles/big.py", "target": "t.py"}]}
-    path = write_tasks(corpus, task(oracle=oracle))
+    path = write_tasks(corpus, task_entry(oracle=oracle))
     assert_one_defect(path, where="task 't1'", key="oracle.files[0].source", contains="limit")
 
 
@@ -242,14 +191,14 @@ def test_oracle_files_too_large_in_total(corpus: Path) -> None:
     for i in range(5):  # 5 x 500 KiB: each under the per-file cap, together over 2 MiB
         (corpus / "oracles" / f"part{i}.py").write_bytes(b"#" * (500 * 1024))
         files.append({"source": f"oracles/part{i}.py", "target": f"part{i}.py"})
-    path = write_tasks(corpus, task(oracle={"command": "c", "files": files}))
+    path = write_tasks(corpus, task_entry(oracle={"command": "c", "files": files}))
     assert_one_defect(path, where="task 't1'", key="oracle.files", contains="total")
 
 
 def test_oracle_source_not_a_regular_file(corpus: Path) -> None:
     os.mkfifo(corpus / "oracles" / "fifo.py")
     oracle = {"command": "c", "files": [{"source": "oracles/fifo.py", "target": "t.py"}]}
-    path = write_tasks(corpus, task(oracle=oracle))
+    path = write_tasks(corpus, task_entry(oracle=oracle))
     assert_one_defect(path, where="task 't1'", key="oracle.files[0].source", contains="regular file")
 
 
@@ -266,31 +215,31 @@ def test_oracle_source_not_a_regular_file(corpus: Path) -> None:
 )
 def test_bad_oracle_target(corpus: Path, target: str, contains: str) -> None:
     oracle = {"command": "c", "files": [{"source": ORACLE_SOURCE, "target": target}]}
-    path = write_tasks(corpus, task(oracle=oracle))
+    path = write_tasks(corpus, task_entry(oracle=oracle))
     assert_one_defect(path, where="task 't1'", key="oracle.files[0].target", contains=contains)
 
 
 def test_duplicate_oracle_target(corpus: Path) -> None:
     entry = {"source": ORACLE_SOURCE, "target": "t.py"}
-    path = write_tasks(corpus, task(oracle={"command": "c", "files": [entry, entry]}))
+    path = write_tasks(corpus, task_entry(oracle={"command": "c", "files": [entry, entry]}))
     assert_one_defect(path, where="task 't1'", key="oracle.files", contains="duplicate")
 
 
 def test_oracle_files_empty_list(corpus: Path) -> None:
-    path = write_tasks(corpus, task(oracle={"command": "c", "files": []}))
+    path = write_tasks(corpus, task_entry(oracle={"command": "c", "files": []}))
     assert_one_defect(path, where="task 't1'", key="oracle.files", contains="1 to 8")
 
 
 def test_oracle_too_many_files(corpus: Path) -> None:
     files = [{"source": ORACLE_SOURCE, "target": f"t{i}.py"} for i in range(9)]
-    path = write_tasks(corpus, task(oracle={"command": "c", "files": files}))
+    path = write_tasks(corpus, task_entry(oracle={"command": "c", "files": files}))
     assert_one_defect(path, where="task 't1'", key="oracle.files", contains="1 to 8")
 
 
 def test_oracle_unknown_key(corpus: Path) -> None:
     oracle = {"command": "c", "files": [{"source": ORACLE_SOURCE, "target": "t.py"}], "timeout": 3}
     assert_one_defect(
-        write_tasks(corpus, task(oracle=oracle)),
+        write_tasks(corpus, task_entry(oracle=oracle)),
         where="task 't1'",
         key="oracle.timeout",
         contains="unknown key; known keys: command, files",
@@ -299,7 +248,7 @@ def test_oracle_unknown_key(corpus: Path) -> None:
 
 def test_oracle_file_entry_unknown_key(corpus: Path) -> None:
     oracle = {"command": "c", "files": [{"source": ORACLE_SOURCE, "target": "t.py", "mode": 1}]}
-    path = write_tasks(corpus, task(oracle=oracle))
+    path = write_tasks(corpus, task_entry(oracle=oracle))
     assert_one_defect(
         path, where="task 't1'", key="oracle.files[0].mode", contains="known keys: source, target"
     )
@@ -307,7 +256,7 @@ def test_oracle_file_entry_unknown_key(corpus: Path) -> None:
 
 def test_oracle_command_too_long(corpus: Path) -> None:
     oracle = {"command": "x" * (8 * 1024 + 1), "files": [{"source": ORACLE_SOURCE, "target": "t.py"}]}
-    path = write_tasks(corpus, task(oracle=oracle))
+    path = write_tasks(corpus, task_entry(oracle=oracle))
     assert_one_defect(path, where="task 't1'", key="oracle.command", contains="8192")
 
 
@@ -324,46 +273,46 @@ def test_duplicate_yaml_key(corpus: Path) -> None:
 
 
 def test_non_bool_expensive(corpus: Path) -> None:
-    path = write_tasks(corpus, task(expensive="yes"))
+    path = write_tasks(corpus, task_entry(expensive="yes"))
     assert_one_defect(path, where="task 't1'", key="expensive", contains="true or false")
 
 
 def test_integer_is_not_a_bool(corpus: Path) -> None:
-    assert_one_defect(write_tasks(corpus, task(expensive=1)), where="task 't1'", key="expensive")
+    assert_one_defect(write_tasks(corpus, task_entry(expensive=1)), where="task 't1'", key="expensive")
 
 
 def test_unknown_ref(corpus: Path) -> None:
-    path = write_tasks(corpus, task(ref="no-such-branch"))
+    path = write_tasks(corpus, task_entry(ref="no-such-branch"))
     assert_one_defect(path, where="task 't1'", key="ref", contains="does not name a commit")
 
 
 def test_ref_that_looks_like_an_option(corpus: Path) -> None:
     assert_one_defect(
-        write_tasks(corpus, task(ref="--output=x")), where="task 't1'", key="ref", contains="'-'"
+        write_tasks(corpus, task_entry(ref="--output=x")), where="task 't1'", key="ref", contains="'-'"
     )
 
 
 def test_repo_not_a_git_repository(corpus: Path) -> None:
     (corpus / "plain").mkdir()
-    path = write_tasks(corpus, task(repo="plain"))
+    path = write_tasks(corpus, task_entry(repo="plain"))
     assert_one_defect(path, where="task 't1'", key="repo", contains="not a git repository")
 
 
 def test_repo_inside_a_repository_but_not_its_top_level(corpus: Path) -> None:
     (corpus / "repo" / "sub").mkdir()
-    path = write_tasks(corpus, task(repo="repo/sub"))
+    path = write_tasks(corpus, task_entry(repo="repo/sub"))
     assert_one_defect(path, where="task 't1'", key="repo", contains="top level")
 
 
 def test_repo_missing(corpus: Path) -> None:
     assert_one_defect(
-        write_tasks(corpus, task(repo="gone")), where="task 't1'", key="repo", contains="does not exist"
+        write_tasks(corpus, task_entry(repo="gone")), where="task 't1'", key="repo", contains="does not exist"
     )
 
 
 def test_repo_file_that_is_not_a_bundle(corpus: Path) -> None:
     (corpus / "fake.bundle").write_text("not a bundle\n")
-    path = write_tasks(corpus, task(repo="fake.bundle"))
+    path = write_tasks(corpus, task_entry(repo="fake.bundle"))
     assert_one_defect(path, where="task 't1'", key="repo", contains="not a git bundle")
 
 
@@ -372,18 +321,20 @@ def test_repo_file_that_is_not_a_bundle(corpus: Path) -> None:
     [("sandbox_copy", [".git/config"]), ("sandbox_copy", ["../up"]), ("sandbox_copy", ["/etc/passwd"])],
 )
 def test_bad_sandbox_copy(corpus: Path, key: str, value: list[str]) -> None:
-    assert_one_defect(write_tasks(corpus, task(**{key: value})), where="task 't1'", key=f"{key}[0]")
+    assert_one_defect(write_tasks(corpus, task_entry(**{key: value})), where="task 't1'", key=f"{key}[0]")
 
 
 def test_sandbox_dependency_must_be_exactly_source_and_target(corpus: Path) -> None:
-    path = write_tasks(corpus, task(sandbox_dependencies=[{"source": "a", "target": "b", "mode": "rw"}]))
+    path = write_tasks(
+        corpus, task_entry(sandbox_dependencies=[{"source": "a", "target": "b", "mode": "rw"}])
+    )
     assert_one_defect(
         path, where="task 't1'", key="sandbox_dependencies[0].mode", contains="known keys: source, target"
     )
 
 
 def test_sandbox_dependency_target_under_git(corpus: Path) -> None:
-    path = write_tasks(corpus, task(sandbox_dependencies=[{"source": "a", "target": "sub/.git/x"}]))
+    path = write_tasks(corpus, task_entry(sandbox_dependencies=[{"source": "a", "target": "sub/.git/x"}]))
     assert_one_defect(path, where="task 't1'", key="sandbox_dependencies[0].target", contains=".git")
 
 
@@ -395,7 +346,7 @@ def test_top_level_not_a_mapping(corpus: Path) -> None:
 
 def test_unknown_top_level_key(corpus: Path) -> None:
     path = corpus / "tasks.yaml"
-    path.write_text(yaml.safe_dump({"tasks": [task()], "version": 2}))
+    path.write_text(yaml.safe_dump({"tasks": [task_entry()], "version": 2}))
     assert_one_defect(path, where="<top level>", key="version", contains="unknown")
 
 
@@ -419,7 +370,7 @@ def test_missing_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize("key", ["task_id", "task_class", "source_file"])
 def test_attribute_names_are_not_keys_of_the_file(corpus: Path, key: str) -> None:
     # The model's attribute names (and the file it was declared in) are not what a file says.
-    path = write_tasks(corpus, task(**{key: "x"}))
+    path = write_tasks(corpus, task_entry(**{key: "x"}))
     assert_one_defect(path, where="task 't1'", key=key, contains="unknown key; known keys: id, class")
 
 
@@ -437,9 +388,9 @@ def test_task_keys_are_read_off_the_one_declaration() -> None:
 def test_every_defect_is_reported_at_once(corpus: Path) -> None:
     path = write_tasks(
         corpus,
-        task(id="a", prompt=None),
-        task(id="b", expensive="no", ref="nope"),
-        task(id="c", oracle={"command": "c", "files": []}, extra=True),
+        task_entry(id="a", prompt=None),
+        task_entry(id="b", expensive="no", ref="nope"),
+        task_entry(id="c", oracle={"command": "c", "files": []}, extra=True),
     )
     errors = defects(path)
     found = {(e.task_id, e.key) for e in errors}
@@ -460,20 +411,6 @@ def test_error_text_and_attributes() -> None:
     assert (err.path, err.task_id, err.key, err.message) == (Path("/x/tasks.yaml"), "t1", "ref", "unknown")
     assert str(TaskSpecError("/x/t.yaml", None, "id", "bad", 3)) == "/x/t.yaml: tasks[3]: id: bad"
     assert str(TaskSpecError("/x/t.yaml", None, "tasks", "empty")) == "/x/t.yaml: <top level>: tasks: empty"
-
-
-def make_spec(**overrides: object) -> TaskSpec:
-    fields: dict[str, object] = {
-        "source_file": Path("/corpus/tasks.yaml"),
-        "task_id": "t1",
-        "task_class": "trivial",
-        "repo": "repo",
-        "prompt": "Fix it.",
-        "verify": "true",
-        "oracle": OracleSpec(command="c", files=(OracleFileSpec(source="o.py", target="o.py"),)),
-    }
-    fields.update(overrides)
-    return TaskSpec(**fields)  # type: ignore[arg-type]
 
 
 def test_spec_constructor_validates() -> None:
@@ -509,9 +446,11 @@ def test_canonical_digest_ignores_key_order() -> None:
 
 
 def test_loaded_digests_change_with_the_prompt_only(corpus: Path) -> None:
-    (one,) = load_task_file(write_tasks(corpus, task(), name="one.yaml"))
-    (same,) = load_task_file(write_tasks(corpus, task(), name="same.yaml"))
-    (other,) = load_task_file(write_tasks(corpus, task(prompt="Fix the other thing."), name="other.yaml"))
+    (one,) = load_task_file(write_tasks(corpus, task_entry(), name="one.yaml"))
+    (same,) = load_task_file(write_tasks(corpus, task_entry(), name="same.yaml"))
+    (other,) = load_task_file(
+        write_tasks(corpus, task_entry(prompt="Fix the other thing."), name="other.yaml")
+    )
     assert one.prompt_digest == same.prompt_digest != other.prompt_digest
     assert one.verify_digest == other.verify_digest
 
@@ -523,7 +462,7 @@ def test_select_tasks_skips_expensive_unless_asked() -> None:
 
 
 def test_relative_paths_follow_the_task_file(corpus: Path, tmp_path: Path) -> None:
-    write_tasks(corpus, task())
+    write_tasks(corpus, task_entry())
     moved = tmp_path / "elsewhere" / "corpus-moved"
     moved.parent.mkdir()
     shutil.move(corpus, moved)
@@ -535,7 +474,7 @@ def test_relative_paths_follow_the_task_file(corpus: Path, tmp_path: Path) -> No
 
 def test_home_relative_repo_is_expanded(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(corpus))
-    (spec,) = load_task_file(write_tasks(corpus, task(repo="~/repo")))
+    (spec,) = load_task_file(write_tasks(corpus, task_entry(repo="~/repo")))
     assert spec.repo_location == corpus / "repo"
 
 
@@ -597,9 +536,28 @@ def test_stage_and_verify_round_trip(corpus: Path, tmp_path: Path) -> None:
     dest = tmp_path / "stage"
     stage_oracle(snap, dest)
     assert (dest / "nested/dir/b.py").read_bytes() == ORACLE_BYTES
-    assert stat.S_IMODE((dest / "a_oracle_test.py").stat().st_mode) == 0o400
+    assert stat.S_IMODE((dest / "a_oracle_test.py").stat().st_mode) == 0o444
+    # Writable beside the files for the one run (sticky: a run removes only what it created).
+    assert stat.S_IMODE((dest / "nested/dir").stat().st_mode) == stat.S_IMODE(dest.stat().st_mode) == 0o1777
+    if os.geteuid() == 0:  # given to a uid the sandbox does not map: it cannot chmod or replace them
+        owners = {p.stat().st_uid for p in (dest, dest / "nested", dest / "a_oracle_test.py")}
+        assert owners == {STAGED_OWNER_UID}
     verify_staged(snap, dest)
-    shutil.rmtree(dest)  # the cell's cleanup must work on 0400 files
+    shutil.rmtree(dest)  # the cell's cleanup must work on these modes
+
+
+def test_files_a_run_adds_beside_the_oracle_are_allowed_and_never_followed(
+    corpus: Path, tmp_path: Path
+) -> None:
+    snap = snapshot_of(corpus, "a_oracle_test.py", "nested/dir/b.py")
+    dest = tmp_path / "stage"
+    stage_oracle(snap, dest)
+    (dest / "vitest.config.mts.timestamp-1-ab.mjs").write_text("export default {}\n")  # vite
+    (dest / "nested" / "__pycache__").mkdir()
+    (dest / "nested" / "dir" / ".pytest_cache").symlink_to("/etc")  # never followed
+    (dest / "nested" / "dir" / "planted").mkdir()
+    (dest / "nested" / "dir" / "planted" / "x").write_text("x")
+    verify_staged(snap, dest)
 
 
 def test_stage_refuses_a_populated_destination(corpus: Path, tmp_path: Path) -> None:
@@ -621,8 +579,9 @@ def _modify(dest: Path) -> None:
     target.chmod(0o400)
 
 
-def _add(dest: Path) -> None:
-    (dest / "conftest.py").write_text("x = 1\n")
+def _replace_parent(dest: Path) -> None:
+    shutil.rmtree(dest / "nested")
+    (dest / "nested").symlink_to(dest.parent)
 
 
 def _remove(dest: Path) -> None:
@@ -641,9 +600,9 @@ def _swap_for_symlink(dest: Path) -> None:
     target.symlink_to(copy)
 
 
-@pytest.mark.parametrize("tamper", [_modify, _add, _remove, _chmod, _swap_for_symlink])
+@pytest.mark.parametrize("tamper", [_modify, _replace_parent, _remove, _chmod, _swap_for_symlink])
 def test_verify_staged_detects_tampering(corpus: Path, tmp_path: Path, tamper) -> None:
-    snap = snapshot_of(corpus)
+    snap = snapshot_of(corpus, "t1_oracle_test.py", "nested/dir/b.py")
     dest = tmp_path / "stage"
     stage_oracle(snap, dest)
     tamper(dest)

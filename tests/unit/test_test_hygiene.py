@@ -1,8 +1,9 @@
 """Rules the test suite itself must keep, checked over its source.
 
 - A missing tool is a conftest fixture that calls `missing_tool` (tests/builders.py: a skip
-  locally, a FAILURE under WORKFLOW_BENCH_REQUIRE_SANDBOX=1): a `skipif`/`pytest.skip`
-  elsewhere would let CI pass by not running a layer.
+  locally, a FAILURE under WORKFLOW_BENCH_REQUIRE_SANDBOX=1), and a test that needs root calls
+  `needs_root` (a skip as another user, a FAILURE under WORKFLOW_BENCH_REQUIRE_ROOT=1): a
+  `skipif`/`pytest.skip` elsewhere would let CI pass by not running a layer.
 - No test looks at the shared temporary directory: other sweeps on this machine create
   wfbench-* entries there at any moment; the e2e tests instead
   record the directories the runner makes (`tests/e2e/conftest.py::recorded_tempdirs`) and
@@ -31,7 +32,8 @@ def _skips_without_the_ci_rule(tree: ast.AST) -> list[int]:
             continue
         names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
         strings = {n.value for n in ast.walk(fn) if isinstance(n, ast.Constant)}
-        guarded = "REQUIRE" in names or "missing_tool" in names or "WORKFLOW_BENCH_REQUIRE_SANDBOX" in strings
+        switches = {"WORKFLOW_BENCH_REQUIRE_SANDBOX", "WORKFLOW_BENCH_REQUIRE_ROOT"}
+        guarded = "REQUIRE" in names or "missing_tool" in names or bool(switches & strings)
         found += [
             n.lineno
             for n in ast.walk(fn)
@@ -45,7 +47,6 @@ def _skips_without_the_ci_rule(tree: ast.AST) -> list[int]:
 # marked "unguarded" came from parallel work and should move to a conftest fixture.
 ALLOWED = {
     "e2e/test_promotion_scenarios.py": "an opt-in subset, not a missing tool",
-    "component/test_cell_limits.py": "root-only checks; its marker fails under REQUIRE; CI runs as root",
     "component/test_html_chromium.py": "unguarded: fails only when $CI is set, not under REQUIRE",
     "unit/test_promotion_apply.py": "unguarded: a missing bwrap skips even under REQUIRE",
 }
@@ -67,6 +68,10 @@ def test_the_skip_rule_sees_a_skipif_and_an_unguarded_skip():
     assert _skips_without_the_ci_rule(ast.parse(source)) == [2, 4]
 
 
+# Reads the temporary directory's name once, never lists it: where the private short_dirs are made.
+READS_TMPDIR = ("conftest.py", "SESSION_TMPDIR = tempfile.gettempdir()")
+
+
 def test_no_test_globs_the_shared_temp_dir():
     pattern = re.compile(r"gettempdir\(\)|Path\(\s*[\"']/tmp[\"']\s*\)\.(r?glob|iterdir)")
     offenders = [
@@ -74,18 +79,21 @@ def test_no_test_globs_the_shared_temp_dir():
         for path, text in _sources().items()
         for n, line in enumerate(text.splitlines(), 1)
         if pattern.search(line)
+        if (str(path.relative_to(TESTS)), line.split("  #")[0].strip()) != READS_TMPDIR
     ]
     assert not offenders, f"use tmp_path, or recorded_tempdirs to see what the runner made: {offenders}"
 
 
 def _imports_of_test_modules(tree: ast.AST) -> list[str]:
-    """The test modules (and conftest helpers) a module imports: shared helpers live in
-    tests/builders.py, so no test module depends on another's internals."""
+    """The test modules, and private conftest names, a module imports: shared helpers live in
+    tests/builders.py (a conftest's public helpers, such as ``short_dir``, may be imported), so
+    no test module depends on another's internals."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             last = node.module.rsplit(".", 1)[-1]
-            if last.startswith("test_") or (last == "conftest" and node.level == 0):
+            private = [a.name for a in node.names if a.name.startswith("_")]
+            if last.startswith("test_") or (last == "conftest" and private):
                 found.append(f"{'.' * node.level}{node.module}")
     return found
 

@@ -1,9 +1,10 @@
 """The parts of a cell's row that do not come from its sessions or judges.
 
 ``identity`` (which cell), ``provenance`` (what it ran on: model, CLI, commit, oracle, toolkit,
-comparator and overlay, bounds), ``provider_usage`` (what the model side observed for the cell)
-and ``infra_error`` (the draft of a cell the harness itself could not run). Every field is
-declared, with its meaning, in ``rows.model``; these only fill them.
+comparator and overlay, bounds), ``provider_usage`` (what the model side observed for the cell),
+``listed_tests`` (what verify or the oracle reported, per test, bounded) and ``infra_error`` (the
+draft of a cell the harness itself could not run). Every field is declared, with its meaning, in
+``rows.model``; these only fill them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from workflow_bench.arms import ArmSpec
+from workflow_bench.judging.outcome_report import JudgeOutcome
 from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.redaction import redact_text, redact_value
@@ -20,6 +22,8 @@ from workflow_bench.rows.model import (
     SCHEMA_VERSION,
     Churn,
     Identity,
+    JudgedTest,
+    JudgedTests,
     OracleJudgement,
     Provenance,
     ProviderUsage,
@@ -123,6 +127,7 @@ def provenance(
         "oracle_digest": binding.oracle.digest,
         "oracle_command_digest": binding.oracle.command_digest,
         "oracle_manifest_digest": binding.oracle.manifest_digest,
+        "expected_tests_digest": binding.expected_tests_digest,
         **_arm_provenance(settings, arm),
         **_toolkit_provenance(settings, task, arm),
     }
@@ -154,3 +159,61 @@ def _arm_provenance(settings: SweepSettings, arm: ArmSpec) -> dict[str, Any]:
         "ce_plugin_manifest_digest": comparator.manifest_digest if comparator else None,
         "candidate_overlay_digest": overlay.digest if overlay else None,
     }
+
+
+# Per-test outcomes kept in a row: failures first, then skips, then passes. 200 is enough to name
+# every failure of a real run (the report shows the first few) and bounds a 100 000-test suite's
+# row to tens of kB; a failure message keeps its first 300 characters, redacted.
+MAX_ROW_TESTS = 200
+MAX_ROW_MESSAGE_CHARS = 300
+_ORDER = {"failed": 0, "error": 0, "skipped": 1, "passed": 2}
+
+
+def listed_tests(outcome: JudgeOutcome, cell_secrets: Any) -> JudgedTests | None:
+    """``verify_tests``/``oracle_tests``: the judge's tests, failures first, bounded; None when no
+    test reported.
+
+    Messages are kept only if the outcome still has them: the oracle's are dropped before they
+    get here (``judging.judge.hide_oracle_text``), since they may quote hidden tests.
+    """
+    tests = outcome.tests
+    if tests is None:
+        return None
+    ordered = sorted(tests, key=lambda t: _ORDER.get(t.outcome, 0))
+    shown = [  # validated: outcome is one of JudgedTest's four
+        JudgedTest.model_validate(
+            {
+                "id": t.test_id,
+                "outcome": t.outcome,
+                "message": redact_text(t.message, cell_secrets)[:MAX_ROW_MESSAGE_CHARS]
+                if t.message
+                else None,
+            }
+        )
+        for t in ordered[:MAX_ROW_TESTS]
+    ]
+    return JudgedTests(tests=shown, omitted=max(0, len(tests) - MAX_ROW_TESTS))
+
+
+def verify_tests(outcome: JudgeOutcome, cell_secrets: Any, **judged: Any) -> VerifyJudgement:
+    """Verify's judgement: ``judged`` (the verdict and output) and its tests (a timed-out verify has
+    only the tests that had reported)."""
+    return VerifyJudgement(
+        **judged,
+        verify_tests_run=outcome.tests_run,
+        verify_tests_passed=outcome.tests_passed,
+        verify_tests_skipped=outcome.tests_skipped,
+        verify_tests=listed_tests(outcome, cell_secrets),
+    )
+
+
+def oracle_tests(outcome: JudgeOutcome, cell_secrets: Any, **judged: Any) -> OracleJudgement:
+    """The oracle's judgement: ``judged`` (the verdict) and its tests (a timed-out oracle has only
+    the tests that had reported)."""
+    return OracleJudgement(
+        **judged,
+        oracle_tests_run=outcome.tests_run,
+        oracle_tests_passed=outcome.tests_passed,
+        oracle_tests_skipped=outcome.tests_skipped,
+        oracle_tests=listed_tests(outcome, cell_secrets),
+    )

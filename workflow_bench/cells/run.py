@@ -19,8 +19,9 @@ Order inside a cell, and why:
   copy template → setup (sandbox, no network) → sessions (workspace
   writable; phase boundaries and skill fingerprints checked after each) →
   authored verify (workspace read-only, no network) → hidden oracle, staged
-  only now, after every model process has exited, read-only, no network,
-  its output never kept, its bytes re-checked afterwards → patch capture.
+  only now, after every model process has exited, as a per-run copy outside
+  the workspace (workspace read-only, no network), its output and failure
+  messages never kept, its bytes re-checked afterwards → patch capture.
 """
 
 from __future__ import annotations
@@ -35,7 +36,13 @@ from typing import Any
 
 from workflow_bench.arms import ArmSpec, SessionSpec
 from workflow_bench.judging.attribution import ChargedFailure, attribute_session
-from workflow_bench.judging.judge import judge_review, run_hidden_oracle, run_verify
+from workflow_bench.judging.judge import (
+    judge_review,
+    oracle_expectation,
+    run_hidden_oracle,
+    run_verify,
+    verify_expectation,
+)
 from workflow_bench.judging.outcome_report import JudgeOutcome
 from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.process import ProcessError
@@ -83,7 +90,7 @@ from workflow_bench.workspace.snapshot import (
 from .context import CellResult, SweepSettings, TaskContext
 from .draft import CellDraft
 from .evidence import apply_wire, wire_lines
-from .rows import identity, infra_error, provenance, provider_usage
+from .rows import identity, infra_error, oracle_tests, provenance, provider_usage, verify_tests
 from .session_fold import progress_observer, sum_sessions
 from .sessions import SessionOutcome, SessionRequest, run_session
 
@@ -224,7 +231,7 @@ class _CellRun:
             claude_bin=settings.harness.claude_bin,
             runtime_dir=settings.runtime_dir,
             base_mounts=tuple(
-                Mount(source=source, target=f"{SANDBOX_WORKSPACE}/{target}")
+                Mount(source=source, target=f"{SANDBOX_WORKSPACE}/{target}", scratch_top=True)
                 for source, target in task.binding.dependency_mounts
             ),
             bwrap_bin=settings.harness.bwrap_bin,
@@ -270,6 +277,11 @@ class _CellRun:
             return self._judge(base=base)
         except ChargedFailure as exc:
             failure, kind = exc, exc.kind
+            if isinstance(exc.outcome, JudgeOutcome):  # a timed-out judge: what had reported by then
+                if kind == ErrorKind.ORACLE_TIMEOUT:
+                    self._step(oracle=oracle_tests(exc.outcome, self.secrets))
+                else:
+                    self._step(verify=verify_tests(exc.outcome, self.secrets))
         except WorkspaceLimitError as exc:
             failure, kind = exc, ErrorKind.WORKSPACE_INVALID
         except Exception as exc:  # anything the agent left may have caused it: charged, kept as data
@@ -301,43 +313,41 @@ class _CellRun:
         self.artifacts["patch.diff"] = patch
         self._step(churn=Churn(**churn))
         timeout, cancel = settings.cell.verify_timeout_s, settings.cancel
+        binding = self.task.binding
         verify = run_verify(
             self.sandbox,
             spec.verify,
             scratch=self.cell_dir,
-            min_tests=spec.verify_min_tests,
+            expectation=verify_expectation(spec, binding.expected_tests),
             timeout_s=timeout,
             cancel=cancel,
         )
         self._step(verify=self._verify_part(verify))
         oracle = run_hidden_oracle(
             self.sandbox,
-            self.task.binding.oracle,
-            min_tests=spec.oracle.min_tests,
+            binding.oracle,
+            expectation=oracle_expectation(spec, binding.expected_tests),
             scratch=self.cell_dir,
             timeout_s=timeout,
             cancel=cancel,
         )
         verdict = "hidden oracle passed: " if oracle.passed else "hidden oracle failed: "
         draft = self._step(
-            oracle=OracleJudgement(
-                oracle_passed=oracle.passed,
-                oracle_output=verdict + oracle.detail,
-                oracle_tests_run=oracle.tests_run,
-                oracle_tests_passed=oracle.tests_passed,
+            oracle=oracle_tests(
+                oracle, self.secrets, oracle_passed=oracle.passed, oracle_output=verdict + oracle.detail
             )
         )
         return _judged(draft, arm=self.arm, base=base, after=after)
 
     def _verify_part(self, verify: JudgeOutcome) -> VerifyJudgement:
         output = redact_text(verify.output, self.secrets)
-        return VerifyJudgement(
+        return verify_tests(
+            verify,
+            self.secrets,
             authored_tests_passed=verify.passed,
             authored_test_output=output,
             verify_output=output,
             verify_detail=redact_text(verify.detail, self.secrets),
-            verify_tests_run=verify.tests_run,
-            verify_tests_passed=verify.tests_passed,
         )
 
     def _setup(self) -> None:
@@ -460,7 +470,7 @@ class _CellRun:
             self.sandbox,
             self.task.binding.spec.verify,
             scratch=self.cell_dir,
-            min_tests=self.task.binding.spec.verify_min_tests,
+            expectation=verify_expectation(self.task.binding.spec, self.task.binding.expected_tests),
             timeout_s=self.settings.cell.verify_timeout_s,
             cancel=self.settings.cancel,
             mounts=(Mount(source=self.review_dir, target=REVIEW_OUTPUT_DIR),),

@@ -4,6 +4,7 @@ error-kind vocabulary every outcome is named from.
 
 Modules: ``judge`` (run_verify, run_hidden_oracle, judge_review), ``outcomes`` (error kinds, who
 is charged), ``attribution`` (session failures from the relay's record), ``outcome_report`` (proof
-of success; ``kit/`` is staged into the sandbox), ``patch`` (patch and churn from a harness-owned
-git directory).
+of success; ``kit/``, the judge runner and the framework adapters, is staged into the sandbox),
+``junit`` (hardened JUnit XML parsing), ``verdict`` (the one verdict over every format), ``patch``
+(patch and churn from a harness-owned git directory).
 """

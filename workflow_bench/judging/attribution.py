@@ -41,11 +41,16 @@ Outcome = TypeVar("Outcome", bound=SessionResult)
 
 
 class ChargedFailure(Exception):
-    """A failure the agent could have caused; ``kind`` is a charged error kind."""
+    """A failure the agent could have caused; ``kind`` is a charged error kind.
 
-    def __init__(self, kind: ErrorKind, message: str) -> None:
+    ``outcome`` is what the failed step proved before it failed (a timed-out verify's or oracle's
+    ``JudgeOutcome``: the tests that had reported), or None.
+    """
+
+    def __init__(self, kind: ErrorKind, message: str, *, outcome: Any = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.outcome = outcome
 
 
 def attribute_session(outcome: Outcome, endpoint: EndpointLog) -> Outcome:

@@ -6,25 +6,28 @@ random mount outside the workspace, its output is never kept (it could quote
 the hidden tests into a row the next proposer reads), and every staged byte
 is re-checked afterwards before anything else happens to the clone.
 
-Neither is believed on its exit status: the oracle always, and verify when the
-task declares ``verify_min_tests``, run under the harness's judge runner and
-pass only with a nonce-bound outcome report (``judging.outcome_report``).
+Both run under the harness's judge runner (``judging.outcome_report``), and
+neither is believed on its exit status: the oracle always, and verify when the
+task declares ``verify_min_tests`` or has expected tests recorded, pass only on
+a nonce-bound outcome report judged by ``judging.verdict`` against what the task
+expects (``verify_expectation`` / ``oracle_expectation``: the expected-tests lock
+``tasks check`` wrote, else ``min_tests``). A verify that declares neither is
+judged by its exit status, still under the runner, so its tests are recorded.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import stat
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from workflow_bench.judging.attribution import ChargedFailure
-from workflow_bench.judging.outcome_report import OUTPUT_TAIL_CHARS, JudgeOutcome, run_with_report
+from workflow_bench.judging.outcome_report import JudgeOutcome, run_with_report
 from workflow_bench.judging.outcomes import ErrorKind
-from workflow_bench.process import ProcessError
+from workflow_bench.judging.verdict import Expectation, for_task
 from workflow_bench.review.contract import MAX_ARTIFACT_BYTES
 from workflow_bench.review.score import (
     REVIEW_OUTPUT_FILE,
@@ -35,11 +38,34 @@ from workflow_bench.review.score import (
     review_oracle_passed,
     score_review,
 )
-from workflow_bench.sandbox import Mount, RunPolicy, Sandbox, tool_environment
+from workflow_bench.sandbox import Mount, Sandbox
+from workflow_bench.taskspec.expected_tests import ExpectedTests
 from workflow_bench.taskspec.oracle_staging import stage_oracle, verify_staged
 from workflow_bench.taskspec.oracles import OracleSnapshot
+from workflow_bench.taskspec.spec import TaskSpec
+from workflow_bench.workspace.clone import remove_tree
 
 ORACLE_ENV_VAR = "WORKFLOW_BENCH_ORACLE_ROOT"  # keep in sync with the oracle commands in tasks.*.yaml
+
+
+def verify_expectation(spec: TaskSpec, expected: ExpectedTests | None) -> Expectation:
+    """What verify must show: the lock entry's tests, else ``verify_min_tests``, else exit 0."""
+    recorded = expected.verify if expected is not None else None
+    return for_task(
+        min_tests=spec.verify_min_tests,
+        expected=(recorded.passed, recorded.skipped) if recorded is not None else None,
+        report_required=False,
+    )
+
+
+def oracle_expectation(spec: TaskSpec, expected: ExpectedTests | None) -> Expectation:
+    """What the oracle must show: the lock entry's tests, else ``oracle.min_tests`` (default 1)."""
+    recorded = expected.oracle if expected is not None else None
+    return for_task(
+        min_tests=spec.oracle.min_tests,
+        expected=(recorded.passed, recorded.skipped) if recorded is not None else None,
+        report_required=True,
+    )
 
 
 def run_verify(
@@ -47,83 +73,85 @@ def run_verify(
     command: str,
     *,
     scratch: Path,
-    min_tests: int | None,
+    expectation: Expectation,
     timeout_s: float,
     cancel: threading.Event,
     mounts: tuple[Mount, ...] = (),
     env_extra: dict[str, str] | None = None,
 ) -> JudgeOutcome:
-    """Run the task's authored verify, read-only and offline.
-
-    With ``min_tests`` (the task's ``verify_min_tests``) success needs a verified outcome
-    report; without it, the exit status is all the task offers (README says so).
+    """Run the task's authored verify under the judge runner, read-only and offline.
 
     Raises:
         ChargedFailure: ``verify-timeout`` (the agent's code hung).
         ProcessError: the sandbox could not run it.
     """
-    if min_tests is not None:
-        return run_with_report(
-            sandbox,
-            command,
-            scratch=scratch,
-            min_tests=min_tests,
-            timeout_kind=ErrorKind.VERIFY_TIMEOUT,
-            timeout_s=timeout_s,
-            cancel=cancel,
-            mounts=mounts,
-            env_extra=env_extra,
-        )
-    result = sandbox.run(
-        ["/bin/sh", "-c", command],
-        policy=RunPolicy(workspace_writable=False, mounts=mounts),
-        env=tool_environment(env_extra),
+    return run_with_report(
+        sandbox,
+        command,
+        scratch=scratch,
+        expectation=expectation,
+        timeout_kind=ErrorKind.VERIFY_TIMEOUT,
         timeout_s=timeout_s,
         cancel=cancel,
+        mounts=mounts,
+        env_extra=env_extra,
     )
-    if result.state == "timeout":
-        raise ChargedFailure(ErrorKind.VERIFY_TIMEOUT, f"authored verify exceeded {timeout_s:.0f} s")
-    if result.state != "exited":
-        raise ProcessError("authored verify", result)
-    output = (result.stdout.decode("utf-8", "replace") + result.stderr_tail)[-OUTPUT_TAIL_CHARS:]
-    passed = result.returncode == 0
-    return JudgeOutcome(passed, f"exit status {result.returncode} (no outcome report declared)", output)
 
 
 def run_hidden_oracle(
     sandbox: Sandbox,
     snapshot: OracleSnapshot,
     *,
-    min_tests: int,
+    expectation: Expectation,
     scratch: Path,
     timeout_s: float,
     cancel: threading.Event,
 ) -> JudgeOutcome:
-    """Stage the oracle under ``scratch``, run it under the judge runner, re-check its bytes, erase it.
+    """Stage a per-run copy of the oracle under ``scratch``, run it under the judge runner, re-check
+    its bytes, erase it.
 
-    Success needs the nonce-bound outcome report (``judging.outcome_report``); the exit status
-    alone proves nothing. The returned ``output`` is blanked: oracle output may quote hidden tests.
+    The copy is mounted writable for this run only (frameworks write beside their config; the
+    oracle files themselves stay read-only, see ``tasks.oracle_staging``). Success needs the
+    nonce-bound outcome report (``judging.outcome_report``); the exit status alone proves
+    nothing. The returned ``output`` is blanked and failure messages are dropped: both may quote
+    hidden tests. A timeout still raises ``ChargedFailure`` after the bytes were re-checked.
     """
     token = secrets.token_hex(8)
     staged = scratch / f"oracle-{token}"
     target = f"/.wfbench-oracle-{token}"
     stage_oracle(snapshot, staged)
     try:
-        outcome = run_with_report(
-            sandbox,
-            snapshot.command,
-            scratch=scratch,
-            min_tests=min_tests,
-            timeout_kind=ErrorKind.ORACLE_TIMEOUT,
-            timeout_s=timeout_s,
-            cancel=cancel,
-            mounts=(Mount(source=staged, target=target),),
-            env_extra={ORACLE_ENV_VAR: target},
-        )
+        try:
+            outcome = run_with_report(
+                sandbox,
+                snapshot.command,
+                scratch=scratch,
+                expectation=expectation,
+                timeout_kind=ErrorKind.ORACLE_TIMEOUT,
+                timeout_s=timeout_s,
+                cancel=cancel,
+                mounts=(Mount(source=staged, target=target, writable=True),),
+                env_extra={ORACLE_ENV_VAR: target},
+            )
+        except ChargedFailure as exc:
+            verify_staged(snapshot, staged)
+            if isinstance(exc.outcome, JudgeOutcome):
+                exc.outcome = hide_oracle_text(exc.outcome)
+            raise
         verify_staged(snapshot, staged)
     finally:
-        shutil.rmtree(staged, ignore_errors=True)
-    return replace(outcome, output="")
+        remove_tree(staged)
+    return hide_oracle_text(outcome)
+
+
+def hide_oracle_text(outcome: JudgeOutcome) -> JudgeOutcome:
+    """The oracle's outcome without anything that may quote hidden tests: no output, no failure
+    messages (test ids stay: a row names which hidden test failed, never what it asserts)."""
+    evidence = outcome.evidence
+    if evidence is not None and evidence.tests is not None:
+        tests = tuple(replace(t, message=None) for t in evidence.tests)
+        evidence = replace(evidence, tests=tests)
+    return replace(outcome, output="", evidence=evidence)
 
 
 # ── review arms: the artifact against the hidden labels ────────────────────

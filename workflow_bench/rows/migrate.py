@@ -33,7 +33,7 @@ class RowReadError(ValueError):
 
 
 def migrate_older(stored: Mapping[str, Any]) -> dict[str, Any]:
-    """A row of schema 1–4 as a row of today's schema: absent fields not measured (``None``)."""
+    """A row of schema 1–5 as a row of today's schema: absent fields not measured (``None``)."""
     upgraded = {name: ABSENT_IN_OLDER_ROWS.get(name) for name in stored_names() if name not in stored}
     return {**stored, **upgraded, "schema_version": SCHEMA_VERSION}
 

@@ -30,8 +30,9 @@ from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import CellKey
 from workflow_bench.review.score import ReviewScore, review_row_fields
 
-SCHEMA_VERSION = 5
-"""5: the typed row (closed ``error_kind``, every field present and typed); 1–4 migrate on read."""
+SCHEMA_VERSION = 6
+"""6: the typed row (closed ``error_kind``, every field present and typed); 5 added per-test
+outcomes (``verify_tests*``, ``oracle_tests*``) and ``expected_tests_digest``; 1–5 migrate on read."""
 
 # A measured quantity that is an integer or a float as produced (``round`` keeps a sum of ints an
 # int): the value is stored as given, so a row re-serializes to the same bytes.
@@ -132,26 +133,56 @@ class Verdict(Part):
     )
 
 
+class JudgedTest(Strict):
+    """One test a judge reported (``judging.verdict.TestResult``), as a row keeps it."""
+
+    id: str = Field(description="the normalized test id")
+    outcome: Literal["passed", "failed", "error", "skipped"]
+    message: str | None = Field(
+        description="the first 300 characters of a failure's message, redacted; always null for the oracle"
+    )
+
+
+class JudgedTests(Strict):
+    """``verify_tests``/``oracle_tests``: a judge's tests, failures first, at most 200."""
+
+    tests: list[JudgedTest]
+    omitted: int = Field(description="how many more tests were reported than are listed")
+
+
 class VerifyJudgement(Part):
     """The task's authored verify, judged by the harness (``judging.judge.run_verify``)."""
 
     SECTION: ClassVar[str] = "authored verify"
     authored_tests_passed: bool | None = _f(
-        "the task's verify passed (workspace read-only, no network): with verify_min_tests, a "
-        "verified outcome report; otherwise exit status 0",
+        "the task's verify passed (workspace read-only, no network), judged on the judge runner's "
+        "nonce-bound outcome report: every expected test (the lock `tasks check` wrote) reported and "
+        "passed, else at least verify_min_tests tests all passed; a task declaring neither is judged "
+        "by verify's exit status",
         default=None,
     )
     authored_test_output: str | None = _f("tail (≤4000 chars) of the verify output, redacted", default=None)
     verify_output: str | None = _f("alias of authored_test_output (reference compatibility)", default=None)
     verify_detail: str | None = _f(
-        "how verify was judged: the outcome report's verdict, or 'exit status N' when the task "
-        "declares no verify_min_tests",
+        "how verify was judged: the verdict with its reasons (which tests failed, were missing or "
+        "skipped; counts; exit status), or 'exit status N' when the task declares no verify_min_tests "
+        "and has no expected tests",
         default=None,
     )
     verify_tests_run: int | None = _f(
-        "distinct tests verify's outcome report counted; null when none", default=None
+        "distinct tests verify reported; null when nothing reported any test", default=None
     )
-    verify_tests_passed: int | None = _f("of those, tests that passed; null when none", default=None)
+    verify_tests_passed: int | None = _f(
+        "of those, tests that passed; null as verify_tests_run", default=None
+    )
+    verify_tests_skipped: int | None = _f(
+        "of those, tests reported skipped; null as verify_tests_run", default=None
+    )
+    verify_tests: JudgedTests | None = _f(
+        "{tests: [{id, outcome, message}], omitted}: verify's tests as oracle_tests, with the first "
+        "300 characters of each failure's message, redacted; null as verify_tests_run",
+        default=None,
+    )
 
 
 class OracleJudgement(Part):
@@ -159,8 +190,9 @@ class OracleJudgement(Part):
 
     SECTION: ClassVar[str] = "hidden oracle"
     oracle_passed: bool | None = _f(
-        "the hidden oracle proved success: a nonce-bound outcome report, written by the harness's "
-        "judge runner outside the workspace, shows ≥ oracle.min_tests tests run, all passed, exit 0",
+        "the hidden oracle proved success: its nonce-bound outcome report, written by the harness's "
+        "judge runner outside the workspace, shows every expected test (lock) passed, else at least "
+        "oracle.min_tests (default 1) tests run and all passed; and the command exited 0",
         default=None,
     )
     oracle_output: str | None = _f(
@@ -169,10 +201,21 @@ class OracleJudgement(Part):
         default=None,
     )
     oracle_tests_run: int | None = _f(
-        "distinct tests the oracle's outcome report counted; null without a valid report", default=None
+        "distinct tests the oracle reported (result lines and JUnit XML merged by normalized id); null "
+        "when nothing reported any test or the report was no evidence (never 0 for unknown)",
+        default=None,
     )
     oracle_tests_passed: int | None = _f(
-        "of those, tests that passed; null without a valid report", default=None
+        "of those, tests that passed; null as oracle_tests_run", default=None
+    )
+    oracle_tests_skipped: int | None = _f(
+        "of those, tests reported skipped; null as oracle_tests_run", default=None
+    )
+    oracle_tests: JudgedTests | None = _f(
+        "{tests: [{id, outcome, message}], omitted}: the oracle's tests (normalized ids; outcome "
+        "passed | failed | error | skipped), failures first, at most 200; message always null (it "
+        "may quote the hidden tests); omitted counts the rest; null as oracle_tests_run",
+        default=None,
     )
 
 
@@ -349,6 +392,11 @@ class Provenance(Part):
     oracle_command_digest: str | None = _f("digest of the oracle command", default=None)
     oracle_manifest_digest: str | None = _f(
         "digest of the oracle file manifest (target, sha256, size)", default=None
+    )
+    expected_tests_digest: str | None = _f(
+        "digest of the task's expected-tests lock entry that judged verify and the oracle (part of "
+        "task_binding_digest); null when the task has no lock",
+        default=None,
     )
     ce_plugin_version: str | None = _f(
         "comparator plugin version (ce_* arms only), verified against its manifest", default=None

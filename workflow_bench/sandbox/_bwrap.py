@@ -13,6 +13,7 @@ mapped uid.
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -74,11 +75,50 @@ class SandboxError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Mount:
-    """A host path bound into the sandbox (read-only unless ``writable``)."""
+    """A host path bound into the sandbox (read-only unless ``writable``).
+
+    ``scratch_top``: a directory whose entries are bound read-only under a small tmpfs of this
+    process's own, so tools may write beside them (vite bundles a config into
+    ``node_modules/.vite-temp``, test runners keep caches in ``node_modules/.cache``) while every
+    package stays read-only and nothing written outlives the process (task dependency trees).
+    """
 
     source: Path
     target: str
     writable: bool = False
+    scratch_top: bool = False
+
+
+# A dependency tree's writable top: vite's bundled config is a few kB and test-runner caches a
+# few MB; a tree with more top-level entries than this is bound whole (read-only) instead, which
+# keeps bwrap's argv and mount count bounded (a node_modules of 1 000 packages has ~600 entries).
+SCRATCH_TOP_BYTES = 64 * 1024 * 1024
+MAX_SCRATCH_TOP_ENTRIES = 2000
+# Tool caches a host run leaves at a dependency tree's top: never bound, so each process starts
+# them empty and may write them (a bound stale `.vite-temp` is read-only and fails vite's start).
+SCRATCH_CACHE_NAMES = frozenset({".vite-temp", ".vite", ".cache"})
+
+
+def _mount_args(mount: Mount) -> list[str]:
+    if not mount.scratch_top or mount.writable:
+        return ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
+    try:
+        with os.scandir(mount.source) as scan:
+            entries = sorted((e.name, e.is_symlink()) for e in scan)
+    except OSError:
+        entries = None
+    if entries is None or len(entries) > MAX_SCRATCH_TOP_ENTRIES:
+        return ["--ro-bind", str(mount.source), mount.target]
+    args = ["--size", str(SCRATCH_TOP_BYTES), "--tmpfs", mount.target]
+    for name, is_link in entries:
+        if name in SCRATCH_CACHE_NAMES:
+            continue
+        source, target = f"{mount.source}/{name}", f"{mount.target}/{name}"
+        if is_link:
+            args += ["--symlink", os.readlink(source), target]
+        else:
+            args += ["--ro-bind", source, target]
+    return args
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +197,7 @@ class BwrapSandbox:
             SANDBOX_WORKSPACE,
         ]
         for mount in self.base_mounts:  # e.g. read-only task dependency trees inside the workspace
-            args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
+            args += _mount_args(mount)
         if policy.with_claude:
             if self.claude_bin is None or self.runtime_dir is None:
                 raise SandboxError("no Claude Code binary or runtime dir configured for this sandbox")

@@ -319,12 +319,16 @@ def _unescape_mountinfo(field: str) -> str:
 
 
 def mounts_under(root: Path) -> list[Path]:
-    """Mount points at or below ``root`` (this process's mount namespace), deepest first."""
+    """Mount points at or below ``root`` (this process's mount namespace), deepest first.
+
+    ``root`` is resolved first: the kernel records a mount point with its symlinks resolved, so a
+    TMPDIR reached through a symlink would otherwise never match its own cells' volumes.
+    """
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
         return []
-    prefix = os.fspath(root)
+    prefix = os.path.realpath(root)
     found = set()
     for line in lines:
         fields = line.split(" ")

@@ -12,6 +12,7 @@ import argparse
 from workflow_bench.schedule.budget import Budget
 from workflow_bench.schedule.pool import SchedulePolicy
 from workflow_bench.schedule.ray_cells import ExecutorError, ExecutorSpec, require_ray
+from workflow_bench.schedule.ray_local import check_local_paths_fit
 
 
 def schedule_policy_from_args(args: argparse.Namespace) -> SchedulePolicy:
@@ -35,6 +36,8 @@ def validate_schedule_args(args: argparse.Namespace) -> None:
             require_ray()
         except ExecutorError as exc:
             raise ValueError(str(exc)) from exc
+        if args.ray_address is None:
+            check_local_paths_fit()  # RayPathError, a ValueError
     if args.order != "plan" and args.scheduler != "packed":
         raise ValueError(
             f"--order {args.order} needs --scheduler packed: a wave starts all its cells at once"

@@ -52,6 +52,7 @@ from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.redaction import printable, redact_text
 
 from .ray_address import RayUnreachable, check_ray_head, parse_ray_address
+from .ray_local import LOCAL_TEMP_PREFIX
 from .resume import harness_version
 
 Executor = Literal["threads", "ray"]
@@ -253,7 +254,7 @@ class RayCells:
         if spec.ray_address is None:
             # A short private directory: Ray's AF_UNIX sockets live under it (108-byte limit), and
             # the shared /tmp/ray of other users on this machine is never touched.
-            self._temp = Path(tempfile.mkdtemp(prefix="wfbray-"))
+            self._temp = Path(tempfile.mkdtemp(prefix=LOCAL_TEMP_PREFIX))
         else:
             try:
                 check_ray_head(spec.ray_address)  # bounded: ray.init alone retries for minutes

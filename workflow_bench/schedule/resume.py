@@ -37,6 +37,8 @@ from workflow_bench.rows.model import Row
 LOCK_FILE = "sweep.lock.json"
 SUPERSEDED_DIR = "superseded"
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+# The judge kit runs inside the sandbox and holds JavaScript reporters too: every file counts.
+_KIT_ROOT = _PACKAGE_ROOT / "judging" / "kit"
 
 
 class ResumeError(ValueError):
@@ -56,12 +58,14 @@ def tree_digest(root: Path, *, pattern: str = "*") -> str | None:
 
 
 def harness_version() -> str:
-    """Package version plus a digest of its Python sources: a code change between runs is a change."""
+    """Package version plus a digest of its Python sources and the judge kit: a code change between
+    runs is a change."""
     try:
         version = metadata.version("workflow-bench")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    return f"{version}+{(tree_digest(_PACKAGE_ROOT, pattern='*.py') or '')[:16]}"
+    sources = f"{tree_digest(_PACKAGE_ROOT, pattern='*.py')}:{tree_digest(_KIT_ROOT)}"
+    return f"{version}+{hashlib.sha256(sources.encode()).hexdigest()[:16]}"
 
 
 def write_lock(out_dir: Path, lock: Mapping[str, Any]) -> None:

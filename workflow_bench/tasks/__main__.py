@@ -30,13 +30,23 @@ from .deps import DependencyBuildError, build_dependencies
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m workflow_bench.tasks", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="prove each task discriminates: base fails, reference patch passes")
+    check = sub.add_parser(
+        "check",
+        help="prove each task discriminates (base fails, reference patch passes) and record its expected "
+        "tests in the lock beside the task file",
+    )
     check.add_argument("--tasks", required=True, type=Path, help="task file (YAML)")
     check.add_argument(
         "--toolkit", default="demo", metavar="DIR|NAME", help="toolkit dir or shipped name (default: demo)"
     )
     check.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, choices=range(1, 11), metavar="1..10")
     check.add_argument("--verify-timeout", type=int, default=600, choices=range(1, 86_401), metavar="S")
+    check.add_argument(
+        "--frozen",
+        action="store_true",
+        help="compare with the expected-tests lock beside the task file but never write it; a lock "
+        "that would change fails the check (for CI)",
+    )
     check.add_argument("--bwrap-bin", default="bwrap", help=argparse.SUPPRESS)
     script = sub.add_parser("agent-script", help="write a scripted-provider script playing an agent")
     script.add_argument("--tasks", required=True, type=Path)
@@ -66,7 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 0
     try:
-        bindings = bind_tasks(load_task_file(args.tasks))
+        # A stale expected-tests lock stops a sweep (exit 2); here it is what the check refreshes.
+        bindings = bind_tasks(load_task_file(args.tasks), stale_locks="ignore")
         if args.command == "agent-script":
             script = agent_script(bindings, agent=args.agent)
             with open(args.out, "x", encoding="utf-8") as handle:
@@ -91,6 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             work_root=work_root,
             timeout_s=args.verify_timeout,
             repeats=args.repeats,
+            frozen=args.frozen,
         )
         results = check_tasks(bindings, settings)
     finally:

@@ -136,8 +136,8 @@ def _files(files: tuple[OracleFileSpec, ...]) -> tuple[OracleFileSpec, ...]:
 
 
 class OracleSpec(InputModel):
-    """The hidden oracle as declared (the task file's ``oracle``): a shell command, 1–8 files and
-    the fewest tests that must run and pass (the outcome-report contract, ``judging.outcome_report``)."""
+    """The hidden oracle as declared (the task file's ``oracle``): a shell command, 1–8 files and,
+    optionally, the fewest tests that must run and pass (``judging.verdict``)."""
 
     command: Annotated[str, BeforeValidator(text_check(MAX_ORACLE_COMMAND_BYTES))] = Field(
         description="run as /bin/sh -c in the repository after the model exits"
@@ -145,4 +145,8 @@ class OracleSpec(InputModel):
     files: Annotated[tuple[OracleFileSpec, ...], Field(strict=False), AfterValidator(_files)] = Field(
         description="the oracle's files, captured once at load time"
     )
-    min_tests: MinTests = Field(1, description="the fewest tests the oracle must run and pass")
+    min_tests: MinTests | None = Field(
+        None,
+        description="the fewest tests the oracle must run and pass; None: not declared (then the "
+        "expected-tests lock decides, else at least one test)",
+    )

@@ -1,8 +1,14 @@
 """Staging a captured oracle after the model exited, and proving afterwards that nobody touched it.
 
-Owns ``stage_oracle`` (the snapshot's bytes written 0400 into an empty directory, every path
-opened beneath it without following symlinks) and ``verify_staged`` (every staged byte, mode and
-path re-checked after the oracle ran; ``OracleTamperError`` names the first difference).
+Owns ``stage_oracle`` (the snapshot's bytes written 0444 into an empty directory, every path
+opened beneath it without following symlinks; directories sticky and world-writable, so the one
+run that mounts this copy may write beside the oracle files, as vite and pytest do; as root every
+staged entry then belongs to ``STAGED_OWNER_UID``, which the sandbox does not map, so the run
+cannot modify, replace or remove them) and ``verify_staged`` (every oracle file's bytes and mode
+and every oracle directory re-checked after the run; files the run added are by-products and
+allowed; ``OracleTamperError`` names the first difference). As non-root the staged entries
+belong to the sandbox's own mapped uid: a change is still caught afterwards, a change undone
+before the run ends is not (README, known limits).
 Must never: put oracle bytes into an error message. Callers: ``judging.judge``, tests.
 """
 
@@ -19,6 +25,7 @@ from .oracles import (
     _STAGED_DIR_MODE,
     _STAGED_FILE_MODE,
     MAX_ORACLE_FILE_BYTES,
+    STAGED_OWNER_UID,
     OracleSnapshot,
     OracleStageError,
     OracleTamperError,
@@ -37,7 +44,7 @@ def stage_oracle(snapshot: OracleSnapshot, dest_dir: Path) -> None:
         raise OracleStageError(f"oracle staging destination {dest_dir} is not a directory")
     if dest_dir.exists() and any(dest_dir.iterdir()):
         raise OracleStageError(f"oracle staging destination {dest_dir} is not empty")
-    dest_dir.mkdir(mode=_STAGED_DIR_MODE, parents=True, exist_ok=True)
+    dest_dir.mkdir(parents=True, exist_ok=True)
     for oracle_file in snapshot.files:
         *dirs, name = oracle_file.target.split("/")
         fd = os.open(dest_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -45,7 +52,7 @@ def stage_oracle(snapshot: OracleSnapshot, dest_dir: Path) -> None:
             for part in dirs:
                 # FileExistsError: a parent shared with an earlier target, opened with O_NOFOLLOW below.
                 with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, mode=_STAGED_DIR_MODE, dir_fd=fd)
+                    os.mkdir(part, mode=0o700, dir_fd=fd)
                 fd = _descend(fd, part, part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
             out = os.open(
                 name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=fd
@@ -60,9 +67,28 @@ def stage_oracle(snapshot: OracleSnapshot, dest_dir: Path) -> None:
                 os.close(out)
         finally:
             os.close(fd)
+    _hand_over(dest_dir)
 
 
-def _walk_staged(root: Path) -> Iterator[tuple[str, os.DirEntry[str]]]:
+def _hand_over(dest_dir: Path) -> None:
+    """Directories sticky and world-writable; as root, every entry to ``STAGED_OWNER_UID``.
+
+    Runs after every byte is written (only then may the run's uid create anything in them).
+    The sticky bit lets a non-owner remove only the files it created itself.
+    """
+    as_root = os.geteuid() == 0
+    entries = [
+        (rel, entry.path, entry.is_dir(follow_symlinks=False)) for rel, entry in _walk_staged(dest_dir)
+    ]
+    for _, path, is_dir in [("", str(dest_dir), True), *entries]:
+        if as_root:
+            os.chown(path, STAGED_OWNER_UID, STAGED_OWNER_UID, follow_symlinks=False)
+        if is_dir:
+            os.chmod(path, _STAGED_DIR_MODE, follow_symlinks=False)
+
+
+def _walk_staged(root: Path, *, descend: set[str] | None = None) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Every entry under ``root`` (only into the directories in ``descend``, if given)."""
     stack = [("", root)]
     while stack:
         prefix, directory = stack.pop()
@@ -70,27 +96,32 @@ def _walk_staged(root: Path) -> Iterator[tuple[str, os.DirEntry[str]]]:
             for entry in entries:
                 rel = f"{prefix}{entry.name}"
                 yield rel, entry
-                if entry.is_dir(follow_symlinks=False):
+                if entry.is_dir(follow_symlinks=False) and (descend is None or rel in descend):
                     stack.append((f"{rel}/", Path(entry.path)))
 
 
 def verify_staged(snapshot: OracleSnapshot, dest_dir: Path) -> None:
-    """Prove the staged oracle under ``dest_dir`` is still byte-for-byte the snapshot.
+    """Prove every oracle file under ``dest_dir`` is still byte-for-byte the snapshot.
 
-    Raises ``OracleTamperError`` naming the first path that was changed, added, removed,
-    re-typed or re-moded; never includes file contents.
+    Raises ``OracleTamperError`` naming the first oracle path that was changed, removed,
+    re-typed or re-moded, or an oracle directory that is gone; never includes file contents.
+    Entries the run added (framework by-products) are allowed and never followed.
     """
     if dest_dir.is_symlink() or not dest_dir.is_dir():
         raise OracleTamperError(f"staged oracle directory {dest_dir} is gone or no longer a directory")
     expected = {f.target: f for f in snapshot.files}
     expected_dirs = {str(p) for f in snapshot.files for p in PurePosixPath(f.target).parents if str(p) != "."}
     seen_files: set[str] = set()
-    for rel, entry in _walk_staged(dest_dir):
+    for rel, entry in _walk_staged(dest_dir, descend=expected_dirs):
         mode = entry.stat(follow_symlinks=False).st_mode
-        if stat.S_ISDIR(mode) and rel in expected_dirs:
+        if rel in expected_dirs:
+            if not stat.S_ISDIR(mode):
+                raise OracleTamperError(f"staged oracle directory {rel!r} was replaced")
             continue
-        if not stat.S_ISREG(mode) or rel not in expected:
-            raise OracleTamperError(f"staged oracle has an unexpected entry {rel!r}")
+        if rel not in expected:
+            continue  # a by-product of the run (vite's bundled config, a cache): never followed
+        if not stat.S_ISREG(mode):
+            raise OracleTamperError(f"staged oracle file {rel!r} was replaced by a non-file")
         if stat.S_IMODE(mode) != _STAGED_FILE_MODE:
             raise OracleTamperError(f"staged oracle file {rel!r} changed mode to {stat.S_IMODE(mode):o}")
         try:

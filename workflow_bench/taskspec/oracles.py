@@ -6,11 +6,12 @@ Owns three steps of the hidden-oracle lifecycle (reference harness §8, "Hidden-
    in-memory ``OracleSnapshot``. Every later use stages these bytes, never the source files, so
    editing an oracle mid-sweep cannot change what later cells are judged by, and the digests in
    every row describe exactly what judged it.
-2. ``stage_oracle`` (in ``oracle_staging``) writes the snapshot (files 0400) into a fresh
-   directory after every model process of a cell has exited; the cell mounts it read-only and
-   names it through ``WORKFLOW_BENCH_ORACLE_ROOT``.
+2. ``stage_oracle`` (in ``oracle_staging``) writes the snapshot (files 0444, owned by a uid the
+   sandbox does not map when run as root) into a fresh directory after every model process of a
+   cell has exited; the cell mounts this per-run copy writable (frameworks write beside their
+   config) and names it through ``WORKFLOW_BENCH_ORACLE_ROOT``.
 3. ``verify_staged`` (in ``oracle_staging``) re-reads every staged byte after the oracle ran and
-   raises ``OracleTamperError`` if anything changed, appeared or vanished.
+   raises ``OracleTamperError`` if an oracle file or directory changed or vanished.
 
 Must never: follow a symlink when reading or writing oracle bytes, or put oracle bytes (or the
 oracle's output) into an error message: errors end up in rows and logs that later agents can read.
@@ -57,8 +58,15 @@ __all__ = [  # the declaration parts, re-exported: judging and the tests know th
 # attempt to smuggle data into the sandbox (the declaration's own limits are in ``oracle_spec``).
 MAX_ORACLE_FILE_BYTES = 512 * 1024
 MAX_ORACLE_TOTAL_BYTES = 2 * 1024 * 1024
-_STAGED_FILE_MODE = 0o400
-_STAGED_DIR_MODE = 0o700  # the cell removes the staging dir with rmtree; 0o500 would defeat that
+# The staged copy is writable for the one run that uses it: test frameworks write beside their
+# files (vite bundles `vitest.config.mts` to `vitest.config.mts.timestamp-<n>.mjs` next to it,
+# pytest writes caches). Files are read-only and directories sticky and world-writable, and as
+# root every staged entry is given to a uid the sandbox does not map (oracle_staging), so the
+# run may add files but cannot change, replace or remove an oracle file; its bytes are
+# re-checked after the run either way.
+_STAGED_FILE_MODE = 0o444
+_STAGED_DIR_MODE = 0o1777
+STAGED_OWNER_UID = 65534  # "nobody": never the sandbox's mapped uid, never the host child uid
 _DIGEST_DOMAIN = b"workflow-bench/oracle/v1"
 
 

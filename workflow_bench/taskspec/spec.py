@@ -1,4 +1,5 @@
 """Task specs and their binding: ``load_task_file``, ``TaskBinding``, ``bind_tasks``, ``select_tasks``.
+Over 400 lines on purpose: binding resolves ref, oracle, sandbox sources and the lock into one error list.
 
 Owns ``TaskBinding`` (a spec resolved to an immutable commit, its captured hidden oracle and the
 working-tree paths its sandbox copies or mounts) and its digest, ``load_task_file`` and
@@ -23,17 +24,19 @@ variable of the caller redirect a query (``repos`` owns every git call).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple, NoReturn
 
 from workflow_bench.digests import canonical_digest
 
+from .expected_tests import REFRESH_HINT, ExpectedTests, load_lock, lock_path, subject_changes
 from .oracle_spec import OracleFileSpec, OracleSpec
-from .oracles import OracleCaptureError, OracleSnapshot, capture_oracle
+from .oracles import OracleCaptureError, OracleSnapshot, capture_oracle, read_beneath
 from .repos import (
     BUNDLE_CLONE_TIMEOUT_S,
     GIT_TIMEOUT_S,
@@ -50,6 +53,7 @@ from .repos import (
     worktree_source,
 )
 from .schema import (
+    MAX_REFERENCE_PATCH_BYTES,
     TASK_ID_PATTERN,
     TASK_KEYS,
     DependencySpec,
@@ -120,6 +124,12 @@ class TaskBinding:
     symlink under the dependency directories, taken at bind time; ``None`` without dependencies.
     Stored rather than derived: it must describe the trees as bound, and re-walking up to
     ``MAX_DEPENDENCY_BYTES`` on every read of ``binding_digest`` would be slow."""
+    reference_sha256: str | None = None
+    """sha256 of the reference patch as bound (None without one): part of the lock's subject only,
+    never of a row (``to_json``)."""
+    expected_tests: ExpectedTests | None = None
+    """The task's entry of the expected-tests lock next to its task file, checked not stale; None
+    without one (the judge then counts tests against ``min_tests``)."""
 
     def __post_init__(self) -> None:
         def fail(key: str, message: str) -> NoReturn:
@@ -147,6 +157,13 @@ class TaskBinding:
                 "sandbox_dependencies",
                 f"manifest digest must be 64 hex chars iff there are mounts, got {digest!r}",
             )
+        reference = self.reference_sha256
+        if (reference is None) != (self.spec.reference_patch is None) or (
+            reference is not None and not _SHA256_HEX.fullmatch(reference)
+        ):
+            fail("reference_patch", f"sha256 must be 64 hex chars iff there is a patch, got {reference!r}")
+        if self.expected_tests is not None and not isinstance(self.expected_tests, ExpectedTests):
+            fail("expected_tests", f"want ExpectedTests, got {type(self.expected_tests).__name__}")
 
     def to_json(self) -> dict[str, Any]:
         """The binding's definition: what a row or promotion.json needs to prove what was run.
@@ -176,11 +193,35 @@ class TaskBinding:
             "oracle_manifest_digest": self.oracle.manifest_digest,
             "oracle_files": self.oracle.manifest(),
             "resolved_sha": self.resolved_sha,
+            "expected_tests_digest": self.expected_tests_digest,
         }
 
     @property
     def binding_digest(self) -> str:
         return canonical_digest(self.to_json())
+
+    @property
+    def expected_tests_digest(self) -> str | None:
+        """``canonical_digest`` of the lock entry that judges this task, or None."""
+        return canonical_digest(self.expected_tests.to_json()) if self.expected_tests is not None else None
+
+    @property
+    def lock_subject(self) -> dict[str, Any]:
+        """What the task's expected test ids depend on (``tasks.expected_tests.SUBJECT_KEYS``)."""
+        spec = self.spec
+        subject = {
+            "resolved_sha": self.resolved_sha,
+            "setup_digest": spec.setup_digest,
+            "verify_digest": spec.verify_digest,
+            "oracle_digest": self.oracle.digest,
+            "dependency_manifest_digest": self.dependency_manifest_digest,
+            "sandbox_copy": list(spec.sandbox_copy),
+            "sandbox_dependencies": [
+                {"source": d.source, "target": d.target} for d in spec.sandbox_dependencies
+            ],
+            "reference_patch_sha256": self.reference_sha256,
+        }
+        return subject  # keys: tasks.expected_tests.SUBJECT_KEYS (a unit test keeps them in sync)
 
 
 def _is_path_pairs(value: object) -> bool:
@@ -194,17 +235,20 @@ def _is_path_pairs(value: object) -> bool:
     )
 
 
-def bind_tasks(specs: Sequence[TaskSpec]) -> tuple[TaskBinding, ...]:
+def bind_tasks(specs: Sequence[TaskSpec], *, stale_locks: str = "refuse") -> tuple[TaskBinding, ...]:
     """Resolve every spec's repository and ref once, capture its oracle and check its sandbox sources.
 
     Bundles are cloned (``--mirror``) at most once into the content-addressed cache; each
-    dependency tree is hashed at most once. Raises ``TaskFileError`` listing every task that
-    cannot be bound.
+    dependency tree is hashed at most once. Each task gets its entry of the expected-tests lock
+    beside its task file; a stale entry is an error (``stale_locks="refuse"``) or is left out
+    (``"ignore"``: the self-check, which records a fresh one). Raises ``TaskFileError`` listing
+    every task that cannot be bound.
     """
     errors: list[TaskSpecError] = []
     repos: dict[Path, RepoHandle | str] = {}
     shas: dict[tuple[Path, str], str | None] = {}
     trees: dict[Path, TreeManifest | str] = {}
+    locks: dict[Path, dict[str, ExpectedTests] | None] = {}
     bindings = []
     for spec in specs:
         location = spec.repo_location
@@ -240,21 +284,64 @@ def bind_tasks(specs: Sequence[TaskSpec]) -> tuple[TaskBinding, ...]:
         if oracle is None or isinstance(sources, list):
             errors += task_errors + (sources if isinstance(sources, list) else [])
             continue
-        bindings.append(
-            TaskBinding(
-                spec,
-                repo.path,
-                repo.identity,
-                sha,
-                oracle,
-                copy_paths=sources.copy_paths,
-                dependency_mounts=sources.dependency_mounts,
-                dependency_manifest_digest=sources.dependency_manifest_digest,
-            )
+        try:
+            reference_sha256 = _reference_sha256(spec)
+        except ValueError as err:
+            errors.append(TaskSpecError(spec.source_file, spec.task_id, "reference_patch", str(err)))
+            continue
+        binding = TaskBinding(
+            spec,
+            repo.path,
+            repo.identity,
+            sha,
+            oracle,
+            copy_paths=sources.copy_paths,
+            dependency_mounts=sources.dependency_mounts,
+            dependency_manifest_digest=sources.dependency_manifest_digest,
+            reference_sha256=reference_sha256,
         )
+        try:
+            bindings.append(_with_expected_tests(binding, locks, stale_locks=stale_locks))
+        except TaskSpecError as err:
+            errors.append(err)
     if errors:
         raise TaskFileError(errors)
     return tuple(bindings)
+
+
+def _reference_sha256(spec: TaskSpec) -> str | None:
+    """sha256 of the task's reference patch (``ValueError`` if it can no longer be read)."""
+    if spec.reference_patch is None:
+        return None
+    data = read_beneath(spec.task_dir, spec.reference_patch, max_bytes=MAX_REFERENCE_PATCH_BYTES)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _with_expected_tests(
+    binding: TaskBinding, locks: dict[Path, dict[str, ExpectedTests] | None], *, stale_locks: str
+) -> TaskBinding:
+    """``binding`` with its lock entry (``locks`` caches each lock file by path; an unusable lock
+    is reported once, for the first task that needs it, and then reads as absent)."""
+    spec = binding.spec
+    path = lock_path(spec.source_file)
+    if path not in locks:
+        locks[path] = None
+        locks[path] = load_lock(path)
+    entry = (locks[path] or {}).get(spec.task_id)
+    if entry is None:
+        return binding
+    changed = subject_changes(entry.subject, binding.lock_subject)
+    if not changed:
+        return replace(binding, expected_tests=entry)
+    if stale_locks == "ignore":
+        return binding
+    raise TaskSpecError(
+        path,
+        spec.task_id,
+        "subject",
+        f"stale: the expected tests were recorded for another definition of this task "
+        f"({', '.join(changed)} changed); " + REFRESH_HINT.format(task_file=spec.source_file),
+    )
 
 
 class _SandboxSources(NamedTuple):

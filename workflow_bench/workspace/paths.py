@@ -2,7 +2,8 @@
 
 Owns the sweep's work root (``$TMPDIR/wfb-<runner pid>-<8 random>``), each cell's directory
 under it (8 random hex characters, whatever the task id or arm), the relay socket path inside
-a cell, ``check_paths_fit`` (the preflight) and ``collect_stale_work_roots``.
+a cell, ``check_paths_fit`` (the preflight; its rule, ``check_sockets_fit``, also bounds a local Ray
+instance's sockets: ``schedule.ray_local``) and ``collect_stale_work_roots``.
 
 Why fixed length: the relay's Unix socket lives in the cell directory, and AF_UNIX paths are
 limited to 107 bytes (``sun_path`` is 108 including the NUL). Cell directories used to be named
@@ -18,7 +19,8 @@ touched, so parallel runners on one machine are safe. Pid reuse can only make us
 root longer, never remove a live one.
 
 Must never: remove a root whose owner is alive, or a path that does not match the pattern.
-Callers: ``sweep`` (work root), ``cell`` (cell dirs), ``runner`` (preflight), ``./dev clean``.
+Callers: ``sweep`` (work root), ``cell`` (cell dirs), ``runner`` (preflight), ``schedule.ray_local``,
+``./dev clean``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import os
 import re
 import secrets
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from workflow_bench.sandbox import collect_stale_cgroups, release_stale_mounts
@@ -55,18 +58,33 @@ def longest_socket_path(tmpdir: str | Path) -> str:
     return str(root / ("c" * 2 * CELL_DIR_HEX_BYTES) / RELAY_DIR / SOCKET_NAME)
 
 
-def check_paths_fit(tmpdir: str | Path | None = None) -> None:
-    """Raise ``CellPathError`` unless every cell's socket path fits under ``tmpdir``."""
+def check_sockets_fit(
+    tmpdir: str | Path | None,
+    longest: Callable[[str], str],
+    error: type[ValueError],
+    *,
+    what: str,
+    otherwise: str = "",
+) -> None:
+    """Raise ``error``, naming how long TMPDIR may be, unless the socket path ``longest(tmpdir)`` fits.
+
+    One rule for every socket a sweep binds below TMPDIR: the cells' (below) and a local Ray
+    instance's (``schedule.ray_local``).
+    """
     base = tempfile.gettempdir() if tmpdir is None else str(tmpdir)
-    longest = longest_socket_path(base)
-    size = len(os.fsencode(longest))
+    size = len(os.fsencode(longest(base)))
     if size > AF_UNIX_PATH_MAX:
         room = AF_UNIX_PATH_MAX - (size - len(os.fsencode(os.path.abspath(base))))
-        raise CellPathError(
-            f"temporary directory {base!r} is too long for the cells' model sockets: the longest socket "
-            f"path would be {size} bytes, the AF_UNIX limit is {AF_UNIX_PATH_MAX}; "
-            f"set TMPDIR to a directory of at most {room} bytes (e.g. /tmp)"
+        raise error(
+            f"temporary directory {base!r} is too long for {what}: the longest socket path would be "
+            f"{size} bytes, the AF_UNIX limit is {AF_UNIX_PATH_MAX}; set TMPDIR to a directory of at "
+            f"most {room} bytes (e.g. /tmp){otherwise}"
         )
+
+
+def check_paths_fit(tmpdir: str | Path | None = None) -> None:
+    """Raise ``CellPathError`` unless every cell's socket path fits under ``tmpdir``."""
+    check_sockets_fit(tmpdir, longest_socket_path, CellPathError, what="the cells' model sockets")
 
 
 def make_work_root(tmpdir: str | Path | None = None) -> Path:

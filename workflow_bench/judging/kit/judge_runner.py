@@ -3,36 +3,66 @@
 Staged read-only into the sandbox and started as ``python3 -I -B judge_runner.py`` (isolated:
 nothing from the workspace is importable here). Protocol:
 
-1. stdin carries one JSON line ``{"nonce", "report", "command"}`` and is then closed: the nonce
-   never appears in an environment, an argv or a file the test process can read;
+1. stdin carries one JSON line ``{"nonce", "report", "command", "channel", "junit_dir",
+   "deadline_s", "reap"}`` and is then closed: the nonce never appears in an environment, an
+   argv or a file the test process can read;
 2. this process makes itself non-dumpable first, so a same-uid test process cannot read its
    memory, environment or file descriptors through /proc or ptrace;
-3. the command runs in a child (``/bin/sh -c``) with a result pipe on fd 9
-   (``WORKFLOW_BENCH_RESULT_FD=9``); the test framework writes one JSON object per line:
-   ``{"test": "<id>", "outcome": "passed"|"failed"|"error"|"skipped"}`` and, when the run
-   finished normally, ``{"done": true}``;
-4. after the child exits, and (with ``"reap": true``, only in a sandbox with its own PID
-   namespace) after killing every other process the child left behind, so nothing of the code
-   under test can still rewrite it, this process writes ``report`` (JSON: the nonce, the child's exit
-   code, the counts, whether ``done`` was seen). The harness checks it from outside.
+3. the command runs in a child (``/bin/sh -c``, its own process group) with two ways to report,
+   both owned by this runner:
 
-A test id reported with any outcome other than ``passed`` counts as not passed, so a late
-forged "passed" line cannot undo a failure. Not imported by workflow_bench (stdlib only).
+   - **result lines**: a FIFO at ``channel`` (``WORKFLOW_BENCH_RESULT_PIPE``), also open on fd 9
+   (``WORKFLOW_BENCH_RESULT_FD=9``). A wrapper that re-spawns with only fds 0-2 (``npx``,
+   ``npm test``) loses fd 9, so adapters open the path, which survives any wrapper. One JSON
+   object per line: ``{"test": "<id>", "outcome": "passed"|"failed"|"error"|"skipped",
+   "message"?: "<why>"}`` and, when the run finished normally, ``{"done": true}``. Lines are
+   read as they arrive, so a run that times out still reports what ran;
+   - **JUnit XML**: ``junit_dir`` (``WORKFLOW_BENCH_JUNIT_DIR``; ``WORKFLOW_BENCH_JUNIT`` names
+   ``junit.xml`` in it), empty when the run starts (checked here) and written by the framework.
+
+4. after the child exits (or ``deadline_s`` passes: its process group is killed and the report
+   says ``timed_out``), and with ``"reap": true`` (only in a sandbox with its own PID namespace)
+   after killing every other process the child left behind, so nothing of the code under test
+   can still write, this process attests every ``*.xml`` file in ``junit_dir`` (name, size,
+   sha256; read without following links, bounded) and writes ``report`` (JSON: the nonce, the
+   child's exit code, each test's outcome, whether ``done`` was seen, the attestations). The
+   harness checks it from outside and parses only the XML bytes whose digest this report names.
+
+A test id reported with several outcomes keeps the worst (failed/error over skipped over passed),
+so a late forged "passed" line cannot undo a failure. Not imported by workflow_bench (stdlib
+only). Sealing the channels against the code under test (issue 23) belongs here: this process
+owns both paths and can add sentinels or close them before workspace code loads.
 """
 
 import contextlib
 import ctypes
+import hashlib
 import json
 import os
 import select
 import signal
+import stat
 import subprocess
 import sys
+import time
+from typing import Any
 
 PR_SET_DUMPABLE = 4
 RESULT_FD = 9
 MAX_CHANNEL_BYTES = 8 * 1024 * 1024
 MAX_TESTS = 100_000
+# After the child exits, what is already in the pipe is read; a grandchild still writing is not
+# waited for longer than this (it is killed right after, with everything else).
+DRAIN_S = 1.0
+MAX_ID_CHARS = 1000  # keep in sync with judging/test_results.py
+MAX_MESSAGE_CHARS = 1000
+# JUnit reports: a 10 000-test pytest run writes about 2 MB; 16 files cover one report per
+# framework of a multi-step verify. Keep in sync with judging/outcome_report.py.
+MAX_JUNIT_FILES = 16
+MAX_JUNIT_FILE_BYTES = 16 * 1024 * 1024
+MAX_JUNIT_TOTAL_BYTES = 32 * 1024 * 1024
+JUNIT_FILE = "junit.xml"
+_RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 2}  # keep in sync with test_results.py
 
 
 def main() -> int:
@@ -43,34 +73,43 @@ def main() -> int:
     request = json.loads(sys.stdin.buffer.readline(65536))
     sys.stdin.close()
     nonce, report, command = request["nonce"], request["report"], request["command"]
+    channel, junit_dir = request["channel"], request["junit_dir"]
     reap = request.get("reap") is True
-    read_end, write_end = os.pipe()
-    if read_end == RESULT_FD:
-        read_end, old = os.dup(read_end), read_end
-        os.close(old)
-    os.dup2(write_end, RESULT_FD)
-    os.close(write_end)
-    env = dict(os.environ, WORKFLOW_BENCH_RESULT_FD=str(RESULT_FD))
-    # Runs inside the sandbox with the stdlib only: workflow_bench.process is not available here,
-    # and the harness's own timeout kills this whole sandbox.
-    child = subprocess.Popen(  # noqa: TID251
-        ["/bin/sh", "-c", command], env=env, pass_fds=(RESULT_FD,), stdin=subprocess.DEVNULL
+    planted = _entries(junit_dir)
+    read_end, child_end, keeper = _open_channel(channel)
+    env = dict(
+        os.environ,
+        WORKFLOW_BENCH_RESULT_FD=str(RESULT_FD),
+        WORKFLOW_BENCH_RESULT_PIPE=channel,
+        WORKFLOW_BENCH_JUNIT=os.path.join(junit_dir, JUNIT_FILE),
+        WORKFLOW_BENCH_JUNIT_DIR=junit_dir,
     )
-    os.close(RESULT_FD)
-    outcomes, done, malformed = _collect(read_end, child)
+    # Runs inside the sandbox with the stdlib only: workflow_bench.process is not available here,
+    # and the harness's own timeout (deadline_s plus a grace) kills this whole sandbox.
+    child = subprocess.Popen(  # noqa: TID251
+        ["/bin/sh", "-c", command],
+        env=env,
+        pass_fds=(RESULT_FD,),
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    os.close(child_end)
+    tests, state = _collect(read_end, child, deadline=time.monotonic() + float(request["deadline_s"]))
     if reap:
         # Everything the code under test started: kill(-1) spares only us and the namespace's init.
         with contextlib.suppress(ProcessLookupError):
             os.kill(-1, signal.SIGKILL)
-    passed = sum(1 for seen in outcomes.values() if seen == {"passed"})
+    os.close(keeper)
+    junit, refused = _attest(junit_dir)
+    if planted:
+        refused = f"the JUnit directory already held {planted[0]!r} when the run started"
     result = {
         "nonce": nonce,
         "exit_code": child.returncode,
-        "tests_run": len(outcomes),
-        "tests_passed": passed,
-        "tests_not_passed": len(outcomes) - passed,
-        "done": done,
-        "malformed_lines": malformed,
+        "tests": tests,
+        "junit": junit,
+        "junit_refused": refused,
+        **state,
     }
     fd = os.open(report, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as handle:
@@ -80,14 +119,40 @@ def main() -> int:
     return 0
 
 
-def _collect(read_end: int, child) -> tuple[dict, bool, int]:
+def _open_channel(path: str) -> tuple[int, int, int]:
+    """(read end, the child's fd 9, a keeper) of one FIFO at ``path``: fd 9 and the path are the
+    same pipe. The keeper write end stays open here so the FIFO never reads as end-of-file while
+    no child holds it (a reader would otherwise spin), and is closed after the run."""
+    os.mkfifo(path, 0o600)
+    read_end = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    keeper = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    writer = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    os.set_blocking(writer, True)  # a full pipe makes the test process wait, never drop a line
+    for fd in (read_end, keeper):
+        os.set_inheritable(fd, False)
+    if read_end == RESULT_FD or keeper == RESULT_FD:
+        raise RuntimeError("fd 9 was free before the channel opened")  # 0-2 are open: cannot happen
+    os.dup2(writer, RESULT_FD)
+    os.close(writer)
+    return read_end, RESULT_FD, keeper
+
+
+def _collect(read_end: int, child, *, deadline: float) -> tuple[dict, dict]:
     """Read result lines until the child exits (then drain what is buffered, never waiting on
-    grandchildren that kept the pipe open)."""
-    outcomes: dict[str, str] = {}
-    buffer, total, done, malformed = b"", 0, False, 0
-    os.set_blocking(read_end, False)
+    grandchildren that kept the pipe open) or the deadline passes (then kill its process group)."""
+    buffer, total = b"", 0
+    tests: dict[str, Any] = {}
+    drain_until: float | None = None
+    state = {"done": False, "malformed_lines": 0, "channel_overflow": False, "timed_out": False}
     while True:
         exited = child.poll() is not None
+        if not exited and time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            state["timed_out"], exited = True, True
+        if exited and drain_until is None:
+            drain_until = time.monotonic() + DRAIN_S
         ready, _, _ = select.select([read_end], [], [], 0 if exited else 0.2)
         chunk = b""
         if ready:
@@ -95,36 +160,87 @@ def _collect(read_end: int, child) -> tuple[dict, bool, int]:
                 chunk = os.read(read_end, 65536)
             except BlockingIOError:
                 chunk = b""
-        if chunk and total < MAX_CHANNEL_BYTES:
+        if chunk:
+            if total + len(chunk) > MAX_CHANNEL_BYTES:
+                state["channel_overflow"] = True
+                chunk = chunk[: max(0, MAX_CHANNEL_BYTES - total)]
             total += len(chunk)
             buffer += chunk
             *lines, buffer = buffer.split(b"\n")
             for line in lines:
-                done, malformed = _take(line, outcomes, done, malformed)
-        if exited and not chunk:
+                _take(line, tests, state)
+        if exited and (not ready or (drain_until is not None and time.monotonic() > drain_until)):
             break
     child.wait()
     os.close(read_end)
-    return outcomes, done, malformed
+    return tests, state
 
 
-def _take(line: bytes, outcomes: dict, done: bool, malformed: int) -> tuple[bool, int]:
+def _take(line: bytes, tests: dict, state: dict) -> None:
     if not line.strip():
-        return done, malformed
+        return
     try:
         event = json.loads(line)
     except ValueError:
-        return done, malformed + 1
+        state["malformed_lines"] += 1
+        return
     if not isinstance(event, dict):
-        return done, malformed + 1
+        state["malformed_lines"] += 1
+        return
     if event.get("done") is True:
-        return True, malformed
-    test, outcome = event.get("test"), event.get("outcome")
-    if not isinstance(test, str) or outcome not in ("passed", "failed", "error", "skipped"):
-        return done, malformed + 1
-    if test in outcomes or len(outcomes) < MAX_TESTS:
-        outcomes.setdefault(test, set()).add(outcome)
-    return done, malformed
+        state["done"] = True
+        return
+    test, outcome, message = event.get("test"), event.get("outcome"), event.get("message")
+    if not isinstance(test, str) or not test.strip() or outcome not in _RANK:
+        state["malformed_lines"] += 1
+        return
+    test = test[:MAX_ID_CHARS]
+    message = message[:MAX_MESSAGE_CHARS] if isinstance(message, str) and outcome != "passed" else None
+    seen = tests.get(test)
+    if seen is None:
+        if len(tests) < MAX_TESTS:
+            tests[test] = [outcome, message]
+    elif _RANK[outcome] > _RANK[seen[0]]:
+        tests[test] = [outcome, message or seen[1]]
+
+
+def _entries(directory: str) -> list[str]:
+    try:
+        return sorted(os.listdir(directory))
+    except OSError:
+        return []
+
+
+def _attest(directory: str) -> tuple[list, str | None]:
+    """[{name, size, sha256}] of every ``*.xml`` entry of ``directory``, or why they are refused."""
+    names = [name for name in _entries(directory) if name.endswith(".xml")]
+    if len(names) > MAX_JUNIT_FILES:
+        return [], f"{len(names)} JUnit files were written; the limit is {MAX_JUNIT_FILES}"
+    attested, total = [], 0
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as err:
+            is_link = os.path.islink(path)
+            return [], f"{name} is a symbolic link" if is_link else f"{name} cannot be opened: {err.strerror}"
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return [], f"{name} is not a regular file"
+            if info.st_size > MAX_JUNIT_FILE_BYTES:
+                return [], f"{name} is {info.st_size} bytes; the limit is {MAX_JUNIT_FILE_BYTES}"
+            total += info.st_size
+            if total > MAX_JUNIT_TOTAL_BYTES:
+                return [], f"the JUnit files exceed {MAX_JUNIT_TOTAL_BYTES} bytes together"
+            digest, size = hashlib.sha256(), 0
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+                if size > MAX_JUNIT_FILE_BYTES:
+                    return [], f"{name} grew past {MAX_JUNIT_FILE_BYTES} bytes while it was read"
+        attested.append({"name": name, "size": size, "sha256": digest.hexdigest()})
+    return attested, None
 
 
 if __name__ == "__main__":

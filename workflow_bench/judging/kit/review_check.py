@@ -1,8 +1,8 @@
 """Harness-owned authored verify for review tasks, speaking the outcome-report protocol.
 
 ``python3 -I -B "$WORKFLOW_BENCH_REVIEW_CHECK"`` (with ``verify_min_tests: 2``) checks the review
-artifact at ``$WORKFLOW_BENCH_REVIEW_OUTPUT`` as two tests, one line each on the result pipe
-named by ``WORKFLOW_BENCH_RESULT_FD`` (see judge_runner.py), then ``{"done": true}``:
+artifact at ``$WORKFLOW_BENCH_REVIEW_OUTPUT`` as two tests, one line each on the judge runner's
+result channel (``wfbench_result_channel``; see judge_runner.py), then ``{"done": true}``:
 
 - ``review.artifact_present``: a regular, non-empty file of at most 256 KiB (the contract's cap);
 - ``review.artifact_is_json_object``: it parses as one JSON object.
@@ -16,6 +16,11 @@ import json
 import os
 import stat
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wfbench_result_channel as results
+
+del sys.path[0]
 
 MAX_ARTIFACT_BYTES = 256 * 1024  # keep in sync with review/contract.py
 
@@ -34,19 +39,22 @@ def _read(path: str):
 
 
 def main() -> int:
-    channel = os.fdopen(int(os.environ.pop("WORKFLOW_BENCH_RESULT_FD")), "w", buffering=1)
+    try:
+        channel = results.open_channel()
+    except results.NoChannel as exc:
+        print(f"review check: {exc}", file=sys.stderr)
+        return 2
     data = _read(os.environ.get("WORKFLOW_BENCH_REVIEW_OUTPUT", ""))
     try:
         is_object = data is not None and isinstance(json.loads(data), dict)
     except ValueError:
         is_object = False
-    results = {"review.artifact_present": data is not None, "review.artifact_is_json_object": is_object}
-    for test, passed in results.items():
-        channel.write(json.dumps({"test": test, "outcome": "passed" if passed else "failed"}) + "\n")
+    checks = {"review.artifact_present": data is not None, "review.artifact_is_json_object": is_object}
+    for test, passed in checks.items():
+        results.emit(channel, test, "passed" if passed else "failed")
         print(f"{test} ... {'ok' if passed else 'FAIL'}", file=sys.stderr)
-    channel.write(json.dumps({"done": True}) + "\n")
-    channel.flush()
-    return 0 if all(results.values()) else 1
+    results.done(channel)
+    return 0 if all(checks.values()) else 1
 
 
 if __name__ == "__main__":

@@ -2,33 +2,49 @@
 
 ``python3 -I -B "$WORKFLOW_BENCH_UNITTEST" TARGET...`` where each TARGET is a dotted module name
 (resolved against the working directory, like ``python -m unittest``) or a ``.py`` path. Runs
-the tests with the ordinary text runner on stderr and writes one line per test to the result
-pipe named by ``WORKFLOW_BENCH_RESULT_FD`` (see judge_runner.py), then ``{"done": true}`` only
-if the run completed. Exit status: 0 iff every test passed and at least one ran.
+the tests with the ordinary text runner on stderr and writes one line per test to the judge
+runner's result channel (``wfbench_result_channel``; see judge_runner.py), then ``{"done": true}``
+only if the run completed. Works behind wrappers (``make``, ``sh -c``) that close fd 9. Exit
+status: 0 iff every test passed and at least one ran.
 """
 
 import importlib.util
-import json
 import os
 import sys
+import traceback
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wfbench_result_channel as results
+
+del sys.path[0]
 
 
 def main(argv: list[str]) -> int:
-    channel = os.fdopen(int(os.environ.pop("WORKFLOW_BENCH_RESULT_FD")), "w", buffering=1)
+    try:
+        channel = results.open_channel()
+    except results.NoChannel as exc:
+        print(f"unittest shim: {exc}", file=sys.stderr)
+        return 2
     # Appended, never prepended: code under test must not shadow the standard library here.
     sys.path.append(os.getcwd())
     loader = unittest.defaultTestLoader
-    suite = unittest.TestSuite()
+    suite, unloadable = unittest.TestSuite(), 0
     for index, target in enumerate(argv):
         if target.endswith(".py"):
-            suite.addTests(loader.loadTestsFromModule(_load_path(target, index)))
+            try:
+                module = _load_path(target, index)
+            except Exception as exc:  # a file that cannot even import is one errored "test", named
+                traceback.print_exc()
+                results.emit(channel, target, "error", _why((type(exc), exc, None)))
+                unloadable += 1
+                continue
+            suite.addTests(loader.loadTestsFromModule(module))
         else:
             suite.addTests(loader.loadTestsFromName(target))
     result = unittest.TextTestRunner(stream=sys.stderr, resultclass=_reporting(channel)).run(suite)
-    channel.write(json.dumps({"done": True}) + "\n")
-    channel.flush()
-    return 0 if result.wasSuccessful() and result.testsRun > 0 else 1
+    results.done(channel)
+    return 0 if result.wasSuccessful() and result.testsRun > 0 and not unloadable else 1
 
 
 def _load_path(path: str, index: int):
@@ -50,26 +66,27 @@ def _reporting(channel):
             super().startTest(test)
             self._wfbench_outcome = "passed"
 
-        def _mark(self, outcome):
+        def _mark(self, outcome, err=None):
             if getattr(self, "_wfbench_outcome", None) in (None, "passed", "skipped"):
                 self._wfbench_outcome = outcome
+                self._wfbench_message = _why(err)
 
         def addError(self, test, err):
             super().addError(test, err)
             if not hasattr(self, "_wfbench_outcome") or self._wfbench_outcome is None:
                 # setUpClass/module errors arrive without startTest: report them directly.
-                _emit(channel, test.id(), "error")
+                results.emit(channel, test.id(), "error", _why(err))
             else:
-                self._mark("error")
+                self._mark("error", err)
 
         def addFailure(self, test, err):
             super().addFailure(test, err)
-            self._mark("failed")
+            self._mark("failed", err)
 
         def addSubTest(self, test, subtest, err):
             super().addSubTest(test, subtest, err)
             if err is not None:
-                self._mark("failed")
+                self._mark("failed", err)
 
         def addUnexpectedSuccess(self, test):
             super().addUnexpectedSuccess(test)
@@ -77,7 +94,7 @@ def _reporting(channel):
 
         def addSkip(self, test, reason):
             super().addSkip(test, reason)
-            self._wfbench_outcome = "skipped"
+            self._wfbench_outcome, self._wfbench_message = "skipped", str(reason)
 
         def addExpectedFailure(self, test, err):
             super().addExpectedFailure(test, err)
@@ -85,15 +102,18 @@ def _reporting(channel):
 
         def stopTest(self, test):
             super().stopTest(test)
-            _emit(channel, test.id(), self._wfbench_outcome)
-            self._wfbench_outcome = None
+            results.emit(channel, test.id(), self._wfbench_outcome, getattr(self, "_wfbench_message", None))
+            self._wfbench_outcome = self._wfbench_message = None
 
     return ReportingResult
 
 
-def _emit(channel, test_id: str, outcome: str | None) -> None:
-    channel.write(json.dumps({"test": test_id, "outcome": outcome}) + "\n")
-    channel.flush()
+def _why(err) -> str | None:
+    """The exception's last line ("AssertionError: 1 != 2"), the part a reader needs first."""
+    if not err:
+        return None
+    lines = "".join(traceback.format_exception_only(err[0], err[1])).strip().splitlines()
+    return lines[-1] if lines else None
 
 
 if __name__ == "__main__":

@@ -1,0 +1,38 @@
+// Harness-owned vitest reporter (vitest >= 3): one result line per test, streamed to the judge
+// runner as each test finishes (see wfbench_result_channel.cjs and judge_runner.py).
+//
+//   vitest run --reporter=default --reporter="$WORKFLOW_BENCH_VITEST_REPORTER"
+//
+// Ids are "<file relative to the vitest root> > <suite > test name>". A file that fails to load
+// is one "error" test named after the file; {"done": true} follows unless the run was interrupted.
+import { createRequire } from 'node:module';
+
+const { openChannel } = createRequire(import.meta.url)('./wfbench_result_channel.cjs');
+const OUTCOMES = { passed: 'passed', failed: 'failed', skipped: 'skipped' };
+
+export default class WorkflowBenchReporter {
+  constructor() {
+    this.channel = openChannel('workflow-bench vitest reporter');
+  }
+
+  onTestCaseResult(testCase) {
+    const result = testCase.result();
+    const outcome = OUTCOMES[result.state] ?? 'error'; // "pending" after the run: it never finished
+    const message = result.errors && result.errors.length ? result.errors[0].message : undefined;
+    this.channel.test(`${fileOf(testCase.module)} > ${testCase.fullName}`, outcome, message);
+  }
+
+  onTestModuleEnd(testModule) {
+    const errors = testModule.errors();
+    if (errors.length) this.channel.test(fileOf(testModule), 'error', errors[0].message);
+  }
+
+  onTestRunEnd(testModules, unhandledErrors, reason) {
+    for (const error of unhandledErrors) this.channel.test('<unhandled error>', 'error', error.message);
+    if (reason !== 'interrupted') this.channel.done();
+  }
+}
+
+function fileOf(testModule) {
+  return testModule.relativeModuleId || testModule.moduleId;
+}

@@ -1,0 +1,40 @@
+// The result-line channel for the kit's JavaScript reporters (vitest, jest); see judge_runner.py.
+//
+// Opens the judge runner's FIFO by its path (WORKFLOW_BENCH_RESULT_PIPE), which reaches the
+// runner through wrappers (npx, npm test, make) that re-spawn with only fds 0-2 and so lose
+// fd 9: writing to a stale fd 9 there hits one of node's own descriptors (EINVAL). One JSON
+// object per line, written synchronously so a run that is killed has already reported what ran.
+'use strict';
+const fs = require('node:fs');
+
+const PIPE_VAR = 'WORKFLOW_BENCH_RESULT_PIPE';
+const MAX_MESSAGE_CHARS = 500;
+
+function openChannel(who) {
+  const path = process.env[PIPE_VAR];
+  if (!path) {
+    throw new Error(
+      `${who}: ${PIPE_VAR} is not set: this reporter reports to the workflow-bench judge runner, ` +
+        "which runs verify and the hidden oracle (README, 'Outcome reports')",
+    );
+  }
+  // No O_CREAT: if the FIFO was replaced or removed, fail instead of writing into a plain file.
+  const fd = fs.openSync(path, fs.constants.O_WRONLY);
+  const write = (event) => {
+    const data = Buffer.from(JSON.stringify(event) + '\n');
+    let offset = 0;
+    while (offset < data.length) offset += fs.writeSync(fd, data, offset);
+  };
+  return {
+    test(id, outcome, message) {
+      const event = { test: id, outcome };
+      if (message && outcome !== 'passed') event.message = String(message).slice(0, MAX_MESSAGE_CHARS);
+      write(event);
+    },
+    done() {
+      write({ done: true });
+    },
+  };
+}
+
+module.exports = { openChannel };

@@ -1,0 +1,240 @@
+"""The one verdict on a judged run, whatever format its tests reported in (pure functions).
+
+``RunEvidence`` is what a verify or oracle run proved once the nonce-bound report was checked
+(``judging.outcome_report``): the child's exit code, whether the run completed, and each test's
+outcome, merged from the result lines and every attested JUnit file. ``Expectation`` is what the
+task asks of it (``for_task`` builds it from ``min_tests`` and the expected-tests lock).
+``verdict`` applies one to the other and names every reason for refusal, the most informative
+first: which tests failed, which expected tests are missing or were skipped, then counts, then the
+exit status ("2 of 2 tests failed: a, b; the command exited 1", never just "exited 1").
+
+Test ids are normalized before anything compares them (``normalize_id``): a per-run harness path
+(the staged oracle's ``/.wfbench-oracle-<hex>`` as an absolute, relative or dotted module path)
+becomes a fixed placeholder, and whitespace runs become one space.
+
+A run where nothing reported any test has ``tests=None``: its counts are unknown, never 0.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+_RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 2}  # keep in sync with kit/judge_runner.py
+MAX_ID_CHARS = 1000  # keep in sync with kit/judge_runner.py
+SHOWN_IDS = 5  # ids named in one reason; the row keeps the full bounded list
+# The random harness paths a test id can carry (keep in sync with outcome_report and judge): any
+# run of "." and "/" before them too, so "../.wfbench-oracle-x/a.py", "/.wfbench-oracle-x/a.py"
+# and pytest's dotted "...wfbench-oracle-x.a" all become "<oracle-root>/a.py" / "<oracle-root>.a".
+_HARNESS_PATH = re.compile(r"[./]*\.?wfbench-(oracle|judge|out|junit)-[0-9a-f]{16}")
+_PLACEHOLDER = {
+    "oracle": "<oracle-root>",
+    "judge": "<judge-kit>",
+    "out": "<report-dir>",
+    "junit": "<junit-dir>",
+}
+NO_RESULTS_HINT = (
+    "write JUnit XML to $WORKFLOW_BENCH_JUNIT, or result lines to $WORKFLOW_BENCH_RESULT_PIPE "
+    "(fd 9 is the same pipe, but wrappers such as npx, npm test and make close it), or run the "
+    "tests through a bundled adapter; README, 'Outcome reports'"
+)
+
+
+def normalize_id(test_id: str) -> str:
+    """A test id as compared and stored: harness paths replaced, whitespace collapsed, bounded."""
+    text = _HARNESS_PATH.sub(lambda m: _PLACEHOLDER[m.group(1)], test_id)
+    return " ".join(text.split())[:MAX_ID_CHARS]
+
+
+@dataclass(frozen=True, slots=True)
+class TestResult:
+    """One test's outcome; ``message`` says why it did not pass (it may quote test source)."""
+
+    __test__ = False  # not a pytest test class
+
+    test_id: str
+    outcome: str
+    message: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome in ("failed", "error")
+
+
+def merge_results(reported: Iterable[tuple[str, str, str | None]]) -> tuple[TestResult, ...]:
+    """One result per normalized id, worst outcome kept (a late "passed" never undoes a failure)."""
+    merged: dict[str, TestResult] = {}
+    for raw_id, outcome, message in reported:
+        if outcome not in _RANK:
+            continue
+        test_id = normalize_id(raw_id)
+        seen = merged.get(test_id)
+        if seen is None or _RANK[outcome] > _RANK[seen.outcome]:
+            merged[test_id] = TestResult(test_id, outcome, message or (seen.message if seen else None))
+    return tuple(merged.values())
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvidence:
+    """What one verify/oracle run proved; ``problem`` set means the report itself is no evidence."""
+
+    problem: str | None = None
+    exit_code: int | None = None
+    complete: bool = False
+    """A ``{"done": true}`` line arrived or a JUnit report was parsed: the framework finished."""
+    timed_out: bool = False
+    tests: tuple[TestResult, ...] | None = None
+    """None: nothing reported any test (unknown); () a report of zero tests."""
+    sources: tuple[str, ...] = ()
+    """Which formats reported: ``"lines"``, ``"junit"``."""
+
+    def count(self, outcome: str) -> int | None:
+        return None if self.tests is None else sum(1 for t in self.tests if t.outcome == outcome)
+
+    @property
+    def tests_run(self) -> int | None:
+        return None if self.tests is None else len(self.tests)
+
+    @property
+    def tests_skipped(self) -> int | None:
+        return self.count("skipped")
+
+    @property
+    def tests_passed(self) -> int | None:
+        return self.count("passed")
+
+    @property
+    def failing(self) -> tuple[TestResult, ...]:
+        return tuple(t for t in self.tests or () if t.failed)
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """What a task asks of one run.
+
+    - ``by_report=False``: the exit status decides (a verify without ``verify_min_tests`` and
+      without expected tests: README says so); reported tests are still recorded.
+    - no lock (``locked=False``): at least ``min_tests`` distinct tests, every one passed (a skip
+      counts as not passed: today's rule for tasks without expected tests).
+    - ``locked``: every ``required`` test reported and passed; a ``may_skip`` test (skipped with
+      the reference patch too) reported passed or skipped; any other skip, a missing expected
+      test or any failure refuses, naming the tests; ``min_tests``, when declared, is a floor.
+    """
+
+    by_report: bool = True
+    min_tests: int | None = None
+    locked: bool = False
+    required: frozenset[str] = field(default_factory=frozenset)
+    may_skip: frozenset[str] = field(default_factory=frozenset)
+
+
+def for_task(
+    *, min_tests: int | None, expected: tuple[Sequence[str], Sequence[str]] | None, report_required: bool
+) -> Expectation:
+    """The expectation of one command: ``expected`` is the lock's (passed ids, skipped ids) or None;
+    ``report_required`` is False only for a verify that declares nothing (exit status decides)."""
+    if expected is not None:
+        passed, skipped = expected
+        return Expectation(
+            min_tests=min_tests, locked=True, required=frozenset(passed), may_skip=frozenset(skipped)
+        )
+    if not report_required and min_tests is None:
+        return Expectation(by_report=False)
+    return Expectation(min_tests=min_tests or 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    passed: bool
+    detail: str
+
+
+def verdict(evidence: RunEvidence, expectation: Expectation) -> Verdict:
+    """Whether ``evidence`` meets ``expectation``; ``detail`` names every reason (see module doc)."""
+    if evidence.problem is not None:
+        return Verdict(False, f"no proof of success: {evidence.problem}")
+    code = evidence.exit_code
+    if not expectation.by_report:
+        counts = f"; {_counts(evidence)}" if evidence.tests is not None else ""
+        return Verdict(code == 0, f"exit status {code} (no outcome report declared){counts}")
+    problems = _problems(evidence, expectation)
+    if problems:
+        return Verdict(False, "no proof of success: " + "; ".join(problems))
+    tests = evidence.tests or ()
+    skipped = sum(1 for t in tests if t.outcome == "skipped")
+    passed = len(tests) - skipped
+    how = "expected tests verified" if expectation.locked else "outcome report verified"
+    extra = f", {skipped} skipped as with the reference patch" if skipped else ""
+    return Verdict(True, f"{passed}/{len(tests)} tests passed{extra} ({how})")
+
+
+def _problems(evidence: RunEvidence, expectation: Expectation) -> list[str]:
+    """Every reason the run does not prove success, most informative first."""
+    tests, code = evidence.tests, evidence.exit_code
+    problems = []
+    if tests is None:
+        problems.append(f"no test reported a result (the command exited {code}): {NO_RESULTS_HINT}")
+        return problems
+    reported = {t.test_id: t for t in tests}
+    failing = [t for t in tests if t.failed]
+    if failing:
+        problems.append(f"{len(failing)} of {len(tests)} tests failed: {_names(failing)}")
+    if expectation.locked:
+        expected = expectation.required | expectation.may_skip
+        missing = sorted(expected - reported.keys())
+        if missing:
+            problems.append(f"{len(missing)} expected tests were not reported: {_names(missing)}")
+        skipped = [t for t in tests if t.outcome == "skipped" and t.test_id not in expectation.may_skip]
+        required = [t for t in skipped if t.test_id in expectation.required]
+        if required:
+            problems.append(
+                f"{len(required)} expected tests were skipped (they passed with the reference patch): "
+                f"{_names(required)}"
+            )
+        if len(skipped) > len(required):
+            new = [t for t in skipped if t.test_id not in expectation.required]
+            problems.append(f"{len(new)} tests the reference run did not report were skipped: {_names(new)}")
+    else:
+        skipped = [t for t in tests if t.outcome == "skipped"]
+        if skipped:
+            problems.append(
+                f"{len(skipped)} of {len(tests)} tests were skipped (without expected tests recorded "
+                f"by `tasks check`, a skip counts as not passed): {_names(skipped)}"
+            )
+    if not tests:
+        problems.append("the run reported 0 tests")
+    if not evidence.complete and not evidence.timed_out:
+        problems.append(f"the test run did not complete ({len(tests)} tests reported)")
+    floor = expectation.min_tests
+    if floor is not None and len(tests) < floor:
+        problems.append(f"{len(tests)} tests ran, the task declares at least {floor}")
+    if code != 0:
+        problems.append(f"the command exited {code}")
+    return problems
+
+
+def _names(items: Sequence[TestResult] | Sequence[str]) -> str:
+    ids = [item.test_id if isinstance(item, TestResult) else item for item in items]
+    shown = ", ".join(ids[:SHOWN_IDS])
+    return shown + (f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else "")
+
+
+def _counts(evidence: RunEvidence) -> str:
+    return (
+        f"{evidence.tests_run} run, {evidence.tests_passed} passed, {evidence.tests_skipped} skipped, "
+        f"{len(evidence.failing)} failed"
+    )
+
+
+def summary(evidence: RunEvidence) -> str:
+    """``"6 run, 5 passed, 1 skipped, 0 failed"``, or why there are no counts."""
+    if evidence.problem is not None:
+        return "no valid report"
+    if evidence.tests is None:
+        return "no tests reported"
+    return _counts(evidence)
