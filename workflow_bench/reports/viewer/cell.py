@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from workflow_bench.arms import ARMS
-from workflow_bench.rows.model import Row
+from workflow_bench.rows.model import JudgedTests, Row
 
 from .diff import parse_patch
 from .source import SweepFiles, safe_relative
@@ -58,43 +58,40 @@ def _slug(row: Row) -> str:
     return f"{row.task}-{row.arm}-run{row.run}"
 
 
-def _tests(listing: Any, budget: Budget) -> tuple[list[Json], int] | None:
+def _tests(listing: JudgedTests | None, budget: Budget) -> tuple[list[Json], int] | None:
     """The per-test outcomes a row lists (failures first), bounded; None when it lists none."""
     if listing is None:
         return None
-    tests = listing.get("tests") if isinstance(listing, dict) else getattr(listing, "tests", None)
-    omitted = listing.get("omitted") if isinstance(listing, dict) else getattr(listing, "omitted", 0)
     shown: list[Json] = []
-    for test in list(tests or ())[:MAX_TESTS_SHOWN]:
-        get = test.get if isinstance(test, dict) else lambda k, t=test: getattr(t, k, None)
+    for test in listing.tests[:MAX_TESTS_SHOWN]:
         if not budget.charge(48):
             break
-        message = get("message")
         shown.append(
             {
-                "id": budget.take(str(get("id")), TEST_ID_CHARS).text,
-                "outcome": str(get("outcome")),
-                "message": budget.take(str(message), MESSAGE_CHARS).text if message else None,
+                "id": budget.take(test.id, TEST_ID_CHARS).text,
+                "outcome": test.outcome,
+                "message": budget.take(test.message, MESSAGE_CHARS).text if test.message else None,
             }
         )
-    rest = len(list(tests or ())) - len(shown) + (omitted if isinstance(omitted, int) else 0)
-    return shown, rest
+    return shown, len(listing.tests) - len(shown) + listing.omitted
 
 
 def _judge(row: Row, which: str, budget: Budget) -> Json:
-    get = row.__dict__.get  # fields another version of the row may not have read as absent
-    tests = _tests(get(f"{which}_tests"), budget)
     if which == "verify":
+        tests = _tests(row.verify_tests, budget)
         output = row.authored_test_output
         detail, passed = row.verify_detail, row.authored_tests_passed
+        counts = (row.verify_tests_run, row.verify_tests_passed, row.verify_tests_skipped)
     else:
+        tests = _tests(row.oracle_tests, budget)
         output, detail, passed = None, row.oracle_output, row.oracle_passed
+        counts = (row.oracle_tests_run, row.oracle_tests_passed, row.oracle_tests_skipped)
     return {
         "passed": passed,
         "detail": budget.take(detail, 2_000).text if detail else None,
-        "tests_run": get(f"{which}_tests_run"),
-        "tests_passed": get(f"{which}_tests_passed"),
-        "tests_skipped": get(f"{which}_tests_skipped"),
+        "tests_run": counts[0],
+        "tests_passed": counts[1],
+        "tests_skipped": counts[2],
         "tests": tests[0] if tests else None,
         "tests_omitted": tests[1] if tests else 0,
         "output": budget.take(output, OUTPUT_CHARS).text if output else None,

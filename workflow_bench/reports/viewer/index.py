@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from workflow_bench.rows.model import Row
+from workflow_bench.rows.model import JudgedTests, Row
 
 from .cell import cell_key
 from .text import visible
@@ -27,20 +27,14 @@ def data_file(key: str) -> str:
     return f"{DATA_DIR}/{hashlib.sha256(key.encode('utf-8')).hexdigest()[:20]}.js"
 
 
-def _failed(listing: Any) -> int | None:
+def _failed(listing: JudgedTests | None) -> int | None:
     if listing is None:
         return None
-    tests = listing.get("tests") if isinstance(listing, dict) else getattr(listing, "tests", None)
-    return sum(
-        1
-        for t in tests or ()
-        if (t.get("outcome") if isinstance(t, dict) else getattr(t, "outcome", None)) in _FAILED
-    )
+    return sum(1 for t in listing.tests if t.outcome in _FAILED)
 
 
 def index_entry(row: Row) -> dict[str, Any]:
     key = cell_key(row)
-    get = row.__dict__.get
     return {
         "key": visible(key),
         "task": visible(row.task),
@@ -52,8 +46,8 @@ def index_entry(row: Row) -> dict[str, Any]:
         "num_turns": row.num_turns,
         "duration_s": row.duration_s,
         "skill_fired": row.skill_invoked,
-        "verify_failed": _failed(get("verify_tests")),
-        "oracle_failed": _failed(get("oracle_tests")),
+        "verify_failed": _failed(row.verify_tests),
+        "oracle_failed": _failed(row.oracle_tests),
         "file": data_file(key),
     }
 
