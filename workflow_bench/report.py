@@ -37,7 +37,7 @@ from workflow_bench.reports.aggregate import ArmHealth, aggregate_all
 from workflow_bench.reports.health import health_line, sweep_health
 from workflow_bench.reports.html import render_html
 from workflow_bench.reports.markdown import render_markdown
-from workflow_bench.reports.markdown_sections import promotion_section, stats_section
+from workflow_bench.reports.markdown_sections import firing_section, promotion_section, stats_section
 from workflow_bench.reports.stats import STATS_FILE, paired_statistics, stats_text
 from workflow_bench.reports.sweep_record import SweepRecord, SweepRecordError, read_sweep_record
 from workflow_bench.reports.viewer import (
@@ -124,6 +124,7 @@ def render_reports(
         provenance=provenance,
         accounting=usage_accounting(ordered),
         extra_sections=[
+            *firing_section(stats["treatment_firing"]),
             *promotion_section(promotion),
             *stats_section(stats),
             *schedule_section(
@@ -142,7 +143,7 @@ def render_reports(
     texts = {"report.md": markdown, "report.html": html, STATS_FILE: stats_text(stats)}
     if promotion is not None:
         texts[PROMOTION_FILE] = document_text(promotion)
-    viewer = render_viewer(provenance, ordered, files or NoFiles())
+    viewer = render_viewer(provenance, ordered, files or NoFiles(), firing=stats["treatment_firing"])
     return Rendered(files=texts, health=health, promotion=promotion, viewer=viewer)
 
 

@@ -260,7 +260,10 @@ def _unsafe_copy(out: Path, *, keep_csp: bool) -> None:
     page_text = (out / "viewer.html").read_text()
     script, style = asset("viewer.js"), asset("viewer.css")
     as_text = 'node.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));'
-    as_html = 'if (typeof child === "object") node.appendChild(child); else node.insertAdjacentHTML("beforeend", String(child));'
+    as_html = (
+        'if (typeof child === "object") node.appendChild(child);'
+        ' else node.insertAdjacentHTML("beforeend", String(child));'
+    )
     assert script.count(as_text) == 1
     unsafe = script.replace(as_text, as_html)
     page_text = page_text.replace(script, unsafe)

@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from workflow_bench.reports.firing import fired_all
 from workflow_bench.rows.model import JudgedTests, Row
 
 from .cell import cell_key
@@ -45,7 +46,7 @@ def index_entry(row: Row) -> dict[str, Any]:
         "cost_usd": row.cost_usd,
         "num_turns": row.num_turns,
         "duration_s": row.duration_s,
-        "skill_fired": row.skill_invoked,
+        "skill_fired": fired_all(row),
         "verify_failed": _failed(row.verify_tests),
         "oracle_failed": _failed(row.oracle_tests),
         "file": data_file(key),

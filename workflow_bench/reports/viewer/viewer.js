@@ -160,11 +160,12 @@
     var firing = data.firing;
     if (!firing || !firing.arms || !firing.arms.length) return null;
     var table = el("table", "firing", el("tr", "", el("th", "", "arm"), el("th", "", "expected"),
-      el("th", "", "cells"), el("th", "", "fired"), el("th", "", "share")));
+      el("th", "", "valid cells"), el("th", "", "fired"), el("th", "", "unknown"), el("th", "", "share")));
     firing.arms.forEach(function (arm) {
       arm.expected.forEach(function (x) {
         table.appendChild(el("tr", "", el("td", "", arm.arm), el("td", "mono", x.kind + " " + x.name),
-          el("td", "num", fmt(x.cells)), el("td", "num", fmt(x.fired)), el("td", "num", fmt(x.share, 3))));
+          el("td", "num", fmt(x.cells)), el("td", "num", fmt(x.fired)), el("td", "num", fmt(x.unknown)),
+          el("td", "num", fmt(x.share, 3))));
       });
     });
     return [el("h2", "", "Did the treatment fire"), el("p", "label", firing.note), table];
