@@ -47,9 +47,9 @@ def _round(value: float | None) -> float | None:
 def fired_all(row: Row) -> bool | None:
     """Every expected skill of the row proven invoked (None: unknown, or the arm expects none)."""
     expected = row.skills_expected
-    if expected is None or row.skills_invoked is None:
+    if expected is None:
         return row.skill_invoked  # a row from before the per-skill fields
-    if not expected:
+    if not expected or row.skills_invoked is None:
         return None
     return all(skill in row.skills_invoked for skill in expected)
 
