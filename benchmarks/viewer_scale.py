@@ -30,8 +30,16 @@ ROOT = Path(__file__).resolve().parents[1]
 OPEN_BUDGET_S = 3.0
 PAGE_BYTES_PER_CELL = 400  # the embedded index; the page itself adds ~30 KiB of script and style
 CELL_FILE_MAX_BYTES = 512 * 1024
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--proxy-server=127.0.0.1:9"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--proxy-server=127.0.0.1:9",
+]
 
 
 def demo_sweep(tmp: Path) -> Path:
@@ -62,7 +70,8 @@ def synthesize(source: Path, dest: Path, cells: int) -> None:
             shutil.copyfile(source / relative, dest / new)
             return new
 
-        row["transcript_artifacts"] = [{**a, "path": copy(a["path"])} for a in template["transcript_artifacts"]]
+        transcripts = template["transcript_artifacts"]
+        row["transcript_artifacts"] = [{**a, "path": copy(a["path"])} for a in transcripts]
         row["wire_artifacts"] = [copy(p) for p in template["wire_artifacts"]]
         row["patch_artifact"] = copy(template["patch_artifact"]) if template["patch_artifact"] else None
         out_rows.append(row)
