@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import missing_tool
+from tests.builders import CHROMIUM_ARGS, missing_tool
 
 TESTS = Path(__file__).resolve().parent
 SESSION_TMPDIR = tempfile.gettempdir()  # read at import, before any test points tempfile elsewhere
@@ -265,24 +265,6 @@ def link_tree(source: Path, dest: Path) -> None:
     except OSError:
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(source, dest, symlinks=True)
-
-
-# Headless Chromium for the pages' tests (Debian's chromium as root needs --no-sandbox); every
-# flag that could reach the network is off and the proxy is a dead port: a page that needed the
-# network would fail. Playwright (dev extra) drives it; no browser is ever downloaded.
-CHROMIUM_ARGS = (
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-default-apps",
-    "--disable-extensions",
-    "--no-first-run",
-    "--mute-audio",
-    "--proxy-server=127.0.0.1:9",
-)
 
 
 @pytest.fixture(scope="session")
