@@ -137,6 +137,7 @@ ORACLE_BYTES = b"import unittest\n\nclass T(unittest.TestCase):\n    def test_ok
 
 
 def git_in(repo: Path, *args: str) -> str:
+    """Plain git in a fixture repository (a test's own setup, not the harness's hardened git)."""
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(repo),

@@ -186,12 +186,7 @@ def load_yaml(text: str, *, limit: int = MAX_YAML_EXPANDED_WEIGHT) -> Any:
     try:
         loader = _BoundedLoader(text)
     except yaml.reader.ReaderError as err:
-        line, column = _position(text, err.position)
-        raise InputFileError(
-            f"YAML: character {err.character:#06x} is not allowed in a YAML document",
-            line=line,
-            column=column,
-        ) from None
+        raise _refused_character(text, err) from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -199,12 +194,7 @@ def load_yaml(text: str, *, limit: int = MAX_YAML_EXPANDED_WEIGHT) -> Any:
         expanded_weight(node, limit=limit)
         return loader.construct_document(node)
     except yaml.reader.ReaderError as err:
-        line, column = _position(text, err.position)
-        raise InputFileError(
-            f"YAML: character {err.character:#06x} is not allowed in a YAML document",
-            line=line,
-            column=column,
-        ) from None
+        raise _refused_character(text, err) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or type(err).__name__
@@ -215,6 +205,14 @@ def load_yaml(text: str, *, limit: int = MAX_YAML_EXPANDED_WEIGHT) -> Any:
         raise InputFileError("YAML nesting is too deep") from None
     finally:
         loader.dispose()
+
+
+def _refused_character(text: str, err: yaml.reader.ReaderError) -> InputFileError:
+    """A character YAML does not allow (PyYAML's reader checks at construction and while reading)."""
+    line, column = _position(text, err.position)
+    return InputFileError(
+        f"YAML: character {err.character:#06x} is not allowed in a YAML document", line=line, column=column
+    )
 
 
 def _position(text: str, offset: int) -> tuple[int, int]:
