@@ -31,7 +31,7 @@ from workflow_bench.judging.outcomes import is_excluded
 from workflow_bench.rows.model import Row
 
 BASELINE_ARM = "baseline"
-ALL_EXPECTED = "every expected skill"
+ALL_EXPECTED = "expected skills"
 NOTE = (
     "Share of each arm's valid cells in which the wire record (not the agent-writable stream) proves "
     "the skill invoked or shows the MCP tool called. The effect over cells where the skills fired is "
@@ -102,7 +102,7 @@ def _expected(valid: Sequence[Row]) -> list[dict[str, Any]]:
     out = [_share("skill", skill, [_skill_fired(r, skill) for r in valid]) for skill in skills]
     older = [r for r in valid if r.skills_expected is None]
     if len(skills) > 1 or any(r.skill_invoked is not None for r in older):
-        out.append(_share("skills", ALL_EXPECTED, [fired_all(r) for r in valid]))
+        out.append(_share("all", ALL_EXPECTED, [fired_all(r) for r in valid]))
     out += [
         _share("mcp tool", tool, [(r.tool_use_counts or {}).get(tool, 0) > 0 for r in valid])
         for tool in tools
