@@ -46,7 +46,7 @@ from workflow_bench.relay.wire import parse_request, parse_response
 from workflow_bench.report import render_reports
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
 from workflow_bench.rows.migrate import read_rows, stored_line
-from workflow_bench.rows.model import SCHEMA_VERSION, Row
+from workflow_bench.rows.model import SCHEMA_VERSION, ResourceLimits, Row
 from workflow_bench.taskspec.spec import OracleFileSpec, OracleSpec, TaskSpec
 
 RECORDED_AT = "2026-11-30T11:00:00+00:00"
@@ -97,6 +97,11 @@ def usage(
         "cache_read_input_tokens": cache_read,
         "output_tokens": output,
     }
+
+
+def resource_limits(**bounds: Any) -> dict[str, Any]:
+    """A row's ``resource_limits`` with ``bounds`` set; every other bound not enforced (``None``)."""
+    return {**dict.fromkeys(ResourceLimits.model_fields), "sampled": [], **bounds}
 
 
 def jsonl(path: Path) -> list[dict[str, Any]]:

@@ -273,7 +273,8 @@
         el("li", "", "relay refusals: ", fmt(d.relay_refused_requests)),
         el("li", "", "transcript missing: ", fmt(d.transcript_missing)),
         el("li", "", "resource limits: ", limits ? "memory " + fmt(limits.memory_mib) + " MiB, pids " + fmt(limits.pids) +
-          ", disk " + fmt(limits.disk_mib) + " MiB" + (limits.sampled.length ? "; hit: " + limits.sampled.join(", ") : "; none hit") : "n/a"),
+          ", disk " + fmt(limits.disk_mib) + " MiB, cpus " + fmt(limits.cpus) +
+          (limits.cell_uid == null ? "" : ", cell uid " + fmt(limits.cell_uid)) + (limits.sampled.length ? "; hit: " + limits.sampled.join(", ") : "; none hit") : "n/a"),
         d.evidence.length ? el("li", "", "diagnostics: ", el("ul", "", d.evidence.map(function (x) { return el("li", "", el("pre", "", x)); }))) : null),
       el("p", "label", "usage per view (the wire is of record; the stream is the agent-writable second view)"), usage);
   }
