@@ -191,6 +191,11 @@ class _Breacher:
                 if not entry.name.isdigit():
                     continue
                 with contextlib.suppress(OSError):
+                    # Only this canary's own cells: another sweep's CLI on the same machine (a
+                    # parallel test worker) has another key, and leaving it here made the attack
+                    # read a key the relay rightly refused (a flaky "the breach did not take").
+                    if not _descends_from(int(entry.name), os.getpid()):
+                        continue
                     argv = Path(entry.path, "cmdline").read_bytes().split(b"\0")
                     if argv[0] != b"/opt/claude/claude":
                         continue
@@ -205,6 +210,18 @@ class _Breacher:
                 if not target.exists() or target.read_bytes() != key:
                     target.write_bytes(key)
                     target.chmod(0o444)
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    """Whether ``pid`` is a descendant of ``ancestor`` (PPid chain read from /proc; bounded)."""
+    for _ in range(64):  # deeper than any runner -> bwrap -> holder -> CLI chain
+        if pid == ancestor:
+            return True
+        if pid <= 1:
+            return False
+        status = Path(f"/proc/{pid}/status").read_text()
+        pid = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:")))
+    return False
 
 
 @contextlib.contextmanager
