@@ -155,3 +155,60 @@ def test_harbor_environment_with_a_symlink_or_too_many_entries_is_refused(tmp_pa
     with pytest.raises(HarborError, match="over 1 entries"):
         draft_harbor(task, tasks_dir=tmp_path / "corpus", repo=None, bwrap_bin="bwrap")
     assert not (tmp_path / "corpus").exists()
+
+
+def _check(base: dict[str, str], passed_with_gold: list[str] | None, skipped: tuple[str, ...] = ()):
+    from workflow_bench.judging.outcome_report import JudgeOutcome
+    from workflow_bench.judging.verdict import RunEvidence, TestResult
+    from workflow_bench.tasks.check import TaskCheck
+    from workflow_bench.tasks.check_expected import Probe
+    from workflow_bench.taskspec.expected_tests import ExpectedTests, RecordedTests
+
+    tests = tuple(TestResult(t, o) for t, o in base.items())
+    oracle = JudgeOutcome(False, "", "", RunEvidence(tests=tests, complete=True))
+    expected = (
+        None
+        if passed_with_gold is None
+        else ExpectedTests({}, None, RecordedTests.of(passed_with_gold, skipped))
+    )
+    return TaskCheck("o__n-1", "implementation", Probe(None, oracle), (), None, (), expected=expected)
+
+
+def _named(f2p: list[str], p2p: list[str]) -> Instance:
+    return Instance.model_validate(_instance(FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p), by_alias=True)
+
+
+F = "t.py::test_fixed"
+P = "t.py::test_kept"
+
+
+def test_the_recorded_tests_are_the_instances_own():
+    from workflow_bench.tasks.swebench import expectation_problems
+
+    sound = _check({F: "failed", P: "passed"}, [F, P])
+    assert expectation_problems(_named([F], [P]), sound) == []
+    # A FAIL_TO_PASS test may fairly not run on the base (its module imports what the fix adds).
+    assert expectation_problems(_named([F], [P]), _check({P: "passed"}, [F, P])) == []
+
+
+@pytest.mark.parametrize(
+    ("check", "f2p", "p2p", "problem"),
+    [
+        (_check({F: "failed", P: "passed"}, [F, P]), [F], [P, "t.py::test_ghost"],
+         "PASS_TO_PASS test(s) never ran on the base: t.py::test_ghost"),
+        (_check({F: "failed", P: "passed"}, [P]), [F], [P],
+         "FAIL_TO_PASS test(s) never ran and passed with the gold patch: t.py::test_fixed"),
+        (_check({F: "failed", P: "passed"}, [P], skipped=(F,)), [F], [P],
+         "FAIL_TO_PASS test(s) skipped here with the gold patch: t.py::test_fixed"),
+        (_check({F: "passed", P: "passed"}, [F, P]), [F], [P],
+         "FAIL_TO_PASS test(s) pass on the base already: t.py::test_fixed"),
+        # Not discriminating (nothing recorded): the ghost is still named.
+        (_check({F: "failed", P: "passed"}, None), [F], ["t.py::test_ghost"],
+         "PASS_TO_PASS test(s) never ran on the base: t.py::test_ghost"),
+    ],
+    ids=["ghost-pass-to-pass", "fixed-never-passed", "fixed-skipped", "fixed-passes-on-base", "unrecorded"],
+)  # fmt: skip
+def test_an_instance_whose_tests_are_not_what_ran_is_named(check, f2p, p2p, problem):
+    from workflow_bench.tasks.swebench import expectation_problems
+
+    assert problem in expectation_problems(_named(f2p, p2p), check)
