@@ -4,6 +4,8 @@ nothing written (no task file, no oracle or patch file, no ``node_modules``, no 
 - ``tasks new`` with a fix commit that does not exist, a fix patch that does not apply, a fix
   patch that changes nothing, a base that is not a commit, a repository that is not one;
 - ``tasks new`` with a runtime the registry does not have, and one this harness does not know;
+  and a python runtime that is honoured: the fix's tests assert the interpreter's exact version,
+  so the task discriminates with ``--runtime python=X.Y.Z`` and not without it;
 - ``tasks deps node`` with a lockfile that does not install (out of step with package.json),
   and with no lockfile at all.
 
@@ -18,6 +20,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.builders import git_in
 from workflow_bench.tasks.__main__ import main as tasks_main
@@ -144,3 +147,30 @@ def test_tasks_deps_node_refuses_a_lockfile_that_does_not_install(tmp_path, caps
     err = capsys.readouterr().err
     assert code == 2 and "lockfile" in err.lower(), err
     assert not (project / "node_modules").exists()
+
+
+def test_a_python_runtime_is_the_interpreter_the_task_runs(
+    repo, tmp_path, capsys, bwrap_bin, other_python, private_tmpdir
+):
+    """``--runtime python=X.Y.Z``: the oracle runs under that interpreter, not the host's /usr one.
+
+    The fix's tests assert the exact version, so the task discriminates only if the runtime is
+    the one the sandbox runs (negative control: without it, the reference run fails them)."""
+    version = other_python
+    with (repo / "tests" / "test_calc.py").open("a") as handle:
+        handle.write(
+            "\n    def test_runtime(self):\n        import sys\n"
+            f"        self.assertEqual('%d.%d.%d' % sys.version_info[:3], {version!r})\n"
+        )
+    git_in(repo, "commit", "-q", "-a", "--amend", "--no-edit")  # still two commits: base, fix
+    without = tmp_path / "without"
+    without.mkdir()
+    assert tasks_main(_new(repo, without / "tasks.yaml", "--fix", "HEAD")) == 1
+    capsys.readouterr()
+    assert not any(without.iterdir())
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    code = tasks_main(_new(repo, corpus / "tasks.yaml", "--fix", "HEAD", "--runtime", f"python={version}"))
+    assert code == 0, capsys.readouterr().out
+    (task,) = yaml.safe_load((corpus / "tasks.yaml").read_text())["tasks"]
+    assert task["runtimes"] == {"python": version}
