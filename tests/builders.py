@@ -7,6 +7,7 @@ One place for what several test modules need (no test module imports another's h
   ``rows_text(rows)``, the results.jsonl text of rows, spelled as the output directory spells it;
 - output directories: ``results(out)`` / ``result_dicts(out)``, the rows a sweep stored, as
   ``Row`` or as stored JSON; ``jsonl(path)``, any JSON-lines file as objects (``[]`` when absent);
+  ``agent_sweep``, a sweep of the oracle or no-op sanity agent over a task file;
 - task files: ``task_entry(**overrides)`` (one valid task mapping), ``write_tasks``, ``make_spec``
   (a valid ``TaskSpec`` in memory), ``git_in`` (git in a fixture repository); the ``corpus``
   fixture is in tests/unit/conftest.py;
@@ -130,6 +131,21 @@ def as_row(stored: dict[str, Any]) -> Row:
 def by_cell(out: Path) -> dict[tuple[str, str], Row]:
     """``{(task, arm): row}`` of a one-run sweep in ``out``."""
     return {(r.task, r.arm): r for r in results(out)}
+
+
+def agent_sweep(tasks: Path, agent: str, work: Path, *runner_args: str) -> tuple[int, list[dict[str, Any]]]:
+    """The ``agent`` sanity agent (``tasks agent-script``) swept over ``tasks`` with the scripted
+    provider into ``work/out-<agent>`` (default arms unless ``runner_args`` say otherwise):
+    (the runner's exit code, the stored rows)."""
+    from workflow_bench import runner
+    from workflow_bench.tasks.__main__ import main as tasks_main
+
+    script = work / f"{agent}.yaml"
+    assert tasks_main(["agent-script", "--tasks", str(tasks), "--agent", agent, "--out", str(script)]) == 0
+    out = work / f"out-{agent}"
+    argv = ["--tasks", str(tasks), "--provider", "scripted", "--script", str(script), "--out", str(out)]
+    code = runner.main([*argv, *runner_args])
+    return code, result_dicts(out)
 
 
 # ── task files ──────────────────────────────────────────────────────────────

@@ -127,6 +127,21 @@ def bwrap_bin() -> str:
 
 
 @pytest.fixture(scope="session")
+def other_python() -> str:
+    """The exact version (X.Y.Z) of a Python 3.11 on this machine that is not the host's /usr one
+    (pyenv's, uv's managed ones): what a task's ``runtimes: {python: ...}`` provisions."""
+    from workflow_bench.runtimes import RuntimeProvisionError, find_python
+
+    try:
+        _, version, prefix = find_python("3.11")
+    except RuntimeProvisionError as exc:
+        missing_tool(f"a Python 3.11 to provision as a runtime ({exc})")
+    if str(prefix).startswith("/usr"):
+        missing_tool(f"a Python 3.11 other than the host's {prefix} one (pyenv's, uv's)")
+    return ".".join(str(n) for n in version)
+
+
+@pytest.fixture(scope="session")
 def claude_bin() -> Path:
     from workflow_bench.claude_cli import ClaudeCliError, claude_version, locate_claude
 

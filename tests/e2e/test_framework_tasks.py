@@ -20,6 +20,7 @@ import tempfile
 import pytest
 import yaml
 
+from tests.builders import agent_sweep
 from tests.conftest import link_tree
 from tests.framework_projects import PROJECTS, make_repo, write_files
 from workflow_bench import runner
@@ -94,24 +95,11 @@ def test_the_self_check_finds_every_task_discriminates_and_records_its_expected_
         assert f"[check] {project.task_id} base oracle: fail (3 run, 1 passed, 0 skipped, 2 failed): " in out
 
 
-def _sweep(corpus, agent: str, tmp_path) -> tuple[int, list[dict]]:
-    script = tmp_path / f"{agent}.yaml"
-    assert tasks_main(["agent-script", "--tasks", str(corpus), "--agent", agent, "--out", str(script)]) == 0
-    out = tmp_path / f"out-{agent}"
-    code = runner.main(
-        [
-            "--tasks", str(corpus), "--provider", "scripted", "--script", str(script),
-            "--arms", "baseline", "--out", str(out),
-        ]
-    )  # fmt: skip
-    return code, [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-
-
 def test_the_oracle_agent_resolves_every_task_and_the_noop_agent_none(
     checked, corpus, tmp_path, claude_bin, private_tmpdir, capsys
 ) -> None:
     assert checked[0] == 0, checked[1]
-    code, solved = _sweep(corpus, "oracle", tmp_path)
+    code, solved = agent_sweep(corpus, "oracle", tmp_path, "--arms", "baseline")
     capsys.readouterr()
     assert code == 0 and sorted(r["task"] for r in solved) == sorted(IDS)
     for row in solved:
@@ -128,7 +116,7 @@ def test_the_oracle_agent_resolves_every_task_and_the_noop_agent_none(
         )
         assert row["oracle_tests_run"] == 3 and row["oracle_tests_passed"] == 3
         assert all(t["message"] is None for t in row["oracle_tests"]["tests"])
-    code, untouched = _sweep(corpus, "noop", tmp_path)
+    code, untouched = agent_sweep(corpus, "noop", tmp_path, "--arms", "baseline")
     capsys.readouterr()
     assert sorted(r["task"] for r in untouched) == sorted(IDS)
     for row in untouched:

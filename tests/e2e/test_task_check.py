@@ -3,7 +3,8 @@
 - ``tasks check`` on the demo corpus: every task discriminates (exit 0, one table line each);
   a task whose oracle passes on the base, or that has no reference patch, exits 1 named.
 - The oracle agent (a generated script applying each reference patch through the real CLI)
-  resolves every demo implementation task; the no-op agent resolves none.
+  resolves every demo implementation task on every default arm, invoking each arm's skills first;
+  the no-op agent resolves none, and no cell of either is skill-not-invoked or unusable.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import shutil
 import pytest
 import yaml
 
-from tests.builders import result_dicts
+from tests.builders import agent_sweep
 from workflow_bench import runner
+from workflow_bench.arms import DEFAULT_ARMS
 from workflow_bench.tasks.__main__ import main as tasks_main
 
 from .conftest import DEMO_TASKS, REPO_ROOT
@@ -100,33 +102,27 @@ def test_a_task_that_cannot_discriminate_exits_1_named(
 
 
 def _sweep_with_agent(agent: str, tmp_path, capsys) -> list[dict]:
-    script = tmp_path / f"{agent}.yaml"
-    assert (
-        tasks_main(["agent-script", "--tasks", str(DEMO_TASKS), "--agent", agent, "--out", str(script)]) == 0
-    )
-    out = tmp_path / f"out-{agent}"
-    code = runner.main(
-        [
-            "--tasks", str(DEMO_TASKS), "--provider", "scripted", "--script", str(script),
-            "--arms", "baseline", "--include-expensive", "--out", str(out),
-        ]
-    )  # fmt: skip
-    capsys.readouterr()
-    assert code in (0, 1)
-    return result_dicts(out)
+    code, rows = agent_sweep(DEMO_TASKS, agent, tmp_path, "--include-expensive", "--workers", "2")
+    # Every arm measured something: no cell is skill-not-invoked, no arm UNUSABLE (that is exit 1).
+    assert code == 0, capsys.readouterr().err
+    return rows
 
 
 def test_oracle_agent_resolves_everything_and_noop_agent_nothing(
     tmp_path, capsys, bwrap_bin, claude_bin, private_tmpdir
 ):
+    cells = sorted((task, arm) for task in DEMO_IDS for arm in DEFAULT_ARMS)
     solved = _sweep_with_agent("oracle", tmp_path, capsys)
-    assert sorted(r["task"] for r in solved) == sorted(DEMO_IDS)
+    assert sorted((r["task"], r["arm"]) for r in solved) == cells
     for row in solved:
-        assert row["resolved"] is True, (row["task"], row["error_kind"], row["error_detail"])
+        assert row["resolved"] is True, (row["task"], row["arm"], row["error_kind"], row["error_detail"])
+        assert row["skill_invoked"] is (None if row["arm"] == "baseline" else True), row["arm"]
     untouched = _sweep_with_agent("noop", tmp_path, capsys)
-    assert sorted(r["task"] for r in untouched) == sorted(DEMO_IDS)
+    assert sorted((r["task"], r["arm"]) for r in untouched) == cells
     for row in untouched:
-        assert row["resolved"] is False and row["oracle_passed"] is False, row["task"]
+        assert row["resolved"] is False and row["oracle_passed"] is False, (row["task"], row["arm"])
+        assert row["error_kind"] in ("verify-failed", "oracle-failed"), (row["task"], row["error_detail"])
+        assert row["skill_invoked"] is (None if row["arm"] == "baseline" else True), row["arm"]
     # The reference patches reach cells only through the oracle agent's script.
     patches = [
         p.read_bytes() for p in (REPO_ROOT / "workflow_bench" / "corpus" / "reference").glob("*.patch")

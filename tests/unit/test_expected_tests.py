@@ -144,7 +144,7 @@ KEYS = ", ".join(SUBJECT_KEYS)
         (
             _lock_text({"t1": {"subject": {"x": 1}, "verify": None, "oracle": GOOD_RECORD}}),
             "subject",
-            f"want the keys {KEYS}",
+            f"want the keys {KEYS} (and runtimes)",
         ),
         ("verify-not-sorted", "verify.passed", "ids must be sorted and unique"),
         ("oracle-both", "oracle", "an id is both passed and skipped"),

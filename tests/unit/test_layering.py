@@ -23,8 +23,8 @@ PACKAGE_LAYERS = {
     # foundations: bounded input, spawning, redaction, usage arithmetic, digests, review contract,
     # bounded argparse types
     "process": 0, "redaction": 0, "usage": 0, "input_files": 0, "digests": 0, "review": 0, "argtypes": 0,
-    # host mechanisms: the sandbox, the CLI binary, model providers
-    "sandbox": 1, "claude_cli": 1, "providers": 1,
+    # host mechanisms: the sandbox, the CLI binary, model providers, a task's interpreters
+    "sandbox": 1, "claude_cli": 1, "providers": 1, "runtimes": 1,
     # the relay, clones and hardened git, the toolkit
     "relay": 2, "workspace": 2, "toolkit": 2,
     # specs: arms and task definitions; the embedded demo corpus (its builder uses hardened git)

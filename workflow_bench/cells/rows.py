@@ -28,6 +28,7 @@ from workflow_bench.rows.model import (
     Provenance,
     ProviderUsage,
     ResourceLimits,
+    RuntimeRecord,
     SessionLayer,
     Usage,
     Verdict,
@@ -128,6 +129,7 @@ def provenance(
         "oracle_command_digest": binding.oracle.command_digest,
         "oracle_manifest_digest": binding.oracle.manifest_digest,
         "expected_tests_digest": binding.expected_tests_digest,
+        "task_runtimes": [RuntimeRecord(**r) for r in binding.runtime_records()] or None,
         **_arm_provenance(settings, arm),
         **_toolkit_provenance(settings, task, arm),
     }

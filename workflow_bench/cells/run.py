@@ -72,6 +72,7 @@ from workflow_bench.sandbox import (
     claude_environment,
     create_sandbox,
 )
+from workflow_bench.taskspec.mounts import task_mounts
 from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
 from workflow_bench.toolkit.mcp import JAIL_SOURCE, JAIL_TARGET, SessionMcp, session_mcp
 from workflow_bench.workspace.clone import copy_clone, remove_tree
@@ -235,10 +236,7 @@ class _CellRun:
             workspace=cell_dir / "workspace",
             claude_bin=settings.harness.claude_bin,
             runtime_dir=settings.runtime_dir,
-            base_mounts=tuple(
-                Mount(source=source, target=f"{SANDBOX_WORKSPACE}/{target}", scratch_top=True)
-                for source, target in task.binding.dependency_mounts
-            ),
+            base_mounts=task_mounts(task.binding),
             bwrap_bin=settings.harness.bwrap_bin,
             resources=resources,
         )

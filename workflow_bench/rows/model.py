@@ -30,12 +30,12 @@ from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import CellKey
 from workflow_bench.review.score import ReviewScore, review_row_fields
 
-SCHEMA_VERSION = 7
-"""7 added ``skills_expected``, ``skills_invoked`` and ``mcp_tools_granted`` (did the treatment
-fire); 6: the typed row (closed ``error_kind``, every field present and typed), the kernel budgets in
-``resource_limits`` (``cpus`` … ``seccomp_denied``) and ``cost_usd`` unknown when the relay served a
-thread the CLI never opened; 5 added per-test outcomes (``verify_tests*``, ``oracle_tests*``) and
-``expected_tests_digest``; 1–6 migrate on read."""
+SCHEMA_VERSION = 8
+"""8 added ``task_runtimes``; 7 added ``skills_expected``, ``skills_invoked`` and
+``mcp_tools_granted`` (did the treatment fire); 6: the typed row (closed ``error_kind``, every field
+present and typed), the kernel budgets in ``resource_limits`` (``cpus`` … ``seccomp_denied``) and
+``cost_usd`` unknown when the relay served a thread the CLI never opened; 5 added per-test outcomes
+(``verify_tests*``, ``oracle_tests*``) and ``expected_tests_digest``; 1–7 migrate on read."""
 
 # A measured quantity that is an integer or a float as produced (``round`` keeps a sum of ints an
 # int): the value is stored as given, so a row re-serializes to the same bytes.
@@ -81,6 +81,14 @@ class ResourceLimits(Strict):
     namespace_limits: dict[str, int] | None
     seccomp_denied: list[str] | None
     sampled: list[str]
+
+
+class RuntimeRecord(Strict):
+    """One interpreter a task named (``runtimes.Provisioned.record``)."""
+
+    name: str
+    version: str
+    digest: str
 
 
 class ReviewScoreRecord(Strict):
@@ -424,6 +432,11 @@ class Provenance(Part):
     expected_tests_digest: str | None = _f(
         "digest of the task's expected-tests lock entry that judged verify and the oracle (part of "
         "task_binding_digest); null when the task has no lock",
+        default=None,
+    )
+    task_runtimes: list[RuntimeRecord] | None = _f(
+        "the interpreters the task named (runtimes), each {name, version, digest}: the exact version "
+        "provisioned and the digest of its whole tree; null when it named none (the sandbox's own /usr)",
         default=None,
     )
     ce_plugin_version: str | None = _f(

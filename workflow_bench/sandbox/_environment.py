@@ -20,6 +20,7 @@ SANDBOX_HOME = "/home/agent"
 SANDBOX_TMP = "/tmp"
 SANDBOX_CLAUDE_DIR = "/opt/claude"
 SANDBOX_CLAUDE_BIN = f"{SANDBOX_CLAUDE_DIR}/claude"
+RUNTIME_BIN = "/opt/wfbench/bin"  # keep in sync with runtimes._store.BIN_DIR (a unit test checks)
 SANDBOX_UID = 1000  # the CLI refuses bypass modes as uid 0; tools run as this uid too
 
 BASE_ENVIRONMENT: Mapping[str, str] = MappingProxyType(
@@ -28,7 +29,8 @@ BASE_ENVIRONMENT: Mapping[str, str] = MappingProxyType(
         "USER": "agent",
         "LOGNAME": "agent",
         "TMPDIR": SANDBOX_TMP,
-        "PATH": f"{SANDBOX_CLAUDE_DIR}:/usr/local/bin:/usr/bin:/bin",
+        # RUNTIME_BIN: a task's runtimes (node, python) when it names any (runtimes.BIN_DIR).
+        "PATH": f"{SANDBOX_CLAUDE_DIR}:{RUNTIME_BIN}:/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
         "TERM": "dumb",

@@ -7,24 +7,26 @@ discriminate (named in the table); 2 bad arguments or input (nothing run).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
+from workflow_bench.runtimes import RuntimeProvisionError, find_python
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 from workflow_bench.taskspec.index_guard import refuse_committed_index
 from workflow_bench.taskspec.spec import TaskFileError, bind_tasks, load_task_file
+from workflow_bench.toolkit.comparator import ComparatorError, plugin_name
 from workflow_bench.toolkit.manifest import load_toolkit
 from workflow_bench.toolkit.spec import ToolkitError
 from workflow_bench.workspace.clone import remove_tree
 from workflow_bench.workspace.paths import CellPathError, check_paths_fit, make_work_root
 
+from . import importers, new_cli, recipes
 from .agents import AGENTS, AgentScriptError, agent_script
 from .check import DEFAULT_REPEATS, CheckSettings, check_tasks, render_table
-from .deps import DependencyBuildError, build_dependencies
+from .deps import SANDBOX_PYTHON, DependencyBuildError, build_dependencies, build_node_modules, find_uv
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,38 +53,89 @@ def build_parser() -> argparse.ArgumentParser:
     script = sub.add_parser("agent-script", help="write a scripted-provider script playing an agent")
     script.add_argument("--tasks", required=True, type=Path)
     script.add_argument("--agent", required=True, choices=AGENTS)
+    script.add_argument(
+        "--toolkit",
+        default="demo",
+        metavar="DIR|NAME",
+        help="the toolkit whose skills the skill arms invoke (default: demo)",
+    )
+    script.add_argument(
+        "--ce-plugin-dir",
+        type=Path,
+        help="the comparator plugin: with it, the ce_* arms are scripted too (its skills by its name)",
+    )
     script.add_argument("--out", required=True, type=Path, help="script file to write (must not exist)")
-    deps = sub.add_parser("deps", help="build a pinned sandbox_dependencies tree for verify and the oracle")
+    new_cli.add_arguments(
+        sub.add_parser(
+            "new",
+            help="write a task from a known fix (base and fix commits, or a fix patch): the reference "
+            "patch, the hidden oracle from the fix's tests, verify, the lock; refused unless it "
+            "discriminates",
+        )
+    )
+    importers.add_arguments(
+        sub.add_parser(
+            "import",
+            help="import tasks from SWE-bench-style JSONL (over local clones) or Harbor task directories; "
+            "each self-checked, a refusal named per instance",
+        )
+    )
+    recipes.add_arguments(
+        sub.add_parser(
+            "build-corpus",
+            help="build a corpus of real upstream fixes from a recipe (pinned registry releases): "
+            "repositories, dependency trees, and every task via `new` (default: the shipped "
+            "real-world corpus)",
+        )
+    )
+    deps = sub.add_parser(
+        "deps",
+        help="build a pinned sandbox_dependencies tree: python (wheels for the sandbox's python) or node "
+        "(the project's lockfile into its node_modules)",
+    )
+    deps.add_argument("ecosystem", nargs="?", choices=("python", "node"), default="python")
+    deps.add_argument("--requirements", type=Path, help="python: requirements file, every line name==version")
+    deps.add_argument("--out", type=Path, help="python: new directory, inside the task repo's working tree")
+    deps.add_argument("--uv", help="python: uv binary (default: $UV, else uv on PATH, else the cache's)")
     deps.add_argument(
-        "--requirements", required=True, type=Path, help="requirements file, every line name==version"
+        "--python",
+        metavar="VERSION",
+        help="python: build for the task's python runtime (3.12: found as `runtimes: {python: ...}` "
+        "finds it) instead of the sandbox's /usr/bin/python3",
     )
     deps.add_argument(
-        "--out", required=True, type=Path, help="new directory, inside the task repo's working tree"
+        "--project", type=Path, help="node: the directory holding package.json and its lockfile"
     )
-    deps.add_argument("--uv", default=os.environ.get("UV", "uv"), help="uv binary (default: $UV, else uv)")
+    deps.add_argument(
+        "--allow-scripts",
+        action="store_true",
+        help="node: run the packages' install scripts (off: they would run on this host, not in the sandbox)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "new":
+        return new_cli.main(args)
+    if args.command == "import":
+        return importers.main(args)
+    if args.command == "build-corpus":
+        return recipes.main(args)
     if args.command == "deps":
-        try:
-            digest = build_dependencies(requirements=args.requirements, out=args.out, uv_bin=args.uv)
-        except DependencyBuildError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        print(
-            f"built {args.out}/site-packages (manifest sha256 {digest}); mount it with sandbox_dependencies"
-        )
-        return 0
+        return _deps(args)
     try:
         # A stale expected-tests lock stops a sweep (exit 2); here it is what the check refreshes.
         bindings = bind_tasks(load_task_file(args.tasks), stale_locks="ignore")
         if args.command == "agent-script":
-            script = agent_script(bindings, agent=args.agent)
+            comparator = plugin_name(args.ce_plugin_dir) if args.ce_plugin_dir is not None else None
+            script = agent_script(
+                bindings, agent=args.agent, toolkit=load_toolkit(args.toolkit), comparator=comparator
+            )
             with open(args.out, "x", encoding="utf-8") as handle:
                 yaml.safe_dump(script, handle, sort_keys=False, width=1_000_000)
-            print(f"wrote the {args.agent} agent for {len(script['cells'])} task(s) to {args.out}")
+            tasks = len({cell["match"]["task"] for cell in script["cells"]})
+            print(f"wrote the {args.agent} agent for {tasks} task(s) to {args.out}")
             return 0
         toolkit = load_toolkit(args.toolkit)
         refuse_committed_index(bindings, toolkit)
@@ -91,7 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TaskFileError as exc:
         print(f"error: invalid task file:\n{exc}", file=sys.stderr)
         return 2
-    except (AgentScriptError, CellPathError, SandboxError, FileExistsError, ToolkitError) as exc:
+    except (
+        AgentScriptError, CellPathError, SandboxError, FileExistsError, ToolkitError, ComparatorError
+    ) as exc:  # fmt: skip
         print(f"error: {exc}", file=sys.stderr)
         return 2
     work_root = make_work_root()
@@ -112,6 +167,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     if failing:
         print(f"cannot discriminate: {', '.join(failing)}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _deps(args: argparse.Namespace) -> int:
+    wanted = ("requirements", "out") if args.ecosystem == "python" else ("project",)
+    others = ("project", "allow_scripts") if args.ecosystem == "python" else ("requirements", "out", "python")
+    missing = [f"--{n}" for n in wanted if getattr(args, n) is None]
+    stray = [f"--{n.replace('_', '-')}" for n in others if getattr(args, n) not in (None, False)]
+    if missing or stray:
+        print(
+            f"error: deps {args.ecosystem} needs {' '.join(f'--{n}' for n in wanted)}"
+            + (f"; {' '.join(stray)} belong to the other ecosystem" if stray else ""),
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        if args.ecosystem == "python":
+            python = SANDBOX_PYTHON
+            if args.python is not None:
+                try:
+                    python = str(find_python(args.python)[0])
+                except RuntimeProvisionError as exc:
+                    raise DependencyBuildError(f"--python {args.python}: {exc}") from None
+            digest = build_dependencies(
+                requirements=args.requirements, out=args.out, uv_bin=args.uv or find_uv(), python=python
+            )
+            where = f"{args.out}/site-packages"
+        else:
+            digest = build_node_modules(project=args.project, allow_scripts=args.allow_scripts)
+            where = f"{args.project}/node_modules"
+    except DependencyBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"built {where} (manifest sha256 {digest}); mount it with sandbox_dependencies")
     return 0
 
 

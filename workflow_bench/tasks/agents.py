@@ -1,17 +1,23 @@
-"""Two scripted agents usable on any corpus: the **oracle agent** and the **no-op agent**.
+"""Two scripted agents usable on any corpus and on every arm: the **oracle agent** and the **no-op agent**.
 
 Each is a scripted-provider script generated from a task file, so the real Claude Code CLI runs
-it in a real cell like any model; only the model's choices are scripted:
+it in a real cell like any model; only the model's choices are scripted. Every arm gets the
+sessions its recipe runs (``arms.ArmSpec``), and a session that expects a skill first invokes it
+the way a model would: a ``Skill`` tool call for the skill that plays its role (the evaluated
+toolkit's, or the comparator plugin's ``<plugin>:ce-*``), then the work. So the skill evidence
+the cell checks from the relay's wire record (the model requested the skill and a later request
+carried its successful result) holds on every arm, and a cell is judged on its work alone:
 
-- the oracle agent answers each task's first request with one Bash tool call that applies the
-  task's ``reference_patch`` with ``git apply`` from a here-document, then says it is done. The
-  patch travels only inside the generated script (the model's reply): nothing is staged into
+- the **oracle agent** writes a plan document in a plan session (``docs/plans/<task>.md``, the
+  only change planning may make), and in the session that works (work, direct work, baseline)
+  applies the task's ``reference_patch`` with one ``git apply`` Bash call from a here-document.
+  The patch travels only inside the generated script (the model's reply): nothing is staged into
   normal cells, and a sweep without this script never sees a reference patch.
-- the no-op agent answers every request with text and changes nothing.
+- the **no-op agent** plans the same way (a plan is not work) and changes nothing else.
 
-A corpus is sound when the oracle agent resolves every implementation task and the no-op agent
-none (``tests/e2e/test_task_check.py`` holds the demo corpus to it). Review tasks are skipped:
-there is no fix to apply to a review.
+A corpus is sound when the oracle agent resolves every implementation task on every arm and the
+no-op agent none (``tests/e2e/test_task_check.py`` holds the demo corpus to it on the default arms).
+Review tasks are skipped: there is no fix to apply to a review, and review arms are not scripted.
 
 Callers: ``python -m workflow_bench.tasks agent-script``, tests.
 """
@@ -22,22 +28,44 @@ import secrets
 from collections.abc import Sequence
 from typing import Any
 
+from workflow_bench.arms import ARMS, ArmSpec, SessionSpec
 from workflow_bench.taskspec.spec import TaskBinding, TaskSpec
+from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS
+from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.snapshot import PLAN_DIR
 
 from .check import is_review_task, reference_patch_bytes
 
 AGENTS = ("oracle", "noop")
-ALL_ARMS = "*"
 
 
 class AgentScriptError(ValueError):
     """A task cannot be driven by the requested agent (e.g. no reference patch)."""
 
 
+def scripted_arms(*, comparator: str | None) -> tuple[ArmSpec, ...]:
+    """The implementation arms a script covers: every built-in one, the ``ce_*`` arms only when the
+    comparator plugin's name is known (its skills are invoked as ``<plugin>:ce-*``)."""
+    return tuple(
+        arm
+        for arm in ARMS.values()
+        if arm.implementation and (arm.family != "comparator" or comparator is not None)
+    )
+
+
 def agent_script(
-    bindings: Sequence[TaskBinding], *, agent: str, model: str = "scripted-agent"
+    bindings: Sequence[TaskBinding],
+    *,
+    agent: str,
+    toolkit: Toolkit,
+    comparator: str | None = None,
+    model: str = "scripted-agent",
 ) -> dict[str, Any]:
-    """The scripted-provider script (schema_version 1) that plays ``agent`` on every task."""
+    """The scripted-provider script (schema_version 1) that plays ``agent`` on every task and arm.
+
+    ``comparator`` is the comparator plugin's name (from its ``plugin.json``), or None to leave the
+    ``ce_*`` arms unscripted.
+    """
     if agent not in AGENTS:
         raise AgentScriptError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
     cells = []
@@ -45,17 +73,54 @@ def agent_script(
         if is_review_task(binding):
             continue
         spec = binding.spec
-        if agent == "noop":
-            turns = [{"text": "I will leave the repository exactly as it is."}]
-        else:
-            turns = _oracle_turns(spec, reference_patch_bytes(binding))
-        # One session per arm recipe step: a multi-session arm replays the same answer; the
-        # second `git apply` of an applied patch fails harmlessly and changes nothing.
-        cells.append({"match": {"task": spec.task_id, "arm": ALL_ARMS}, "sessions": [{"turns": turns}] * 2})
+        work = _noop_work() if agent == "noop" else _oracle_work(spec, reference_patch_bytes(binding))
+        for arm in scripted_arms(comparator=comparator):
+            sessions = [
+                _session(spec, session, work=work, skill=_skill(arm, session, toolkit, comparator))
+                for session in arm.sessions
+            ]
+            cells.append({"match": {"task": spec.task_id, "arm": arm.name}, "sessions": sessions})
     return {"schema_version": 1, "model": model, "cells": cells}
 
 
-def _oracle_turns(spec: TaskSpec, patch: bytes | None) -> list[dict[str, Any]]:
+def _skill(arm: ArmSpec, session: SessionSpec, toolkit: Toolkit, comparator: str | None) -> str | None:
+    """The name a model would pass to the Skill tool for this session, or None (no skill expected)."""
+    if session.skill_role is None:
+        return None
+    if arm.family == "comparator":
+        return f"{comparator}:{COMPARATOR_SKILLS[session.skill_role]}"
+    return toolkit.skill_for(session.skill_role)
+
+
+def _session(
+    spec: TaskSpec, session: SessionSpec, *, work: list[dict[str, Any]], skill: str | None
+) -> dict[str, Any]:
+    turns: list[dict[str, Any]] = []
+    if skill is not None:
+        call = {"name": "Skill", "input": {"skill": skill}}
+        turns.append({"text": f"I'll use the {skill} skill.", "tool_calls": [call]})
+    turns += _plan_turns(spec) if session.phase == "plan" else work
+    return {"turns": turns}
+
+
+def _plan_turns(spec: TaskSpec) -> list[dict[str, Any]]:
+    """One plan document, the only change a plan session may make."""
+    plan = (
+        f"# Plan: {spec.task_id}\n\n"
+        "## Steps\n1. Apply the change the task asks for.\n2. Run the task's tests.\n"
+    )
+    write = {"file_path": f"{{cwd}}/{PLAN_DIR}/{spec.task_id}.md", "content": plan}
+    return [
+        {"text": "Writing the plan.", "tool_calls": [{"name": "Write", "input": write}]},
+        {"text": f"Plan written to {PLAN_DIR}/{spec.task_id}.md."},
+    ]
+
+
+def _noop_work() -> list[dict[str, Any]]:
+    return [{"text": "I will leave the repository exactly as it is."}]
+
+
+def _oracle_work(spec: TaskSpec, patch: bytes | None) -> list[dict[str, Any]]:
     if patch is None:
         raise AgentScriptError(
             f"task {spec.task_id!r} has no reference_patch: the oracle agent cannot solve it"

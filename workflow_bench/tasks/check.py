@@ -42,7 +42,7 @@ from workflow_bench.judging.verdict import SHOWN_IDS, summary
 from workflow_bench.process import ProcessError
 from workflow_bench.review.contract import REVIEW_LABELS_TARGET
 from workflow_bench.review.labels import ReviewLabelsError, labels_from_oracle
-from workflow_bench.sandbox import SANDBOX_WORKSPACE, Mount, RunPolicy, SandboxKind, create_sandbox
+from workflow_bench.sandbox import Mount, RunPolicy, SandboxKind, create_sandbox
 from workflow_bench.taskspec.expected_tests import (
     ExpectedTests,
     load_lock,
@@ -50,6 +50,7 @@ from workflow_bench.taskspec.expected_tests import (
     subject_changes,
     write_lock,
 )
+from workflow_bench.taskspec.mounts import task_mounts
 from workflow_bench.taskspec.oracles import read_beneath
 from workflow_bench.taskspec.schema import MAX_REFERENCE_PATCH_BYTES, TaskSpecError
 from workflow_bench.taskspec.spec import TaskBinding
@@ -63,6 +64,7 @@ from .check_expected import Probe, discrimination_problems, record
 DEFAULT_REPEATS = 3  # the brief's determinism bar: three fresh clones, identical verdicts
 SETUP_TIMEOUT_S = 600  # keep in sync with cells.run.SETUP_TIMEOUT_S
 PATCH_TIMEOUT_S = 120
+OUTPUT_TAIL_LINES = 8  # enough for a traceback's last frame and the error line
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +180,11 @@ def probe_lines(probe: Probe) -> list[str]:
         if outcome is None:
             continue
         lines.append(f"{name}: {'pass' if outcome.passed else 'fail'} ({_counts(outcome)}): {outcome.detail}")
+        # A run that reported no test at all failed before its tests (a missing plugin, a config
+        # error): its last lines say why. Only verify's output exists; the oracle's is never kept.
+        if not outcome.passed and not (outcome.tests or ()) and outcome.output.strip():
+            tail = outcome.output.strip().splitlines()[-OUTPUT_TAIL_LINES:]
+            lines += [f"  {name} output: {line[:300]}" for line in tail]
     return lines
 
 
@@ -290,10 +297,7 @@ def _probe(
             workspace=workspace,
             claude_bin=None,
             bwrap_bin=settings.bwrap_bin,
-            base_mounts=tuple(
-                Mount(source=source, target=f"{SANDBOX_WORKSPACE}/{target}", scratch_top=True)
-                for source, target in context.binding.dependency_mounts
-            ),
+            base_mounts=task_mounts(context.binding),
         )
         spec = context.binding.spec
         if spec.setup:

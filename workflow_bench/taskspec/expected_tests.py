@@ -48,6 +48,8 @@ SUBJECT_KEYS = (
     "sandbox_dependencies",
     "reference_patch_sha256",
 )
+# Recorded only when the task has them, so every lock written before they existed stays valid.
+OPTIONAL_SUBJECT_KEYS = ("runtimes",)
 _rewrite = "delete the lock and run `python -m workflow_bench.tasks check` to write it again"
 REFRESH_HINT = "refresh it with `python -m workflow_bench.tasks check --tasks {task_file}`"
 
@@ -99,7 +101,7 @@ class ExpectedTests:
 
 def subject_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """The subject keys whose values differ (in ``SUBJECT_KEYS`` order)."""
-    return [key for key in SUBJECT_KEYS if recorded.get(key) != current.get(key)]
+    return [key for key in (*SUBJECT_KEYS, *OPTIONAL_SUBJECT_KEYS) if recorded.get(key) != current.get(key)]
 
 
 def load_lock(path: Path) -> dict[str, ExpectedTests] | None:
@@ -134,8 +136,13 @@ def _entry(path: Path, task_id: str, value: Any) -> ExpectedTests:
     if not isinstance(value, dict) or set(value) != {"subject", "verify", "oracle"}:
         raise fail("(entry)", "want exactly {subject, verify, oracle}")
     subject = value["subject"]
-    if not isinstance(subject, dict) or set(subject) != set(SUBJECT_KEYS):
-        raise fail("subject", f"want the keys {', '.join(SUBJECT_KEYS)}")
+    if not isinstance(subject, dict) or not set(SUBJECT_KEYS) <= set(subject) <= {
+        *SUBJECT_KEYS,
+        *OPTIONAL_SUBJECT_KEYS,
+    }:
+        raise fail(
+            "subject", f"want the keys {', '.join(SUBJECT_KEYS)} (and {', '.join(OPTIONAL_SUBJECT_KEYS)})"
+        )
     verify = None if value["verify"] is None else _recorded(value["verify"], "verify", fail)
     return ExpectedTests(MappingProxyType(dict(subject)), verify, _recorded(value["oracle"], "oracle", fail))
 

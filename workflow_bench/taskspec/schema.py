@@ -34,6 +34,7 @@ from workflow_bench.input_files import (
     read_bounded,
     text_check,
 )
+from workflow_bench.runtimes import version_problem
 
 from .oracle_spec import MinTests, OracleFileSpec, OracleSpec, relative_path_problem
 from .oracles import OracleCaptureError, read_beneath, read_oracle_sources
@@ -147,6 +148,19 @@ def _verdict(value: object) -> str:
     return str(value)
 
 
+def _runtimes(value: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"want a mapping of runtime to version (e.g. {{node: 22.23.5}}), got {value!r}")
+    for name, version in value.items():
+        if isinstance(version, int | float) and not isinstance(version, bool):
+            raise ValueError(
+                f'{name}: quote the version ({name}: "{version}"): YAML reads {version} as a number'
+            )
+        if problem := version_problem(str(name), version):
+            raise ValueError(f"{name}: {problem}")
+    return tuple(sorted((str(k), str(v)) for k, v in value.items()))
+
+
 def _absolute(path: Path) -> Path:
     if not path.is_absolute():
         raise ValueError("must be an absolute Path")
@@ -225,6 +239,11 @@ class TaskSpec(InputModel):
     )
     base_expected: BaseExpected = Field(
         default_factory=BaseExpected, description="what verify does on the untouched base"
+    )
+    runtimes: Annotated[tuple[tuple[str, str], ...], BeforeValidator(_runtimes)] = Field(
+        (),
+        description="interpreters the task needs beyond the sandbox's /usr ({node: X.Y.Z} from the npm "
+        "registry, {python: X.Y} from this machine), provisioned into the cache and mounted read-only",
     )
 
     def __init__(self, **data: Any) -> None:

@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, NoReturn
 
 from workflow_bench.digests import canonical_digest
+from workflow_bench.runtimes import Provisioned, RuntimeProvisionError, bin_dir, provision
 
 from .expected_tests import REFRESH_HINT, ExpectedTests, load_lock, lock_path, subject_changes
 from .oracle_spec import OracleFileSpec, OracleSpec
@@ -130,6 +131,10 @@ class TaskBinding:
     expected_tests: ExpectedTests | None = None
     """The task's entry of the expected-tests lock next to its task file, checked not stale; None
     without one (the judge then counts tests against ``min_tests``)."""
+    runtimes: tuple[Provisioned, ...] = ()
+    """The interpreters the task names (``runtimes``), provisioned, in the order of their names."""
+    runtime_bin: Path | None = None
+    """The directory of links to them the sandbox mounts at ``runtimes.BIN_DIR``; None without runtimes."""
 
     def __post_init__(self) -> None:
         def fail(key: str, message: str) -> NoReturn:
@@ -162,6 +167,13 @@ class TaskBinding:
             reference is not None and not _SHA256_HEX.fullmatch(reference)
         ):
             fail("reference_patch", f"sha256 must be 64 hex chars iff there is a patch, got {reference!r}")
+        if [r.name for r in self.runtimes] != [name for name, _ in self.spec.runtimes] or (
+            self.runtime_bin is None
+        ) != (not self.runtimes):
+            fail(
+                "runtimes",
+                f"want one provisioned runtime per declared one and their links, got {self.runtimes!r}",
+            )
         if self.expected_tests is not None and not isinstance(self.expected_tests, ExpectedTests):
             fail("expected_tests", f"want ExpectedTests, got {type(self.expected_tests).__name__}")
 
@@ -172,7 +184,10 @@ class TaskBinding:
         change what was run; the declared paths and the manifest digest say it.
         """
         spec = self.spec
+        # Only when the task names runtimes: the binding digest of every other task is unchanged.
+        runtimes = {"runtimes": self.runtime_records()} if self.runtimes else {}
         return {
+            **runtimes,
             "id": spec.task_id,
             "class": spec.task_class,
             "repo_identity": self.repo_identity,
@@ -195,6 +210,10 @@ class TaskBinding:
             "resolved_sha": self.resolved_sha,
             "expected_tests_digest": self.expected_tests_digest,
         }
+
+    def runtime_records(self) -> list[dict[str, str]]:
+        """Each runtime's name, exact version and tree digest (binding, lock subject, rows)."""
+        return [runtime.record() for runtime in self.runtimes]
 
     @property
     def binding_digest(self) -> str:
@@ -221,6 +240,8 @@ class TaskBinding:
             ],
             "reference_patch_sha256": self.reference_sha256,
         }
+        if self.runtimes:  # expected_tests.OPTIONAL_SUBJECT_KEYS: absent without runtimes
+            subject["runtimes"] = self.runtime_records()
         return subject  # keys: tasks.expected_tests.SUBJECT_KEYS (a unit test keeps them in sync)
 
 
@@ -249,6 +270,7 @@ def bind_tasks(specs: Sequence[TaskSpec], *, stale_locks: str = "refuse") -> tup
     shas: dict[tuple[Path, str], str | None] = {}
     trees: dict[Path, TreeManifest | str] = {}
     locks: dict[Path, dict[str, ExpectedTests] | None] = {}
+    provisioned: dict[tuple[str, str], Provisioned | str] = {}
     bindings = []
     for spec in specs:
         location = spec.repo_location
@@ -289,6 +311,10 @@ def bind_tasks(specs: Sequence[TaskSpec], *, stale_locks: str = "refuse") -> tup
         except ValueError as err:
             errors.append(TaskSpecError(spec.source_file, spec.task_id, "reference_patch", str(err)))
             continue
+        runtimes = _provisioned(spec, provisioned)
+        if isinstance(runtimes, list):
+            errors += runtimes
+            continue
         binding = TaskBinding(
             spec,
             repo.path,
@@ -299,6 +325,8 @@ def bind_tasks(specs: Sequence[TaskSpec], *, stale_locks: str = "refuse") -> tup
             dependency_mounts=sources.dependency_mounts,
             dependency_manifest_digest=sources.dependency_manifest_digest,
             reference_sha256=reference_sha256,
+            runtimes=runtimes,
+            runtime_bin=bin_dir(runtimes, cache=cache_root()) if runtimes else None,
         )
         try:
             bindings.append(_with_expected_tests(binding, locks, stale_locks=stale_locks))
@@ -307,6 +335,25 @@ def bind_tasks(specs: Sequence[TaskSpec], *, stale_locks: str = "refuse") -> tup
     if errors:
         raise TaskFileError(errors)
     return tuple(bindings)
+
+
+def _provisioned(
+    spec: TaskSpec, cache: dict[tuple[str, str], Provisioned | str]
+) -> tuple[Provisioned, ...] | list[TaskSpecError]:
+    """The task's runtimes, provisioned (each (name, version) once per ``bind_tasks`` call), or why not."""
+    found, errors = [], []
+    for name, version in spec.runtimes:
+        if (name, version) not in cache:
+            try:
+                cache[(name, version)] = provision(name, version, cache=cache_root())
+            except (RuntimeProvisionError, OSError) as err:
+                cache[(name, version)] = str(err)
+        runtime = cache[(name, version)]
+        if isinstance(runtime, str):
+            errors.append(TaskSpecError(spec.source_file, spec.task_id, f"runtimes.{name}", runtime))
+        else:
+            found.append(runtime)
+    return errors if errors else tuple(found)
 
 
 def _reference_sha256(spec: TaskSpec) -> str | None:

@@ -94,6 +94,11 @@ def _manifest(plugin_dir: Path) -> PluginManifest:
         raise ComparatorError(f"--ce-plugin-dir {plugin_dir}: {MANIFEST}: {key}: {message}") from None
 
 
+def plugin_name(plugin_dir: Path) -> str:
+    """The plugin's name from its manifest (its skills are invoked as ``<name>:ce-*``); ComparatorError."""
+    return _manifest(plugin_dir.resolve()).name
+
+
 def snapshot_comparator(plugin_dir: Path, *, version: str, dest: Path, roles: set[str]) -> ComparatorPlugin:
     """Validate the plugin, then copy it read-only into ``dest``; raises ComparatorError."""
     plugin_dir = plugin_dir.resolve()

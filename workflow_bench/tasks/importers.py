@@ -1,0 +1,211 @@
+"""``tasks import swebench|harbor``: tasks from existing benchmarks, each self-checked, refusals named.
+
+Every instance (a SWE-bench JSONL line, a Harbor task directory) becomes a draft (``swebench``,
+``harbor``) or a named refusal; the drafts are staged together and self-checked in the sandbox
+(the same judges as a cell); an instance whose task does not discriminate, or whose recorded
+tests are not the instance's own (``swebench.expectation_problems``), is refused by name. The
+rest are written at once (``draft.commit``: all or nothing). Exit: 0 every instance imported;
+1 some were refused (listed, nothing of them written); 2 bad input (nothing written).
+
+Callers: ``python -m workflow_bench.tasks import``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
+
+from .check import TaskCheck, render_table
+from .draft import DraftError, TaskDraft, commit, existing_ids, stage
+from .harbor import HarborError, discard_repository, draft_harbor
+from .new_cli import dependency_pairs
+from .selfcheck import CheckOptions, SelfCheckError, bind_one_by_one, run_self_check
+from .swebench import (
+    ImportOptions,
+    Instance,
+    InstanceError,
+    draft_instance,
+    expectation_problems,
+    read_instances,
+)
+
+PostCheck = Callable[[str, TaskCheck], list[str]]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    kinds = parser.add_subparsers(dest="source", required=True)
+    swe = kinds.add_parser("swebench", help="SWE-bench-style JSONL instances over local clones")
+    swe.add_argument("--instances", required=True, type=Path, help="JSONL, one instance a line")
+    swe.add_argument(
+        "--clones",
+        required=True,
+        type=Path,
+        help="directory of clones: <owner>__<name>, <owner>/<name> or <name>",
+    )
+    swe.add_argument("--instance", action="append", metavar="ID", help="import only these instance ids")
+    swe.add_argument("--test-command", help="the runner for another framework, {files} where test files go")
+    harbor = kinds.add_parser("harbor", help="Harbor / Terminal-Bench task directories (where they map)")
+    harbor.add_argument("task_dirs", nargs="+", type=Path, metavar="TASK_DIR")
+    harbor.add_argument(
+        "--repo", type=Path, help="the repository the task starts in (default: its environment/)"
+    )
+    dependency_help = {
+        swe: "a dependency tree in each clone's working tree (default: .wfbench-deps if present)",
+        harbor: "a prepared tree on disk, linked into each new repository at TARGET (default: its "
+        "name), git-ignored; with --repo, a tree in that repository's working tree",
+    }
+    for sub, helped in dependency_help.items():
+        sub.add_argument(
+            "--tasks", required=True, type=Path, help="the task file to add them to (created if missing)"
+        )
+        sub.add_argument("--dependency", action="append", metavar="SOURCE[:TARGET]", help=helped)
+        sub.add_argument("--toolkit", default="demo", metavar="DIR|NAME")
+        sub.add_argument("--repeats", type=int, default=3, choices=range(1, 11), metavar="1..10")
+        sub.add_argument("--verify-timeout", type=int, default=600, choices=range(1, 86_401), metavar="S")
+        sub.add_argument("--bwrap-bin", default="bwrap", help=argparse.SUPPRESS)
+
+
+def main(args: argparse.Namespace) -> int:
+    tasks_file = Path(args.tasks).expanduser().absolute()
+    if not tasks_file.parent.is_dir():
+        print(f"error: --tasks {args.tasks}: its directory does not exist", file=sys.stderr)
+        return 2
+    options = CheckOptions(
+        toolkit=args.toolkit, bwrap_bin=args.bwrap_bin, repeats=args.repeats, timeout_s=args.verify_timeout
+    )
+    dependencies = dependency_pairs(args.dependency) if args.dependency else None
+    made: list[Path] = []  # repositories this import created (Harbor environments)
+    try:
+        taken = set(existing_ids(tasks_file))
+        if args.source == "swebench":
+            drafts, refused, post = _swebench(args, dependencies, taken)
+        else:
+            try:
+                bwrap = preflight(SandboxKind.BWRAP, bwrap_bin=args.bwrap_bin)  # solve.sh runs in it
+            except SandboxError as exc:
+                raise SelfCheckError(str(exc)) from None
+            if args.repo is None:  # prepared trees on disk, placed into each new repository
+                dependencies = tuple(_raw_pair(v) for v in args.dependency or ())
+            drafts, refused, post = _harbor(args, dependencies or (), taken, tasks_file, bwrap, made)
+        accepted = _import(drafts, refused, tasks_file, options, post)
+    except (DraftError, SelfCheckError, InstanceError) as exc:
+        _remove(made)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BaseException:
+        _remove(made)
+        raise
+    _remove([d.repo for d in drafts if d not in accepted and d.repo in made])
+    for draft in accepted:
+        print(f"[import] {draft.task_id}: imported")
+    for task_id, reason in refused.items():
+        print(f"[import] {task_id}: REFUSED: {reason}")
+    print(f"[import] {len(accepted)} imported into {tasks_file}, {len(refused)} refused")
+    return 1 if refused else 0
+
+
+def _raw_pair(value: str) -> tuple[str, str]:
+    source, _, target = value.partition(":")
+    return source, target.strip("/")
+
+
+def _swebench(
+    args: argparse.Namespace, dependencies: tuple[tuple[str, str], ...] | None, taken: set[str]
+) -> tuple[list[TaskDraft], dict[str, str], PostCheck]:
+    wanted = set(args.instance or ())
+    options = ImportOptions(clones=args.clones, dependencies=dependencies, test_command=args.test_command)
+    drafts, refused, instances = [], {}, {}
+    for number, found in read_instances(args.instances):
+        if isinstance(found, str):
+            refused[f"line {number}"] = f"not an instance: {found}"
+            continue
+        if wanted and found.instance_id not in wanted:
+            continue
+        if found.instance_id in taken or found.instance_id in instances:
+            refused[found.instance_id] = f"a task {found.instance_id!r} exists already in {args.tasks}"
+            continue
+        instances[found.instance_id] = found
+        try:
+            drafts.append(draft_instance(found, options))
+        except InstanceError as err:
+            refused[found.instance_id] = str(err)
+    for missing in sorted(wanted - set(instances) - set(refused)):
+        refused[missing] = f"no instance {missing!r} in {args.instances}"
+
+    def post(task_id: str, check: TaskCheck) -> list[str]:
+        instance: Instance = instances[task_id]
+        return expectation_problems(instance, check)
+
+    return drafts, refused, post
+
+
+def _harbor(
+    args: argparse.Namespace,
+    dependencies: tuple[tuple[str, str], ...],
+    taken: set[str],
+    tasks_file: Path,
+    bwrap: str,
+    made: list[Path],
+) -> tuple[list[TaskDraft], dict[str, str], PostCheck]:
+    drafts, refused = [], {}
+    for task_dir in args.task_dirs:
+        name = task_dir.name
+        if name in taken:
+            refused[name] = f"a task {name!r} exists already in {args.tasks}"
+            continue
+        try:
+            draft = draft_harbor(
+                task_dir,
+                tasks_dir=tasks_file.parent,
+                repo=args.repo,
+                bwrap_bin=bwrap,
+                dependencies=dependencies,
+            )
+        except HarborError as err:
+            refused[name] = str(err)
+            continue
+        drafts.append(draft)
+        if args.repo is None:
+            made.append(draft.repo)
+    return drafts, refused, lambda _task_id, _check: []
+
+
+def _import(
+    drafts: list[TaskDraft], refused: dict[str, str], tasks_file: Path, options: CheckOptions, post: PostCheck
+) -> list[TaskDraft]:
+    """Self-check ``drafts`` together and write those that hold (all at once); the rest join
+    ``refused`` with their reasons. The drafts written."""
+    accepted: list[TaskDraft] = []
+    locks = {}
+    if drafts:
+        with stage(drafts, tasks_file.parent) as staged:
+            bindings, unbound = bind_one_by_one(staged)
+            refused.update({k: f"cannot be bound: {v}" for k, v in unbound.items()})
+            results, recorded = run_self_check(bindings, options)
+            print(render_table(results))
+            for check in results:
+                # The instance's own reasons first: they name its tests.
+                problems = post(check.task_id, check)
+                if check.problems:
+                    problems.append("does not discriminate: " + "; ".join(check.problems))
+                if problems:
+                    refused[check.task_id] = "; ".join(problems)
+                    continue
+                accepted += [d for d in drafts if d.task_id == check.task_id]
+                locks[check.task_id] = recorded[check.task_id]
+            if accepted:
+                commit(accepted, tasks_file, locks)
+    for draft in drafts:
+        if draft.task_id not in refused and draft not in accepted:
+            refused[draft.task_id] = "was not judged"
+    return accepted
+
+
+def _remove(repos: list[Path]) -> None:
+    """Remove repositories this import made (never a user's clone: only those it created)."""
+    for repo in repos:
+        discard_repository(repo)
