@@ -33,7 +33,7 @@ from workflow_bench.providers.scripted import ScriptedProvider, parse_script
 from workflow_bench.schedule.pool import SchedulePolicy, run_cells
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
-from workflow_bench.workspace.clone import remove_tree
+from workflow_bench.workspace.remove import remove_tree
 
 from ._suite import canary_settings, scripted_canary_access
 

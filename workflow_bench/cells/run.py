@@ -73,10 +73,11 @@ from workflow_bench.sandbox import (
 )
 from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
 from workflow_bench.toolkit.mcp import JAIL_SOURCE, JAIL_TARGET, SessionMcp, session_mcp
-from workflow_bench.workspace.clone import copy_clone, remove_tree
+from workflow_bench.workspace.clone import copy_clone
 from workflow_bench.workspace.git import git_argv, head_sha, sandbox_git
 from workflow_bench.workspace.patch import PatchView
 from workflow_bench.workspace.paths import new_cell_dir_path, relay_socket
+from workflow_bench.workspace.remove import remove_tree
 from workflow_bench.workspace.snapshot import (
     NON_WORK_PATHS,
     PLAN_DIR,

@@ -1,9 +1,9 @@
-"""Clones: the per-SHA sanitized template, the per-cell copy of it, seeded skills, task assets, removal.
+"""Clones: the per-SHA sanitized template, the per-cell copy of it, seeded skills, task assets.
 
 Owns the sanitized template (a parentless one-commit repository that holds the task tree and
 nothing else: no history, no remotes, no refs the agent could walk back to the original
-commits), the per-cell copy of it, skill seeding and task assets, and ``remove_tree``. Snapshots
-of a workspace are ``workspace.snapshot``'s; the patch is ``workspace.patch``'s.
+commits), the per-cell copy of it, skill seeding and task assets. Snapshots of a workspace are
+``workspace.snapshot``'s; the patch is ``workspace.patch``'s; removal is ``workspace.remove``'s.
 
 Trust: host-side git (through ``workspace.git``) runs only on repositories the harness itself
 just created, before any sandboxed process touched them. Once setup or the agent has run, the
@@ -13,18 +13,15 @@ later git command runs inside the sandbox (``workspace.git.sandbox_git``).
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from workflow_bench.process import ProcessError, run_checked, run_process
+from workflow_bench.process import ProcessError, run_checked
 
 from .git import SNAPSHOT_IDENTITY, git_output
 from .snapshot import SKILLS_DIR
-
-REMOVE_TIMEOUT_S = 600
 
 
 def _git(args: Iterable[str], *, cwd: Path, what: str, env: dict[str, str] | None = None) -> str:
@@ -118,26 +115,3 @@ def add_task_assets(
     if copies:
         _git(["add", "-A", "-f", *(r for _, r in copies)], cwd=template, what="stage task assets")
         _git(["commit", "-q", "--no-verify", "-m", "task assets"], cwd=template, what="commit task assets")
-
-
-def remove_tree(path: Path) -> None:
-    """Delete a clone whatever the agent did to it: dropped write bits, any depth.
-
-    ``rm``/``chmod`` walk iteratively (fts), where ``shutil.rmtree`` recurses and raised
-    RecursionError on a 3,000-deep directory chain an agent made (canary ``exclude-deep-tree``).
-
-    Raises:
-        OSError: the tree is still there afterwards.
-    """
-    if not (path.exists() or path.is_symlink()):
-        return
-    target = str(path)
-    first = run_process(["rm", "-rf", "--one-file-system", "--", target], timeout_s=REMOVE_TIMEOUT_S)
-    if first.ok and not os.path.lexists(target):
-        return
-    if not path.is_symlink():
-        # A non-root owner may have to restore its own write and search bits first.
-        run_process(["chmod", "-R", "u+rwx", "--", target], timeout_s=REMOVE_TIMEOUT_S)
-    second = run_process(["rm", "-rf", "--one-file-system", "--", target], timeout_s=REMOVE_TIMEOUT_S)
-    if os.path.lexists(target):
-        raise OSError(f"could not remove {target}: {second.describe()}")

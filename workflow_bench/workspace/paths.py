@@ -34,7 +34,7 @@ from pathlib import Path
 
 from workflow_bench.sandbox import collect_stale_cgroups, release_stale_mounts
 
-from .clone import remove_tree
+from .remove import remove_tree
 
 WORK_ROOT_PREFIX = "wfb-"
 # `wfb-<pid>-<mkdtemp suffix>`: pid ≤ 7 digits (pid_max ≤ 4194304 on Linux), mkdtemp's suffix is 8.
