@@ -51,6 +51,7 @@ from ._limits import (
     collect_stale_cgroups,
     release_stale_mounts,
 )
+from ._mounts import Unmounted, unmount
 
 __all__ = [
     "DEFAULT_DISK_MIB",
@@ -76,6 +77,7 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SandboxKind",
+    "Unmounted",
     "check_unsafe_host_request",
     "claude_environment",
     "collect_stale_cgroups",
@@ -83,6 +85,7 @@ __all__ = [
     "preflight",
     "release_stale_mounts",
     "tool_environment",
+    "unmount",
     "unsafe_host_warning",
     "write_runtime_dir",
 ]

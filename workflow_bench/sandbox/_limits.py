@@ -45,6 +45,7 @@ from pathlib import Path
 from workflow_bench.process import ProcessError, run_checked
 
 from . import _watchdog
+from ._mounts import unmount
 from ._watchdog import Budget, CellWatchdog
 
 MIB = 1024 * 1024
@@ -183,17 +184,24 @@ class CellResources:
         self._memory: _Cgroup | None = None
         self._pids: _Cgroup | None = None
         self._watchdog: CellWatchdog | None = None
+        self.notes: list[str] = []
+        """Harness notes of the teardown (a busy volume detached lazily): logged, never a failure."""
 
-    def open(self, *, clone_source: Path) -> None:
-        """Create the cell directory's volume (mounted on ``cell_dir``) and the cgroups."""
+    def open(self, *, clone_source: Path | None = None, clone_bytes: int | None = None) -> None:
+        """Create the cell directory's volume (mounted on ``cell_dir``) and the cgroups.
+
+        The clone's size is ``clone_bytes`` (allocated bytes, from the template's recorded state)
+        or walked from ``clone_source``: the volume holds the clone plus ``disk_mib``.
+        """
         self.cell_dir.mkdir(parents=True)
+        size = clone_bytes if clone_bytes is not None else _tree_bytes(clone_source) if clone_source else 0
         if _can_mount():
-            self._mount(_tree_bytes(clone_source))
+            self._mount(size)
         name = f"wfbench-{os.getpid()}-{secrets.token_hex(4)}"
         memory = str(self.limits.memory_mib * MIB)
         self._memory = _Cgroup.create("memory", name, {"memory.limit_in_bytes": memory})
         self._pids = _Cgroup.create("pids", name, {"pids.max": str(self.limits.pids)})
-        self._start_watchdog(_tree_bytes(clone_source))
+        self._start_watchdog(size)
 
     def _start_watchdog(self, clone_bytes: int) -> None:
         """Sample from the host every bound the kernel does not enforce for this invoker."""
@@ -293,7 +301,12 @@ class CellResources:
         return found
 
     def close(self) -> str | None:
-        """Remove the cgroups and unmount the volume (its files go with it); a failure, or None."""
+        """Remove the cgroups and unmount the volume (its files go with it); a failure, or None.
+
+        A busy volume is retried, then detached lazily (``sandbox._mounts.unmount``): only a
+        volume that cannot even be detached is a failure, and it is the harness's (the cell's
+        processes are gone by then), never the arm's.
+        """
         if self._watchdog is not None:
             self._watchdog.stop()
         for group in (self._memory, self._pids):
@@ -302,12 +315,14 @@ class CellResources:
         self._memory = self._pids = None
         problem = None
         if self._mounted:
-            try:
-                run_checked(["umount", str(self.cell_dir)], what="unmount the cell volume", timeout_s=60)
-                self._mounted = False
-            except Exception as exc:  # reported as cleanup-failure by the cell, never raised past it
-                problem = f"{type(exc).__name__}: {exc}"
+            done = unmount(self.cell_dir, what="the cell volume")
+            problem = done.problem
+            if done.note is not None:
+                self.notes.append(done.note)
+            self._mounted = problem is not None
         if not self._mounted:
+            # A lazily detached volume keeps its loop device until the kernel lets go; the image's
+            # blocks are freed then (autoclear), its name can go now.
             with contextlib.suppress(FileNotFoundError):
                 self.image.unlink()
         return problem
@@ -348,10 +363,9 @@ def release_stale_mounts(root: Path) -> str | None:
     """
     problems = []
     for point in mounts_under(root):
-        try:
-            run_checked(["umount", str(point)], what="unmount a stale cell volume", timeout_s=60)
-        except ProcessError as exc:
-            problems.append(f"{point}: {exc}")
+        done = unmount(point, what="a stale cell mount")
+        if done.problem is not None:
+            problems.append(f"{point}: {done.problem}")
     return "; ".join(problems) or None
 
 
