@@ -18,8 +18,8 @@ touched the inode in between: an agent that rewrites a file with the same size, 
 mtime and even gets the same inode number back still leaves a new ctime. The one way ctime can
 repeat is the host's wall clock stepping backwards: a scan that sees the wall clock run slower
 than the monotonic clock since the previous walk reuses nothing and reads every file again; and
-a file changed within ``_RACY_NS`` of a walk is never trusted by its key (a later write could
-fall in the same coarse timestamp tick), so the next walk reads it again.
+a file changed within ``_RACY_NS`` of a walk's end is never trusted by its key (a later write
+could fall in the same coarse timestamp tick), so the next walk reads it again.
 The template's state is recorded once per template; a cell on an overlay of the template sees
 the template's inodes unchanged until it writes them (a copied-up file has a new ctime), and a
 cell on a copy adopts the template's digests once (``copied_from``: the harness's own copy, before
@@ -61,11 +61,13 @@ MAX_TASK_BYTES = MAX_SNAPSHOT_BYTES // 2
 # treats it as a step backwards (NTP slews by at most 0.05 %; a step is what can repeat a ctime).
 _CLOCK_SLACK_NS = 50_000_000
 _CLOCK_SLEW = 0.002
-# A file whose ctime is this close to (or after) the walk's start is "racy" (as git calls it): a
-# write right after the walk could land in the same timestamp tick (a coarse clock advances per
-# jiffy, ≤ 10 ms) and leave the key unchanged. Its key is recorded so that it never matches: the
-# next scan reads it again. Costs only the files written in the last tenth of a second.
-_RACY_NS = 100_000_000
+# A file whose ctime is this close to (or after) the end of the walk is "racy" (as git calls it):
+# a write right after the walk could land in the same timestamp tick (a coarse clock advances
+# per jiffy, ≤ 10 ms at HZ=100) and leave the key unchanged. Its key is recorded so that it never
+# matches: the next scan reads it again. Measured from the walk's end (nothing writes during a
+# walk), so only files changed in the walk's last 50 ms are read again, not everything the
+# harness touched just before it (the per-cell chown of the copy).
+_RACY_NS = 50_000_000
 _NEVER = -1  # a ctime no inode has: the key of a racy entry
 
 StatKey = tuple[int, int, int, int, int]
@@ -156,6 +158,7 @@ def scan_workspace(root: Path, *, previous: WorkspaceState | None = None, copied
     changed: set[str] = set()
     total = allocated = read = 0
     inodes: set[tuple[int, int]] = set()
+    recent: list[str] = []  # ctime near the walk: racy unless the walk outlasted the window
     for rel, full, st in walk_tree(root):
         if (st.st_dev, st.st_ino) not in inodes:
             inodes.add((st.st_dev, st.st_ino))
@@ -164,7 +167,7 @@ def scan_workspace(root: Path, *, previous: WorkspaceState | None = None, copied
         if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
             key = stat_key(st)
             if st.st_ctime_ns >= clock[0] - _RACY_NS:
-                key = (*key[:4], _NEVER)
+                recent.append(rel)
             if stat.S_ISREG(mode):
                 total += st.st_size
                 if total > MAX_SNAPSHOT_BYTES:
@@ -188,6 +191,10 @@ def scan_workspace(root: Path, *, previous: WorkspaceState | None = None, copied
         if old_entries.get(rel) != entry:
             changed.add(rel)
     changed.update(p for p in old_entries if p not in entries)
+    racy_from = time.time_ns() - _RACY_NS
+    for rel in recent:
+        if keys[rel][4] >= racy_from:
+            keys[rel] = (*keys[rel][:4], _NEVER)
     state = WorkspaceState(entries, keys, total, allocated, clock, read)
     return Scan(state, frozenset(changed))
 
