@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.builders import git_in
 from tests.conftest import needs_root
 from workflow_bench.process import run_process
 from workflow_bench.sandbox import unmount
@@ -36,23 +37,9 @@ pytestmark = pytest.mark.component
 GC_AUTO_LOOSE = 6700
 
 
-def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(cwd),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, input=stdin)
-    return done.stdout.decode()
-
-
 def _objects(repo: Path) -> dict[str, int]:
     counts = {}
-    for line in _git(repo, "count-objects", "-v").splitlines():
+    for line in git_in(repo, "count-objects", "-v").splitlines():
         key, _, value = line.partition(": ")
         counts[key] = int(value) if value.isdigit() else 0
     return counts
@@ -66,11 +53,11 @@ def many_files(tmp_path_factory) -> tuple[Path, str]:
         directory = repo / f"d{index // 500:02d}"
         directory.mkdir(parents=True, exist_ok=True)
         (directory / f"f{index:05d}.txt").write_text(f"file {index}\n")
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "-c", "gc.auto=0", "add", "-A")
-    _git(repo, "-c", "gc.auto=0", "commit", "-q", "-m", "many")
-    _git(repo, "repack", "-a", "-d", "-q")
-    return repo, _git(repo, "rev-parse", "HEAD").strip()
+    git_in(repo, "init", "-q", "-b", "main")
+    git_in(repo, "-c", "gc.auto=0", "add", "-A")
+    git_in(repo, "-c", "gc.auto=0", "commit", "-q", "-m", "many")
+    git_in(repo, "repack", "-a", "-d", "-q")
+    return repo, git_in(repo, "rev-parse", "HEAD").strip()
 
 
 def test_a_template_is_one_pack_and_no_gc_runs_behind_the_copies(many_files, tmp_path) -> None:
@@ -85,8 +72,8 @@ def test_a_template_is_one_pack_and_no_gc_runs_behind_the_copies(many_files, tmp
     # Every file of the task's tree, and a copy of the template is the same tree, byte for byte.
     clone = tmp_path / "clone"
     copy_clone(template, clone)
-    assert _git(clone, "status", "--porcelain") == ""
-    assert _git(clone, "rev-parse", "HEAD^{tree}") == _git(repo, "rev-parse", "HEAD^{tree}")
+    assert git_in(clone, "status", "--porcelain") == ""
+    assert git_in(clone, "rev-parse", "HEAD^{tree}") == git_in(repo, "rev-parse", "HEAD^{tree}")
 
 
 def test_no_harness_git_command_starts_automatic_gc(tmp_path) -> None:
@@ -94,7 +81,7 @@ def test_no_harness_git_command_starts_automatic_gc(tmp_path) -> None:
     with task assets or seeded skills is after ``add``) must not leave a gc running."""
     repo = tmp_path / "loose"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
+    git_in(repo, "init", "-q", "-b", "main")
     blobs = b"".join(f"blob {i}\n".encode() for i in range(2 * GC_AUTO_LOOSE))  # gc --auto samples
     paths = tmp_path / "paths"
     paths.mkdir()
@@ -103,7 +90,12 @@ def test_no_harness_git_command_starts_automatic_gc(tmp_path) -> None:
         path = paths / f"{index}"
         path.write_bytes(line)
         names.append(str(path))
-    _git(repo, "hash-object", "-w", "--stdin-paths", stdin="\n".join(names).encode())
+    subprocess.run(
+        ["git", "-C", str(repo), "hash-object", "-w", "--stdin-paths"],
+        input="\n".join(names).encode(),
+        check=True,
+        capture_output=True,
+    )
     before = _objects(repo)["count"]
     assert before > GC_AUTO_LOOSE
     (repo / "a.txt").write_text("a\n")

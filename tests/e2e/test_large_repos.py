@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.builders import git_in
 from tests.conftest import needs_root
 from workflow_bench import runner
 from workflow_bench.tasks.__main__ import main as tasks_main
@@ -26,18 +26,6 @@ PASSING_TEST = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_o
 ORACLE_COMMAND = 'python3 -I -B "$WORKFLOW_BENCH_UNITTEST" "$WORKFLOW_BENCH_ORACLE_ROOT/big_oracle_test.py"'
 
 
-def _git(repo: Path, *args: str) -> None:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(repo),
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-    subprocess.run(["git", "-c", "gc.auto=0", *args], cwd=repo, env=env, check=True, capture_output=True)
-
-
 @pytest.fixture
 def big_corpus(tmp_path: Path) -> Path:
     corpus = tmp_path / "corpus"
@@ -46,9 +34,9 @@ def big_corpus(tmp_path: Path) -> Path:
     for index in range(TREE_MIB // 2):  # incompressible: the stream is as big as the tree
         (repo / "data" / f"blob{index:02d}.bin").write_bytes(os.urandom(2 << 20))
     (repo / "test_present.py").write_text(PASSING_TEST)
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "big")
+    git_in(repo, "init", "-q", "-b", "main")
+    git_in(repo, "-c", "gc.auto=0", "add", "-A")
+    git_in(repo, "-c", "gc.auto=0", "commit", "-q", "-m", "big")
     (corpus / "oracles").mkdir()
     (corpus / "oracles" / "big_oracle_test.py").write_text(PASSING_TEST)
     task = {
