@@ -47,8 +47,10 @@ SKILLS_DIR = ".claude/skills"
 NON_WORK_PATHS = (PLAN_DIR, SKILLS_DIR)
 # Snapshot caps: a workspace past these is an agent filling the disk, and the boundary check
 # fails closed rather than walking forever. A scan reads only what changed, so the caps bound the
-# walk's time and memory (~300 B of state per entry): 1M entries is ~8 s and ~300 MB per walk.
-MAX_SNAPSHOT_ENTRIES = 1_000_000
+# walk's time and memory (~300 B of state per entry, estimated): 400k entries is ~120 MB
+# per walk. A cell volume (8 KiB of disk per inode) of the default 4 GiB quota has room for
+# ~540k inodes, so an agent can cross the entry cap, and is charged for it (workspace-invalid).
+MAX_SNAPSHOT_ENTRIES = 400_000
 MAX_SNAPSHOT_BYTES = 16 << 30
 MAX_SNAPSHOT_DEPTH = 256  # real trees are a few dozen deep; a deeper chain is an agent's doing
 # The largest task tree a sweep accepts, checked when the task is bound (exit 2 naming the task and
