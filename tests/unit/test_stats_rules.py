@@ -130,8 +130,8 @@ def test_the_document_names_its_schema_and_methods() -> None:
     stats = _stats(
         sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "baseline"), ["workflow", "baseline"], ["t1"]
     )
-    assert stats["schema_version"] == 1
-    assert set(stats["method"]) == {"delta", "ci", "sign_test", "resolve_rate_ci95", "pass_k"}
+    assert stats["schema_version"] == 2
+    assert set(stats["method"]) == {"delta", "ci", "sign_test", "resolve_rate_ci95", "pass_k", "mcnemar"}
     assert "2000 resamples, seed 0" in stats["method"]["ci"] and "95%" in stats["method"]["ci"]
 
 
@@ -144,7 +144,7 @@ def test_stats_text_is_canonical_json_and_refuses_nan() -> None:
         json.loads(stats_text(_stats(sweep_runs(3, "t1", "workflow"), ["workflow"], ["t1"])))[
             "schema_version"
         ]
-        == 1
+        == 2
     )
     with pytest.raises(ValueError):
         stats_text({"x": math.nan})

@@ -34,7 +34,7 @@ class RowReadError(ValueError):
 
 
 def migrate_older(stored: Mapping[str, Any]) -> dict[str, Any]:
-    """A row of schema 1–5 as a row of today's schema: absent fields not measured (``None``)."""
+    """A row of an older schema as a row of today's schema: absent fields not measured (``None``)."""
     upgraded = {name: ABSENT_IN_OLDER_ROWS.get(name) for name in stored_names() if name not in stored}
     limits = stored.get("resource_limits")
     if isinstance(limits, dict):
