@@ -91,8 +91,8 @@ def short_dir(prefix: str = SHORT_DIR_PREFIX) -> Iterator[Path]:
     the test's name, pytest's base directory or the user's name (``tmp_path`` grows with all
     three). Cell directories a killed runner left in it are collected (their mounts released).
     """
-    from workflow_bench.workspace.clone import remove_tree
     from workflow_bench.workspace.paths import collect_stale_work_roots
+    from workflow_bench.workspace.remove import remove_tree
 
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=SESSION_TMPDIR))
     try:

@@ -34,8 +34,8 @@ from workflow_bench.toolkit.comparator import ComparatorError, comparator_for_ar
 from workflow_bench.toolkit.manifest import load_toolkit
 from workflow_bench.toolkit.overlay import OverlayError
 from workflow_bench.toolkit.spec import ToolkitError
-from workflow_bench.workspace.clone import remove_tree
 from workflow_bench.workspace.paths import CellPathError, check_paths_fit
+from workflow_bench.workspace.remove import remove_tree
 
 from . import runner_args
 from .arms import ARMS, candidate_overlay, resolve_arm

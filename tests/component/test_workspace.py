@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from workflow_bench.sandbox import SandboxKind, create_sandbox
-from workflow_bench.workspace.clone import build_template, copy_clone, remove_tree, seed_skills
+from workflow_bench.workspace.clone import build_template, copy_clone, seed_skills
 from workflow_bench.workspace.git import head_sha
 from workflow_bench.workspace.patch import PatchView
+from workflow_bench.workspace.remove import remove_tree
 from workflow_bench.workspace.snapshot import (
     WorkspaceLimitError,
     changed_paths,

@@ -33,7 +33,8 @@ from workflow_bench.providers.scripted import ScriptedProvider, parse_script
 from workflow_bench.schedule.pool import SchedulePolicy, run_cells
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
-from workflow_bench.workspace.clone import remove_tree
+from workflow_bench.workspace.remove import remove_tree
+from workflow_bench.workspace.snapshot import MAX_SNAPSHOT_ENTRIES
 
 from ._suite import canary_settings, scripted_canary_access
 
@@ -138,11 +139,11 @@ ATTACKS: tuple[JudgingAttack, ...] = (
     ),
     JudgingAttack(
         "exclude-many-files",
-        "create 100,001 files to break the snapshot",
+        f"create {MAX_SNAPSHOT_ENTRIES + 1:,} files to break the snapshot",
         "workspace-invalid, charged",
         (
             "python3 -c \"import os; os.mkdir('junk');"
-            " [open(f'junk/{i}', 'w').close() for i in range(100001)]\"",
+            f" [open(f'junk/{{i}}', 'w').close() for i in range({MAX_SNAPSHOT_ENTRIES + 1})]\"",
         ),
         _charged(ErrorKind.WORKSPACE_INVALID),
         self_excluding=True,

@@ -9,8 +9,9 @@ so only the driver ever writes the output directory).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from workflow_bench.providers.access import ModelAccess
@@ -20,8 +21,8 @@ from workflow_bench.taskspec.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
 from workflow_bench.toolkit.overlay import Overlay
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.baseline import TemplateBaseline, record_baseline
 from workflow_bench.workspace.clone import add_task_assets, build_template, seed_skills
-from workflow_bench.workspace.snapshot import skill_fingerprint, workspace_snapshot
 
 from .index import IndexResult
 
@@ -82,17 +83,53 @@ class TaskContext:
     binding: TaskBinding
     template: Path
     sanitized_sha: str
-    seeded_skill_digest: str | None
     index: IndexResult | None = None  # the toolkit's code-graph index on the template (cells/index.py)
+    baseline: TemplateBaseline | None = None
+    """What every cell starts from, recorded once the template is complete (``seal_template``)."""
+    build_s: float | None = None
+    """Wall time of building the template (tree, skills, assets, index, baseline), s."""
+
+    @property
+    def seeded_skill_digest(self) -> str | None:
+        if self.baseline is None:
+            raise RuntimeError(f"the template of {self.binding.spec.task_id} was never sealed")
+        return self.baseline.skill_digest
+
+    def sealed(self) -> TemplateBaseline:
+        """The baseline; a template that was never sealed is a harness bug (infra, before any agent)."""
+        if self.baseline is None:
+            raise RuntimeError(f"the template of {self.binding.spec.task_id} was never sealed")
+        return self.baseline
 
 
-def prepare_task_context(binding: TaskBinding, *, toolkit: Toolkit, dest: Path) -> TaskContext:
-    """Build the task's sanitized template once: snapshot, seeded skills, task assets."""
-    sanitized = build_template(source_repo=binding.repo_path, sha=binding.resolved_sha, dest=dest)
+def prepare_task_context(
+    binding: TaskBinding, *, toolkit: Toolkit, dest: Path, seal: bool = True
+) -> TaskContext:
+    """Build the task's sanitized template once: snapshot, seeded skills, task assets; then, unless
+    ``seal`` is false (something still writes the template: the index), its baseline."""
+    started = time.monotonic()
+    sanitized = build_template(
+        source_repo=binding.repo_path,
+        sha=binding.resolved_sha,
+        dest=dest,
+        total_bytes=binding.tree_bytes or 0,
+        entries=binding.tree_entries or 0,
+    )
     seed_skills(dest, skills_root=toolkit.skills_path, names=toolkit.skill_names)
     add_task_assets(dest, copies=binding.copy_paths, mount_points=[t for _, t in binding.dependency_mounts])
-    seeded = skill_fingerprint(workspace_snapshot(dest))
-    return TaskContext(binding=binding, template=dest, sanitized_sha=sanitized, seeded_skill_digest=seeded)
+    context = TaskContext(binding=binding, template=dest, sanitized_sha=sanitized)
+    context = seal_template(context) if seal else context
+    return replace(context, build_s=round(time.monotonic() - started, 3))
+
+
+def seal_template(context: TaskContext) -> TaskContext:
+    """Record the finished template's baseline (every file read once; its view beside it)."""
+    baseline = record_baseline(
+        context.template,
+        excluded=[t for _, t in context.binding.dependency_mounts],
+        view_dir=context.template.with_name(context.template.name + ".view"),
+    )
+    return replace(context, baseline=baseline)
 
 
 @dataclass(frozen=True, slots=True)

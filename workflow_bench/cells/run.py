@@ -16,12 +16,18 @@ volume, memory and process cgroups); a cell that hit one is ``resource-limit``,
 whatever failed after.
 
 Order inside a cell, and why:
-  copy template → setup (sandbox, no network) → sessions (workspace
-  writable; phase boundaries and skill fingerprints checked after each) →
-  authored verify (workspace read-only, no network) → hidden oracle, staged
-  only now, after every model process has exited, as a per-run copy outside
-  the workspace (workspace read-only, no network), its output and failure
-  messages never kept, its bytes re-checked afterwards → patch capture.
+  copy the template → setup (sandbox, no
+  network) → sessions (workspace writable; phase boundaries and skill fingerprints checked after
+  each) → patch capture → authored verify (workspace read-only, no network) → hidden oracle,
+  staged only now, after every model process has exited, as a per-run copy outside the
+  workspace (workspace read-only, no network), its output and failure messages never kept, its
+  bytes re-checked afterwards.
+
+Cost proportional to what changed (issue 26): the cell starts from its template's baseline
+(``workspace.baseline``: state, patch-view base commit, HEAD, skill digest, recorded once per
+template). Each phase boundary is one scan (``workspace.snapshot.scan_workspace``: lstat every
+entry, read only what changed), shared between "after session N" and "before N+1" and with the
+judges; the patch view (outside the cell's volume) imports only the changed paths.
 """
 
 from __future__ import annotations
@@ -75,20 +81,19 @@ from workflow_bench.sandbox import (
 from workflow_bench.taskspec.mounts import task_mounts
 from workflow_bench.toolkit.comparator import COMPARATOR_SKILLS, SANDBOX_PLUGIN_DIR
 from workflow_bench.toolkit.mcp import JAIL_SOURCE, JAIL_TARGET, SessionMcp, session_mcp
-from workflow_bench.workspace.clone import copy_clone, remove_tree
+from workflow_bench.workspace.clone import copy_clone
 from workflow_bench.workspace.git import git_argv, head_sha, sandbox_git
-from workflow_bench.workspace.patch import PatchView
-from workflow_bench.workspace.paths import new_cell_dir_path, relay_socket
+from workflow_bench.workspace.paths import new_cell_dir_path, relay_socket, view_dir
+from workflow_bench.workspace.remove import remove_tree
 from workflow_bench.workspace.snapshot import (
     NON_WORK_PATHS,
     PLAN_DIR,
     SKILLS_DIR,
     WorkspaceLimitError,
-    changed_paths,
-    skill_fingerprint,
-    workspace_snapshot,
+    touches_skills,
 )
 
+from .boundaries import WorkspaceTrack
 from .context import CellResult, SweepSettings, TaskContext
 from .draft import CellDraft
 from .evidence import SubagentPolicy, apply_wire, wire_lines
@@ -119,10 +124,16 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     try:
         if task.index is not None and task.index.error is not None:
             raise RuntimeError(task.index.error)  # memoized per task: no cell of it can run
-        resources.open(clone_source=task.template)
-        copy_clone(task.template, cell_dir / "workspace")
+        baseline = task.sealed()
+        resources.open(clone_bytes=baseline.clone_bytes)
+        state = baseline.state
+        copy_clone(
+            task.template, cell_dir / "workspace", total_bytes=state.total_bytes, entries=len(state.entries)
+        )
         if settings.harness.sandbox_kind is SandboxKind.BWRAP:
-            resources.own(cell_dir / "workspace")  # the cell's uid (root runner) writes its clone
+            # The cell's uid (root runner) writes its clone: an O(files) chown of the copy, before
+            # the track adopts the template's digests under the copy's (new) stat keys.
+            resources.own(cell_dir / "workspace")
         run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts, resources)
         draft = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
@@ -134,12 +145,13 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
             # Once agent code has run, anything may be its doing: never excused as infra.
             draft = draft.with_verdict(error_kind=ErrorKind.JUDGING_ERROR)
     finally:
-        breaches, enforced, cleanup_error, counters_error = _release(resources, cell_dir)
+        breaches, enforced, cleanup_error, counters_error = _release(resources, cell_dir, settings)
     if breaches:
         # The cell's own processes hit a kernel bound: whatever failed after that is the agent's doing.
         draft = draft.failed(ErrorKind.RESOURCE_LIMIT, f"{'; '.join(breaches)} (primary={draft.kind})"[:2000])
     if counters_error is not None:
-        # The harness could not read its own counters: not the agent's doing, so excluded.
+        # The harness could not read its own counters, or unmount its own mounts (the cell's
+        # processes were gone by then): not the agent's doing, so excluded, never charged.
         draft = draft.failed(ErrorKind.INFRA_ERROR, f"primary={draft.kind}: {counters_error}"[:2000])
     if cleanup_error is not None:
         detail = f"primary={draft.kind}: {draft.verdict.error_detail}; cleanup: {cleanup_error}"
@@ -171,30 +183,42 @@ def _redacted(parts: tuple[Part, ...], cell_secrets: Sequence[str]) -> Row:
 
 
 def _release(
-    resources: CellResources, cell_dir: Path
+    resources: CellResources, cell_dir: Path, settings: SweepSettings
 ) -> tuple[list[str], dict | None, str | None, str | None]:
     """Read the bounds hit, then tear the cell down. Never raises.
 
-    Returns (breaches, bounds enforced, cleanup failure, counters failure); counters the harness
-    could not read are a harness failure (``infra-error``), never charged to the arm; a clone that
-    will not go away holds what the agent wrote (``cleanup-failure``, charged).
+    Returns (breaches, bounds enforced, cleanup failure, harness failure). Counters the harness
+    could not read and a volume it could not release (still mounted after the busy retries and a
+    lazy detach) and a patch view it could not remove are harness failures (``infra-error``),
+    never charged to the arm: by then every process of the cell is gone. A clone that will not go
+    away holds what the agent wrote (``cleanup-failure``, charged).
     """
     problems = []
     breaches: list[str] = []
     enforced = None
-    counters_error = None
+    harness: list[str] = []
     try:
         breaches, enforced = resources.breaches(), resources.enforced()
     except Exception as exc:
-        counters_error = f"resource counters unreadable: {type(exc).__name__}: {exc}"
+        harness.append(f"resource counters unreadable: {type(exc).__name__}: {exc}")
+    still_mounted = False
     try:
-        # Still mounted after a failed unmount: deleting through the mount would not free the volume.
-        failure = resources.close() or _remove(cell_dir)
+        volume_problem = resources.close()  # the cgroups go too; a busy volume is detached lazily
+        if volume_problem is not None:
+            harness.append(volume_problem)
+            still_mounted = True
+        for note in resources.notes:
+            settings.progress(f"harness note: {note}")
     except Exception as exc:
-        failure = f"{type(exc).__name__}: {exc}"
-    if failure:
-        problems.append(failure)
-    return breaches, enforced, "; ".join(problems) or None, counters_error
+        harness.append(f"teardown: {type(exc).__name__}: {exc}")
+        still_mounted = True
+    if not still_mounted:
+        # Never through a mount still in place: deleting through it would not free it.
+        failure = _remove(cell_dir)
+        problems += [failure] if failure is not None else []
+    view_failure = _remove(view_dir(cell_dir))  # harness-owned, never in any sandbox: not the arm's
+    harness += [f"patch view: {view_failure}"] if view_failure is not None else []
+    return breaches, enforced, "; ".join(problems) or None, "; ".join(harness) or None
 
 
 def _remove(path: Path) -> str | None:
@@ -240,22 +264,27 @@ class _CellRun:
             bwrap_bin=settings.harness.bwrap_bin,
             resources=resources,
         )
+        # Every read of the workspace from here on: one scan per phase boundary, what changed only.
+        # The patch's base is the exact tree on disk before the first session, recorded in a git
+        # directory the agent never sees (its .git, index flags and attributes are irrelevant).
+        self.track = WorkspaceTrack(
+            cell_dir / "workspace",
+            task.sealed(),
+            view_dir=view_dir(cell_dir),
+            excluded=[t for _, t in task.binding.dependency_mounts],
+        )
 
     def execute(self) -> CellDraft:
         settings = self.settings
         self._setup()
         if self.arm.candidate_of:
             self._apply_overlay()
-        base = workspace_snapshot(self.sandbox.workspace)
-        skill_digest = skill_fingerprint(base)
-        base_sha = head_sha(self.sandbox)
-        # The patch's base: the exact tree on disk before the first session, recorded in a git
-        # directory the agent never sees (its .git, index flags and attributes are irrelevant).
-        self.view = PatchView(
-            self.cell_dir / "patch-view.git", excluded=[t for _, t in self.task.binding.dependency_mounts]
-        )
-        self.view.record(self.sandbox.workspace, "base")
-        outcomes, plan_doc = self._sessions(skill_digest)
+        self.track.mark_base()
+        skill_digest = self.track.base_skill_digest
+        # HEAD moves only through setup or the overlay commit; otherwise it is the template's own.
+        ran_before = bool(self.task.binding.spec.setup) or bool(self.arm.candidate_of)
+        base_sha = head_sha(self.sandbox) if ran_before else self.task.sealed().head_sha
+        outcomes, plan_doc = self._sessions()
         for index, outcome in enumerate(outcomes):
             if outcome.transcript:
                 name = f"transcripts/{self.key.slug}-s{index}-{outcome.session_id or 'unknown'}.jsonl"
@@ -278,7 +307,7 @@ class _CellRun:
         kind: ErrorKind
         failure: Exception
         try:
-            return self._judge(base=base)
+            return self._judge()
         except ChargedFailure as exc:
             failure, kind = exc, exc.kind
             if isinstance(exc.outcome, JudgeOutcome):  # a timed-out judge: what had reported by then
@@ -306,14 +335,12 @@ class _CellRun:
         self.draft = replace(self.draft, **parts)
         return self.draft
 
-    def _judge(self, *, base: Mapping[str, str]) -> CellDraft:
+    def _judge(self) -> CellDraft:
         settings, spec = self.settings, self.task.binding.spec
-        after = workspace_snapshot(self.sandbox.workspace)
         if self.arm.review:
-            return self._judge_review(base=base, after=after)
-        # The patch first: what is on disk now is what the judges below ran against.
-        self.view.record(self.sandbox.workspace, "after")
-        patch, churn = self.view.diff("base", "after")
+            return self._judge_review()
+        # The patch first: what is on disk now is what the judges below ran against (read-only).
+        patch, churn = self.track.patch()
         self.artifacts["patch.diff"] = patch
         self._step(churn=Churn(**churn))
         timeout, cancel = settings.cell.verify_timeout_s, settings.cancel
@@ -341,7 +368,19 @@ class _CellRun:
                 oracle, self.secrets, oracle_passed=oracle.passed, oracle_output=verdict + oracle.detail
             )
         )
-        return _judged(draft, arm=self.arm, base=base, after=after)
+        return self._judged(draft)
+
+    def _judged(self, draft: CellDraft) -> CellDraft:
+        track = self.track
+        base = track.base
+        assert base is not None  # marked before the sessions
+        return _judged(
+            draft,
+            arm=self.arm,
+            changed=track.changed_since_base(),
+            base=base.entries,
+            after=track.state.entries,
+        )
 
     def _verify_part(self, verify: JudgeOutcome) -> VerifyJudgement:
         output = redact_text(verify.output, self.secrets)
@@ -366,8 +405,9 @@ class _CellRun:
             )
             if not result.ok:
                 raise ProcessError("task setup", result)
-        if skill_fingerprint(workspace_snapshot(self.sandbox.workspace)) != self.task.seeded_skill_digest:
-            raise RuntimeError("task setup changed the seeded skill files")
+            self.track.scan()
+            if touches_skills(self.track.changed_since_template()):
+                raise RuntimeError("task setup changed the seeded skill files")
 
     @property
     def review_dir(self) -> Path:
@@ -446,12 +486,13 @@ class _CellRun:
             what="commit candidate overlay",
             writable=True,
         )
-        if skill_fingerprint(workspace_snapshot(self.sandbox.workspace)) == self.task.seeded_skill_digest:
+        self.track.scan()
+        if not touches_skills(self.track.changed_since_template()):
             raise RuntimeError("the candidate overlay did not change the evaluated skills in the clone")
 
-    def _judge_review(self, *, base: Mapping[str, str], after: Mapping[str, str]) -> CellDraft:
+    def _judge_review(self) -> CellDraft:
         """Review arms: the workspace must be untouched; the artifact is scored against hidden labels."""
-        changed = changed_paths(base, after)
+        changed = self.track.changed_since_base()
         judged = judge_review(self.review_dir, self.task.binding.oracle)
         review = Review.scored(judged.score, evidence_valid=judged.evidence_valid)
         if judged.artifact is not None:
@@ -484,9 +525,9 @@ class _CellRun:
             verify=self._verify_part(verify),
             churn=Churn(diff_files=len(changed), diff_insertions=None, diff_deletions=None),
         )
-        return _judged(draft, arm=self.arm, base=base, after=after)
+        return self._judged(draft)
 
-    def _sessions(self, skill_digest: str | None) -> tuple[list[SessionOutcome], str | None]:
+    def _sessions(self) -> tuple[list[SessionOutcome], str | None]:
         """Run the arm's sessions in order through one relay; stop at the first failed one."""
         settings = self.settings
         relay_dir, socket_path = relay_socket(self.cell_dir)
@@ -497,7 +538,6 @@ class _CellRun:
         outcomes: list[SessionOutcome] = []
         plan_doc: str | None = None
         for spec in self.arm.sessions:
-            before = workspace_snapshot(self.sandbox.workspace)
             label = f"{self.key.label} {spec.phase}"
             settings.progress(f"{label} session starting")
             session_key = new_session_key()
@@ -540,14 +580,14 @@ class _CellRun:
                 policy=self._subagent_policy(request),
             )
             try:
-                after = workspace_snapshot(self.sandbox.workspace)
+                scan = self.track.scan()  # this session's "after" and the next one's "before"
             except WorkspaceLimitError as exc:
                 outcomes.append(
                     replace(outcome, ok=False, error_kind=ErrorKind.WORKSPACE_INVALID, error_detail=str(exc))
                 )
                 break
             try:
-                if skill_fingerprint(after) != skill_digest:
+                if touches_skills(self.track.changed_since_base()):
                     kind = (
                         ErrorKind.PLAN_EVIDENCE_INVALID
                         if spec.phase == "plan"
@@ -555,7 +595,7 @@ class _CellRun:
                     )
                     raise EvidenceError(kind, f"{spec.phase} session changed the evaluated skill files")
                 if spec.phase == "plan" and outcome.ok:
-                    plan_doc = _accepted_plan_doc(changed_paths(before, after), after)
+                    plan_doc = _accepted_plan_doc(tuple(sorted(scan.changed)), scan.state.entries)
             except EvidenceError as exc:
                 outcome = replace(outcome, ok=False, error_kind=exc.kind, error_detail=str(exc))
             outcomes.append(outcome)
@@ -608,7 +648,12 @@ class _CellRun:
 
 
 def _judged(
-    draft: CellDraft, *, arm: ArmSpec, base: Mapping[str, str], after: Mapping[str, str]
+    draft: CellDraft,
+    *,
+    arm: ArmSpec,
+    changed: tuple[str, ...],
+    base: Mapping[str, str],
+    after: Mapping[str, str],
 ) -> CellDraft:
     """resolved = ok ∧ authored ∧ oracle; then the first failing judge names the error kind."""
     authored = draft.verify.authored_tests_passed if draft.verify is not None else None
@@ -621,7 +666,7 @@ def _judged(
         draft = draft.with_verdict(error_kind=ErrorKind.ORACLE_FAILED)
     work = [
         p
-        for p in changed_paths(base, after)
+        for p in changed
         if not any(p == n or p.startswith(n + "/") for n in NON_WORK_PATHS)
         # a directory alone (e.g. the `docs` a plan was written into) is not work; its files are
         and not all(side.get(p, "dir:").startswith("dir:") for side in (base, after))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from pathlib import Path
 from workflow_bench.taskspec.spec import TaskBinding
 from workflow_bench.toolkit.spec import Toolkit
 
-from .context import TaskContext, prepare_task_context
+from .context import TaskContext, prepare_task_context, seal_template
 from .index import build_index
 
 
@@ -59,12 +60,19 @@ class TemplateCache:
             return self._builds[key]
 
     def _build(self, binding: TaskBinding, dest: Path) -> TaskContext:
-        context = prepare_task_context(binding, toolkit=self._toolkit, dest=dest)
-        snapshot, base = context.sanitized_sha[:12], binding.resolved_sha[:12]
-        self._progress(f"[{binding.spec.task_id}] sanitized snapshot {snapshot} of {base}")
+        started = time.monotonic()
+        context = prepare_task_context(binding, toolkit=self._toolkit, dest=dest, seal=False)
         if self._toolkit.index is not None:
             context = self._with_index(context)
-        return context
+        context = seal_template(context)  # last: nothing writes the template after this
+        build_s = round(time.monotonic() - started, 3)
+        state = context.sealed().state
+        snapshot, base = context.sanitized_sha[:12], binding.resolved_sha[:12]
+        self._progress(
+            f"[{binding.spec.task_id}] sanitized snapshot {snapshot} of {base}: {len(state.entries):,} "
+            f"entries, {state.total_bytes / 1e6:,.1f} MB, built in {build_s:.1f} s"
+        )
+        return replace(context, build_s=build_s)
 
     def _with_index(self, context: TaskContext) -> TaskContext:
         """The toolkit's index on the template: built once per (repository, SHA), copied for the rest."""

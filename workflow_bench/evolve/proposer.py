@@ -46,8 +46,8 @@ from workflow_bench.sandbox import (
     write_runtime_dir,
 )
 from workflow_bench.toolkit.spec import Toolkit
-from workflow_bench.workspace.clone import remove_tree
 from workflow_bench.workspace.paths import make_work_root, new_cell_dir_path, relay_socket
+from workflow_bench.workspace.remove import remove_tree
 
 from .proposer_prompt import EVIDENCE_MOUNT, OUTPUT_MOUNT, proposer_prompt
 

@@ -43,7 +43,7 @@ from workflow_bench.taskspec.expected_tests import ExpectedTests
 from workflow_bench.taskspec.oracle_staging import stage_oracle, verify_staged
 from workflow_bench.taskspec.oracles import OracleSnapshot
 from workflow_bench.taskspec.spec import TaskSpec
-from workflow_bench.workspace.clone import remove_tree
+from workflow_bench.workspace.remove import remove_tree
 
 ORACLE_ENV_VAR = "WORKFLOW_BENCH_ORACLE_ROOT"  # keep in sync with the oracle commands in tasks.*.yaml
 

@@ -50,7 +50,7 @@ from workflow_bench.judging.verdict import (
 )
 from workflow_bench.process import ProcessError
 from workflow_bench.sandbox import BwrapSandbox, Mount, RunPolicy, Sandbox, tool_environment
-from workflow_bench.workspace.clone import remove_tree
+from workflow_bench.workspace.remove import remove_tree
 
 KIT = Path(__file__).resolve().parent / "kit"
 KIT_FILES = (

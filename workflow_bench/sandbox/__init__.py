@@ -50,6 +50,7 @@ from ._limits import (
     CellLimits,
     CellResources,
 )
+from ._mounts import Unmounted, unmount
 from ._stale import release_stale_mounts
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SandboxKind",
+    "Unmounted",
     "check_unsafe_host_request",
     "claude_environment",
     "collect_stale_cgroups",
@@ -83,6 +85,7 @@ __all__ = [
     "preflight",
     "release_stale_mounts",
     "tool_environment",
+    "unmount",
     "unsafe_host_warning",
     "write_runtime_dir",
 ]

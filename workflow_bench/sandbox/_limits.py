@@ -61,6 +61,7 @@ from workflow_bench.process import ProcessError, run_checked
 
 from . import _watchdog
 from ._cgroups import Cgroup as _Cgroup
+from ._mounts import unmount
 from ._seccomp import BLOCKED_SYSCALLS, filter_program
 from ._userns import NAMESPACE_LIMITS, CellUserNamespace, UserNamespaceError
 from ._watchdog import Budget, CellWatchdog
@@ -156,12 +157,19 @@ class CellResources:
         self.userns_error: str | None = None
         self._seccomp: Path | None = None
         self._ptys: Path | None = None
+        self.notes: list[str] = []
+        """Harness notes of the teardown (a busy mount detached lazily): logged, never a failure."""
 
-    def open(self, *, clone_source: Path) -> None:
-        """Create the cell directory's volume (mounted on ``cell_dir``) and the cgroups."""
+    def open(self, *, clone_source: Path | None = None, clone_bytes: int | None = None) -> None:
+        """Create the cell directory's volume (mounted on ``cell_dir``) and the cgroups.
+
+        The clone's size is ``clone_bytes`` (allocated bytes, from the template's recorded state)
+        or walked from ``clone_source``: the volume holds the clone plus ``disk_mib``.
+        """
         self.cell_dir.mkdir(parents=True)
+        size = clone_bytes if clone_bytes is not None else _tree_bytes(clone_source) if clone_source else 0
         if _can_mount():
-            self._mount(_tree_bytes(clone_source))
+            self._mount(size)
         name = f"wfbench-{os.getpid()}-{secrets.token_hex(4)}"
         memory = str(self.limits.memory_mib * MIB)
         self._memory = _Cgroup.create("memory", name, {"memory.limit_in_bytes": memory})
@@ -175,7 +183,7 @@ class CellResources:
             }
             self._cpu = _Cgroup.create("cpu", name, settings)
         self._open_kernel_budgets()
-        self._start_watchdog(_tree_bytes(clone_source))
+        self._start_watchdog(size)
 
     def _open_kernel_budgets(self) -> None:
         """The cell's user namespace, seccomp filter and (root, own volume) devpts instance."""
@@ -354,7 +362,12 @@ class CellResources:
         return found
 
     def close(self) -> str | None:
-        """Remove the cgroups and unmount the volume (its files go with it); a failure, or None."""
+        """Remove the cgroups and unmount the volume (its files go with it); a failure, or None.
+
+        A busy volume is retried, then detached lazily (``sandbox._mounts.unmount``): only a
+        volume that cannot even be detached is a failure, and it is the harness's (the cell's
+        processes are gone by then), never the arm's.
+        """
         if self._watchdog is not None:
             self._watchdog.stop()
         for group in (self._memory, self._pids, self._cpu):
@@ -366,18 +379,20 @@ class CellResources:
             self._userns = None
         problem = None
         if self._ptys is not None:
-            try:
-                run_checked(["umount", str(self._ptys)], what="unmount the cell devpts", timeout_s=60)
+            # The devpts instance sits on the volume: it goes first, with the same busy retries.
+            done = unmount(self._ptys, what="the cell devpts")
+            problem = done.problem
+            self.notes += [done.note] if done.note is not None else []
+            if problem is None:
                 self._ptys = None
-            except Exception as exc:  # reported as cleanup-failure by the cell, never raised past it
-                problem = f"{type(exc).__name__}: {exc}"
         if self._mounted and problem is None:
-            try:
-                run_checked(["umount", str(self.cell_dir)], what="unmount the cell volume", timeout_s=60)
-                self._mounted = False
-            except Exception as exc:  # reported as cleanup-failure by the cell, never raised past it
-                problem = f"{type(exc).__name__}: {exc}"
+            done = unmount(self.cell_dir, what="the cell volume")
+            problem = done.problem
+            self.notes += [done.note] if done.note is not None else []
+            self._mounted = problem is not None
         if not self._mounted:
+            # A lazily detached volume keeps its loop device until the kernel lets go; the image's
+            # blocks are freed then (autoclear), its name can go now.
             with contextlib.suppress(FileNotFoundError):
                 self.image.unlink()
         return problem

@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from workflow_bench.process import ProcessError, run_checked
+from ._mounts import unmount
 
 
 def _unescape_mountinfo(field: str) -> str:
@@ -49,8 +49,7 @@ def release_stale_mounts(root: Path) -> str | None:
     """
     problems = []
     for point in mounts_under(root):
-        try:
-            run_checked(["umount", str(point)], what="unmount a stale cell volume", timeout_s=60)
-        except ProcessError as exc:
-            problems.append(f"{point}: {exc}")
+        done = unmount(point, what="a stale cell mount")
+        if done.problem is not None:
+            problems.append(f"{point}: {done.problem}")
     return "; ".join(problems) or None

@@ -37,8 +37,8 @@ from workflow_bench.schedule.ray_cells import RESOURCE as RAY_RESOURCE
 from workflow_bench.schedule.ray_cells import ExecutorError, RayCells, open_executor
 from workflow_bench.schedule.resume import write_lock
 from workflow_bench.schedule.reuse import materialize
-from workflow_bench.workspace.clone import remove_tree
 from workflow_bench.workspace.paths import collect_stale_work_roots, make_work_root
+from workflow_bench.workspace.remove import remove_tree
 
 from .config import EXIT_FAILED, EXIT_USAGE, SweepConfig, config_lock
 from .plan import PlannedCell, SweepPlan

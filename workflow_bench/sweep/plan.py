@@ -19,8 +19,8 @@ from workflow_bench.rows.model import Row
 from workflow_bench.schedule.order import predicted_walls
 from workflow_bench.schedule.reuse import Expected, expected_cell, runtime_digest, select_reuse
 from workflow_bench.taskspec.spec import TaskBinding
-from workflow_bench.workspace.clone import remove_tree
 from workflow_bench.workspace.paths import make_work_root
+from workflow_bench.workspace.remove import remove_tree
 
 from .config import SweepConfig, plan_keys
 

@@ -20,8 +20,8 @@ from workflow_bench.taskspec.spec import TaskFileError, bind_tasks, load_task_fi
 from workflow_bench.toolkit.comparator import ComparatorError, plugin_name
 from workflow_bench.toolkit.manifest import load_toolkit
 from workflow_bench.toolkit.spec import ToolkitError
-from workflow_bench.workspace.clone import remove_tree
 from workflow_bench.workspace.paths import CellPathError, check_paths_fit, make_work_root
+from workflow_bench.workspace.remove import remove_tree
 
 from . import importers, new_cli, recipes
 from .agents import AGENTS, AgentScriptError, agent_script

@@ -55,9 +55,10 @@ from workflow_bench.taskspec.oracles import read_beneath
 from workflow_bench.taskspec.schema import MAX_REFERENCE_PATCH_BYTES, TaskSpecError
 from workflow_bench.taskspec.spec import TaskBinding
 from workflow_bench.toolkit.spec import Toolkit
-from workflow_bench.workspace.clone import copy_clone, remove_tree
+from workflow_bench.workspace.clone import copy_clone
 from workflow_bench.workspace.git import git_argv
 from workflow_bench.workspace.paths import make_cell_dir
+from workflow_bench.workspace.remove import remove_tree
 
 from .check_expected import Probe, discrimination_problems, record
 

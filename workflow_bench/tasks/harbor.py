@@ -48,9 +48,10 @@ from workflow_bench.process import ProcessError
 from workflow_bench.sandbox import Mount, RunPolicy, SandboxKind, create_sandbox
 from workflow_bench.taskspec.oracle_spec import MAX_ORACLE_FILES, target_problem
 from workflow_bench.taskspec.schema import MAX_PROMPT_BYTES, TASK_ID_PATTERN
-from workflow_bench.workspace.clone import build_template, copy_clone, remove_tree
+from workflow_bench.workspace.clone import build_template, copy_clone
 from workflow_bench.workspace.git import sandbox_git
 from workflow_bench.workspace.paths import make_work_root
+from workflow_bench.workspace.remove import remove_tree
 
 from .draft import TaskDraft
 from .fixdiff import resolve_commit

@@ -19,8 +19,8 @@ from workflow_bench.taskspec.index_guard import refuse_committed_index
 from workflow_bench.taskspec.spec import TaskBinding, TaskFileError, bind_tasks, load_task_file
 from workflow_bench.toolkit.manifest import load_toolkit
 from workflow_bench.toolkit.spec import ToolkitError
-from workflow_bench.workspace.clone import remove_tree
 from workflow_bench.workspace.paths import CellPathError, check_paths_fit, make_work_root
+from workflow_bench.workspace.remove import remove_tree
 
 from .check import CheckSettings, TaskCheck, check_tasks
 

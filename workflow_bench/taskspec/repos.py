@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from workflow_bench.workspace.git import query_git
+from workflow_bench.workspace.git import git_result, query_git, scaled_timeout
+from workflow_bench.workspace.snapshot import MAX_TASK_ENTRIES
 
 SHA_PATTERN = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # sha1 or sha256 object format
 _HEX_PREFIX = re.compile(r"[0-9a-fA-F]{4,64}")
@@ -108,6 +109,27 @@ def resolve_ref(repo: Path, ref: str) -> str | None:
     """The commit SHA ``ref`` names in ``repo``, or ``None`` if it names none."""
     ok, output = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], cwd=repo)
     return output if ok and SHA_PATTERN.fullmatch(output) else None
+
+
+_SIZE_LINE_BYTES = 21  # one decimal object size (or "-") and its newline, at most
+
+
+def tree_size(repo: Path, sha: str) -> tuple[int, int] | str:
+    """(entries, bytes of every blob) of commit ``sha``'s whole tree, or why it could not be read.
+
+    One ``ls-tree`` that prints only each entry's size, capped just past ``MAX_TASK_ENTRIES``
+    lines: a larger tree is reported as over the cap without being listed to its end.
+    """
+    cap = (MAX_TASK_ENTRIES + 1) * _SIZE_LINE_BYTES
+    args = ["-C", str(repo), "ls-tree", "-r", "-t", "--format=%(objectsize)", "--end-of-options", sha]
+    result = git_result(args, max_stdout_bytes=cap, timeout_s=scaled_timeout(entries=MAX_TASK_ENTRIES))
+    if not result.ok:
+        return f"cannot list the tree of {sha[:12]}: {result.describe()}"
+    lines = result.stdout.split(b"\n")
+    if result.stdout_overflow:
+        return len(lines), 0  # past the entry cap: the count alone refuses it
+    sizes = [line for line in lines if line]
+    return len(sizes), sum(int(line) for line in sizes if line.isdigit())
 
 
 def tree_entry_type(repo: Path, sha: str, path: str) -> str | None:

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple, NoReturn
 
 from workflow_bench.digests import canonical_digest
 from workflow_bench.runtimes import Provisioned, RuntimeProvisionError, bin_dir, provision
+from workflow_bench.workspace.snapshot import MAX_TASK_BYTES, MAX_TASK_ENTRIES
 
 from .expected_tests import REFRESH_HINT, ExpectedTests, load_lock, lock_path, subject_changes
 from .oracle_spec import OracleFileSpec, OracleSpec
@@ -51,6 +52,7 @@ from .repos import (
     materialize_repo,
     resolve_ref,
     tree_manifest,
+    tree_size,
     worktree_source,
 )
 from .schema import (
@@ -135,6 +137,12 @@ class TaskBinding:
     """The interpreters the task names (``runtimes``), provisioned, in the order of their names."""
     runtime_bin: Path | None = None
     """The directory of links to them the sandbox mounts at ``runtimes.BIN_DIR``; None without runtimes."""
+    tree_entries: int | None = None
+    """Entries (files, links, directories, submodules) of the commit's tree, counted at bind time
+    (``repos.tree_size``; None: not counted). Sizes the template build's time bounds; never in a
+    row or a digest (it follows from ``resolved_sha``)."""
+    tree_bytes: int | None = None
+    """Bytes of every blob of the commit's tree, as ``tree_entries``."""
 
     def __post_init__(self) -> None:
         def fail(key: str, message: str) -> NoReturn:
@@ -268,6 +276,7 @@ def bind_tasks(specs: Sequence[TaskSpec], *, stale_locks: str = "refuse") -> tup
     errors: list[TaskSpecError] = []
     repos: dict[Path, RepoHandle | str] = {}
     shas: dict[tuple[Path, str], str | None] = {}
+    sizes: dict[tuple[Path, str], tuple[int, int] | str] = {}
     trees: dict[Path, TreeManifest | str] = {}
     locks: dict[Path, dict[str, ExpectedTests] | None] = {}
     provisioned: dict[tuple[str, str], Provisioned | str] = {}
@@ -293,6 +302,16 @@ def bind_tasks(specs: Sequence[TaskSpec], *, stale_locks: str = "refuse") -> tup
                     f"{spec.ref!r} does not name a commit in {location}",
                 )
             )
+            continue
+        if (repo.path, sha) not in sizes:
+            sizes[(repo.path, sha)] = tree_size(repo.path, sha)
+        size = sizes[(repo.path, sha)]
+        if isinstance(size, str):
+            errors.append(TaskSpecError(spec.source_file, spec.task_id, "repo", size))
+            continue
+        problem = _tree_over_caps(*size)
+        if problem is not None:
+            errors.append(TaskSpecError(spec.source_file, spec.task_id, "repo", problem))
             continue
         task_errors: list[TaskSpecError] = []
         oracle: OracleSnapshot | None = None
@@ -327,6 +346,8 @@ def bind_tasks(specs: Sequence[TaskSpec], *, stale_locks: str = "refuse") -> tup
             reference_sha256=reference_sha256,
             runtimes=runtimes,
             runtime_bin=bin_dir(runtimes, cache=cache_root()) if runtimes else None,
+            tree_entries=size[0],
+            tree_bytes=size[1],
         )
         try:
             bindings.append(_with_expected_tests(binding, locks, stale_locks=stale_locks))
@@ -354,6 +375,22 @@ def _provisioned(
         else:
             found.append(runtime)
     return errors if errors else tuple(found)
+
+
+def _tree_over_caps(entries: int, total_bytes: int) -> str | None:
+    """Why a commit's tree is too large to run (every cell would be over the workspace caps), or None."""
+    if entries > MAX_TASK_ENTRIES:
+        return (
+            f"the commit's tree has {entries:,} entries, over the cap of {MAX_TASK_ENTRIES:,} a task "
+            f"may have (workspace.snapshot.MAX_TASK_ENTRIES: half the workspace cap, the rest is the "
+            f"agent's room)"
+        )
+    if total_bytes > MAX_TASK_BYTES:
+        return (
+            f"the commit's tree holds {total_bytes:,} bytes, over the cap of {MAX_TASK_BYTES:,} a task may "
+            f"hold (workspace.snapshot.MAX_TASK_BYTES: half the workspace cap, the rest is the agent's room)"
+        )
+    return None
 
 
 def _reference_sha256(spec: TaskSpec) -> str | None:

@@ -1,53 +1,91 @@
-"""Clones: the per-SHA sanitized template, the per-cell copy of it, seeded skills, task assets, removal.
+"""Clones: the per-SHA sanitized template, the per-cell copy of it, seeded skills, task assets.
 
 Owns the sanitized template (a parentless one-commit repository that holds the task tree and
 nothing else: no history, no remotes, no refs the agent could walk back to the original
-commits), the per-cell copy of it, skill seeding and task assets, and ``remove_tree``. Snapshots
-of a workspace are ``workspace.snapshot``'s; the patch is ``workspace.patch``'s.
+commits), the per-cell copy of it, skill seeding and task assets.
+Snapshots of a workspace are ``workspace.snapshot``'s; the patch is ``workspace.patch``'s;
+removal is ``workspace.remove``'s.
+
+The template is built with plumbing (issue 26): the objects of the task's tree, and only those,
+go from the source's object store into one packfile (``pack-objects --revs`` on the tree), the
+index comes from ``read-tree`` and the working tree from ``checkout-index`` (nothing hashed
+again, no loose object per file), and the commit is ``commit-tree`` with the fixed snapshot
+identity. Its tree is the task's tree exactly (``git add -A`` used to drop tracked files the
+tree's own ``.gitignore`` matches). No git command of the harness runs automatic gc or
+maintenance (``workspace.git``): a detached ``gc --auto`` once deleted object directories of a
+template while cells copied them.
+
+A cell's clone is a self-contained copy (``cp -a``; no alternates, no hardlinks to the
+template), so nothing a cell does can reach the template or another cell.
 
 Trust: host-side git (through ``workspace.git``) runs only on repositories the harness itself
 just created, before any sandboxed process touched them. Once setup or the agent has run, the
 clone's ``.git`` is untrusted (a planted ``core.fsmonitor`` would execute on the host), so every
-later git command runs inside the sandbox (``workspace.git.sandbox_git``).
+later git command runs inside the sandbox (``workspace.git.sandbox_git``). Only the template
+build writes the template: cells copy it while others run, and its recorded baseline
+(``workspace.baseline``) describes it.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from workflow_bench.process import ProcessError, run_checked, run_process
+from workflow_bench.process import ProcessError, run_checked
 
-from .git import SNAPSHOT_IDENTITY, git_output
+from .git import SNAPSHOT_IDENTITY, git_output, run_git, scaled_timeout
 from .snapshot import SKILLS_DIR
 
-REMOVE_TIMEOUT_S = 600
 
-
-def _git(args: Iterable[str], *, cwd: Path, what: str, env: dict[str, str] | None = None) -> str:
+def _git(
+    args: Iterable[str],
+    *,
+    cwd: Path,
+    what: str,
+    env: dict[str, str] | None = None,
+    timeout_s: float | None = None,
+) -> str:
     """A host git step on a repository the harness just created, with the fixed snapshot identity."""
-    return git_output(args, what=what, cwd=cwd, env={**SNAPSHOT_IDENTITY, **(env or {})})
+    return git_output(
+        args,
+        what=what,
+        cwd=cwd,
+        env={**SNAPSHOT_IDENTITY, **(env or {})},
+        timeout_s=timeout_s if timeout_s is not None else scaled_timeout(),
+    )
 
 
-def build_template(*, source_repo: Path, sha: str, dest: Path) -> str:
+def build_template(*, source_repo: Path, sha: str, dest: Path, total_bytes: int = 0, entries: int = 0) -> str:
     """Write ``sha``'s tree into a fresh parentless repository at ``dest``; return its HEAD.
 
-    The tree is checked out through a temporary index straight from the
-    source object store, so no object of the source history is ever copied.
+    Only the tree's objects are copied from the source's object store (one pack); no object of
+    the source history ever is. ``total_bytes``/``entries`` (the tree's size, from binding) scale
+    the time bounds of the steps that grow with it.
     """
     dest.mkdir(parents=True)
-    _git(["init", "-q", "-b", "main", str(dest)], cwd=dest, what="git init")
-    with tempfile.TemporaryDirectory(prefix="wfbench-index-") as tmp:
-        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        src = ["--git-dir", str(_git_dir(source_repo)), "--work-tree", str(dest)]
-        _git([*src, "read-tree", sha], cwd=dest, what="read task tree", env=index)
-        _git([*src, "checkout-index", "-a", "-f"], cwd=dest, what="check out task tree", env=index)
-    shutil.rmtree(dest / ".git" / "hooks", ignore_errors=True)
-    _git(["add", "-A"], cwd=dest, what="stage task tree")
-    _git(["commit", "-q", "--no-verify", "--allow-empty", "-m", "task snapshot"], cwd=dest, what="commit")
+    timeout = scaled_timeout(total_bytes=total_bytes, entries=entries)
+    _git(["init", "-q", "-b", "main", "--template=", str(dest)], cwd=dest, what="git init")
+    (dest / ".git" / "info").mkdir(exist_ok=True)  # --template= makes no info/ (exclude lives there)
+    src = ["--git-dir", str(_git_dir(source_repo))]
+    tree = _git(
+        [*src, "rev-parse", "--verify", "--end-of-options", f"{sha}^{{tree}}"], cwd=dest, what="task tree"
+    )
+    pack = dest / ".git" / "objects" / "pack" / "pack"
+    # Every object reachable from the tree (read from stdin), existing deltas reused, no new
+    # delta search: written as <pack>-<hash>.pack/.idx straight into the template's store.
+    run_git(
+        [*src, "pack-objects", "--revs", "--window=0", "-q", str(pack)],
+        what="pack the task tree",
+        stdin=f"{tree}\n".encode(),
+        timeout_s=timeout,
+    )
+    _git(["read-tree", tree], cwd=dest, what="read task tree", timeout_s=timeout)
+    # A checkout worker per core: writing the files is most of a large template's build.
+    checkout = ["-c", "checkout.workers=0", "checkout-index", "-a", "-f", "-u"]
+    _git(checkout, cwd=dest, what="check out task tree", timeout_s=timeout)
+    commit = _git(["commit-tree", "-m", "task snapshot", tree], cwd=dest, what="commit")
+    _git(["update-ref", "refs/heads/main", commit], cwd=dest, what="update-ref")
     _git(["config", "user.name", "agent"], cwd=dest, what="git config")
     _git(["config", "user.email", "agent@workflow-bench.invalid"], cwd=dest, what="git config")
     head = _git(["rev-parse", "HEAD"], cwd=dest, what="rev-parse")
@@ -61,17 +99,20 @@ def _git_dir(repo: Path) -> Path:
     return repo / ".git" if (repo / ".git").is_dir() else repo
 
 
-def copy_clone(template: Path, dest: Path) -> None:
+def copy_clone(template: Path, dest: Path, *, total_bytes: int = 0, entries: int = 0) -> None:
     """A self-contained copy (no alternates, no hardlinks to the template) of a template for one cell.
 
     ``cp -a --reflink=auto`` shares blocks copy-on-write where the filesystem can (btrfs, xfs)
-    and copies otherwise; without a usable ``cp`` the copy is made in Python.
+    and copies otherwise; without a usable ``cp`` the copy is made in Python. ``total_bytes`` and
+    ``entries`` (the template's, when known) scale the copy's time bound.
     """
     cp = shutil.which("cp")
     if cp is not None:
         try:
             run_checked(
-                [cp, "-a", "--reflink=auto", "--", str(template), str(dest)], what="copy the template"
+                [cp, "-a", "--reflink=auto", "--", str(template), str(dest)],
+                what="copy the template",
+                timeout_s=scaled_timeout(total_bytes=total_bytes, entries=entries),
             )
             return
         except ProcessError:
@@ -118,26 +159,3 @@ def add_task_assets(
     if copies:
         _git(["add", "-A", "-f", *(r for _, r in copies)], cwd=template, what="stage task assets")
         _git(["commit", "-q", "--no-verify", "-m", "task assets"], cwd=template, what="commit task assets")
-
-
-def remove_tree(path: Path) -> None:
-    """Delete a clone whatever the agent did to it: dropped write bits, any depth.
-
-    ``rm``/``chmod`` walk iteratively (fts), where ``shutil.rmtree`` recurses and raised
-    RecursionError on a 3,000-deep directory chain an agent made (canary ``exclude-deep-tree``).
-
-    Raises:
-        OSError: the tree is still there afterwards.
-    """
-    if not (path.exists() or path.is_symlink()):
-        return
-    target = str(path)
-    first = run_process(["rm", "-rf", "--one-file-system", "--", target], timeout_s=REMOVE_TIMEOUT_S)
-    if first.ok and not os.path.lexists(target):
-        return
-    if not path.is_symlink():
-        # A non-root owner may have to restore its own write and search bits first.
-        run_process(["chmod", "-R", "u+rwx", "--", target], timeout_s=REMOVE_TIMEOUT_S)
-    second = run_process(["rm", "-rf", "--one-file-system", "--", target], timeout_s=REMOVE_TIMEOUT_S)
-    if os.path.lexists(target):
-        raise OSError(f"could not remove {target}: {second.describe()}")

@@ -39,10 +39,20 @@ HARDENED_CONFIG: tuple[tuple[str, str], ...] = (
     ("diff.external", ""),  # no external diff program
     ("core.pager", "cat"),  # no pager program
     ("core.quotePath", "true"),  # unusual path bytes come back quoted, as the parsers expect
+    # No automatic housekeeping in any repository the harness touches: a detached `gc --auto`
+    # that a harness `git commit` left behind in a template with > 6,700 loose objects deleted
+    # object directories while cells copied them (issue 26). Nothing of ours needs it.
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
 )
-# Local, read-only work; a minute means a hung filesystem or a lock, not work. Steps that copy a
-# repository's whole history (a bundle clone) pass their own, longer bound.
+# A fixed step (init, rev-parse, a small diff): two minutes means a hung filesystem or a lock,
+# not work. Steps whose work grows with the repository take ``scaled_timeout`` instead.
 GIT_TIMEOUT_S = 120
+# The slowest rate a loaded 2-core machine was measured to sustain for a harness git step that
+# reads or writes a whole tree (fast-import, pack-objects, checkout-index): ~8 MB/s and ~2,000
+# entries/s under load. A bound at a quarter of that still ends a hung step.
+_SCALED_BYTES_PER_S = 2 * 1024 * 1024
+_SCALED_ENTRIES_PER_S = 500
 MAX_OUTPUT_BYTES = 8 * 1024 * 1024  # process.run_process's default capture
 # Where a variable of the host environment is kept: the rest, every GIT_* among them, is dropped.
 _KEPT_HOST_VARIABLES = ("PATH",)
@@ -65,6 +75,12 @@ SNAPSHOT_IDENTITY = {
     "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
     "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
 }
+
+
+def scaled_timeout(*, total_bytes: int = 0, entries: int = 0) -> float:
+    """The time bound of a git step over ``total_bytes`` in ``entries`` paths: ``GIT_TIMEOUT_S`` plus the
+    work at a quarter of the slowest rate measured (never the fixed two minutes a 1 GiB tree cannot meet)."""
+    return GIT_TIMEOUT_S + total_bytes / _SCALED_BYTES_PER_S + entries / _SCALED_ENTRIES_PER_S
 
 
 def git_argv(*args: str | os.PathLike[str]) -> list[str]:

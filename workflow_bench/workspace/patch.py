@@ -1,14 +1,22 @@
 """The patch and churn of a cell, from a git directory the agent never had.
 
-Contract: ``PatchView`` owns a bare repository created by the harness in the cell's directory,
-outside the workspace and never mounted into the sandbox. ``record`` walks the workspace on
-the host (never following a symlink, bounded by the snapshot caps) and writes exactly the
-bytes on disk as one commit through ``git fast-import``: no index, no ``.gitignore``,
-``.gitattributes``, clean/smudge filters, ``info/exclude``, skip-worktree or assume-unchanged
-flag, hook or config of the agent's is ever consulted, and the workspace's ``.git`` is not read
-at all. ``diff`` compares two such commits in that bare repository (no work tree, so no
-attributes from the tree; ``core.attributesFile`` and the system attributes are disabled, as for
-every git command the harness runs: ``workspace.git``).
+Contract: ``PatchView`` owns a bare repository created by the harness outside the workspace (and,
+for a cell, outside the cell's volume: the view is harness work, never charged to
+``--cell-disk-mib``), never mounted into the sandbox. It writes exactly the bytes on disk as
+commits through ``git fast-import``: no index, no ``.gitignore``, ``.gitattributes``,
+clean/smudge filters, ``info/exclude``, skip-worktree or assume-unchanged flag, hook or config of
+the agent's is ever consulted, and the workspace's ``.git`` is not read at all. ``diff`` compares
+two such commits in that bare repository (no work tree, so no attributes from the tree;
+``core.attributesFile`` and the system attributes are disabled, as for every git command the
+harness runs: ``workspace.git``).
+
+Work proportional to what changed (issue 26): the template's tree is recorded once
+(``record_state``, in the template's own view); a cell's view borrows its objects (git
+alternates, harness-owned and read-only to the cell) and ``record_changes`` commits, on top of
+that base, only the paths the snapshot scans reported changed (``workspace.snapshot``), so the
+diff walks only changed subtrees. Compression is off in every view (the repositories are
+throwaway; a 1 GB template took longer to deflate than to write). ``record`` still walks and
+imports a whole tree (tests, tools).
 
 So the saved patch is what changed on disk between the state before the first session and the
 state after the last one. Files a ``.gitignore`` hides are on disk, so they are in the patch.
@@ -20,62 +28,154 @@ mount points (read-only, never the agent's work).
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from workflow_bench.process import ProcessError
 
-from .git import git_result, run_git
-from .snapshot import MAX_SNAPSHOT_BYTES, NON_WORK_PATHS, WorkspaceLimitError, walk_tree
+from .git import git_result, run_git, scaled_timeout
+from .snapshot import MAX_SNAPSHOT_BYTES, NON_WORK_PATHS, WorkspaceLimitError, WorkspaceState, walk_tree
 
 MAX_PATCH_BYTES = 300_000  # reference harness cap; a larger diff is truncated with a marker
 # numstat is one short line per changed path: 64 MiB is ~1M paths. Above it the churn would be a
 # silent undercount, so the change is refused instead (charged to the arm as workspace-invalid).
 MAX_NUMSTAT_BYTES = 64 * 1024 * 1024
 _COMMITTER = b"committer workflow-bench <view@workflow-bench.invalid> 946684800 +0000\n"
+# Throwaway repositories: store objects as they are (deflating a 1 GB template cost seconds).
+_UNCOMPRESSED = ("-c", "core.compression=0", "-c", "pack.compression=0", "-c", "core.looseCompression=0")
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_BLOB_KINDS = ("file:", "link:")
+_NO_CHURN = {"diff_files": 0, "diff_insertions": 0, "diff_deletions": 0}
 
 
 class PatchView:
-    """A harness-owned bare repository recording workspace states of one cell."""
+    """A harness-owned bare repository recording workspace states of one template or one cell.
 
-    def __init__(self, git_dir: Path, *, excluded: Iterable[str] = ()) -> None:
+    ``alternate``: another view (the template's) whose objects this one may read: a cell's
+    commits then hold only what the cell changed. ``create=False`` defers ``git init`` to the
+    first import, so a cell that changed nothing never starts a git process for its patch.
+    """
+
+    def __init__(
+        self,
+        git_dir: Path,
+        *,
+        excluded: Iterable[str] = (),
+        alternate: PatchView | None = None,
+        create: bool = True,
+    ) -> None:
         self.git_dir = git_dir
         self._excluded = frozenset(p.strip("/") for p in excluded)
-        run_git(["init", "-q", "--bare", "--template=", str(git_dir)], what="init harness patch view")
+        self._alternate = alternate
+        self._created = False
+        if create:
+            self._create()
+
+    def _create(self) -> None:
+        if self._created:
+            return
+        run_git(["init", "-q", "--bare", "--template=", str(self.git_dir)], what="init harness patch view")
+        if self._alternate is not None:
+            info = self.git_dir / "objects" / "info"
+            info.mkdir(parents=True, exist_ok=True)
+            (info / "alternates").write_text(f"{self._alternate.git_dir.resolve() / 'objects'}\n")
+        self._created = True
 
     def _args(self, *args: str) -> list[str]:
-        return [f"--git-dir={self.git_dir}", *args]
+        return [*_UNCOMPRESSED, f"--git-dir={self.git_dir}", *args]
 
-    def record(self, workspace: Path, ref: str) -> None:
-        """Commit the exact on-disk state of ``workspace`` as ``refs/heads/<ref>``.
+    def record(self, workspace: Path, ref: str) -> str:
+        """Commit the exact on-disk state of ``workspace`` as ``refs/heads/<ref>`` (a full walk); its SHA."""
+        return self._import(ref, None, (), _entries(workspace, self._excluded))
 
-        The import stream is spooled to a file beside the view (bounded by the snapshot caps),
-        so a large workspace is never held in memory.
-        """
-        stream = self.git_dir / f"import-{ref}.stream"
+    def record_state(self, workspace: Path, ref: str, state: WorkspaceState) -> str:
+        """Commit every file and link of ``state`` (just scanned from ``workspace``, nothing writing it)."""
+        paths = sorted(p for p, e in state.entries.items() if e.startswith(_BLOB_KINDS) and self._kept(p))
+        blobs = (_blob(workspace, p, state) for p in paths)
+        return self._import(ref, None, (), blobs, total_bytes=state.total_bytes, entries=len(paths))
+
+    def record_changes(
+        self,
+        workspace: Path,
+        ref: str,
+        *,
+        parent: str,
+        before: WorkspaceState,
+        after: WorkspaceState,
+        paths: Iterable[str],
+    ) -> str:
+        """Commit ``after`` as ``refs/heads/<ref>`` on top of ``parent`` (the commit of ``before``),
+        importing only ``paths`` (every path whose entry differs between the two states); the
+        commit's SHA, or ``parent`` itself when no recorded path changed."""
+        deleted, written = [], []
+        for path in sorted(paths):
+            if not self._kept(path):
+                continue
+            old, new = before.entries.get(path, ""), after.entries.get(path, "")
+            if new.startswith(_BLOB_KINDS):
+                written.append(path)
+            elif old.startswith(_BLOB_KINDS):
+                deleted.append(path)  # gone, or now a directory or a special file
+        if not deleted and not written:
+            return parent
+        size = sum(after.keys[p][2] for p in written)
+        blobs = (_blob(workspace, p, after) for p in written)
+        return self._import(
+            ref, parent, deleted, blobs, total_bytes=size, entries=len(written) + len(deleted)
+        )
+
+    def _kept(self, rel: str) -> bool:
+        return not any(part.lower() == ".git" for part in rel.split("/")) and not any(
+            rel == e or rel.startswith(e + "/") for e in self._excluded
+        )
+
+    def _import(
+        self,
+        ref: str,
+        parent: str | None,
+        deleted: Iterable[str],
+        blobs: Iterable[tuple[bytes, bytes, bytes]],
+        *,
+        total_bytes: int = 0,
+        entries: int = 0,
+    ) -> str:
+        """One fast-import commit; the stream is spooled beside the view, never held in memory."""
+        self._create()
+        stream, marks = self.git_dir / f"import-{ref}.stream", self.git_dir / f"import-{ref}.marks"
         try:
             with open(stream, "wb") as out:
-                out.write(f"commit refs/heads/{ref}\n".encode() + _COMMITTER + b"data 0\ndeleteall\n")
-                for path, mode, data in _entries(workspace, self._excluded):
+                out.write(f"commit refs/heads/{ref}\nmark :1\n".encode() + _COMMITTER + b"data 0\n")
+                out.write(b"deleteall\n" if parent is None else b"from %s\n" % parent.encode())
+                for gone in deleted:
+                    out.write(b"D %s\n" % _quote(os.fsencode(gone)))
+                for path, mode, data in blobs:
                     out.write(b"M %s inline %s\ndata %d\n" % (mode, _quote(path), len(data)))
                     out.write(data + b"\n")
                 out.write(b"done\n")
             run_git(
-                self._args("fast-import", "--quiet", "--done"),
+                self._args("fast-import", "--quiet", "--done", f"--export-marks={marks}"),
                 what="record the workspace in the harness patch view",
                 stdin=stream,
+                timeout_s=scaled_timeout(total_bytes=total_bytes, entries=entries),
             )
+            mark, _, sha = marks.read_text().strip().partition(" ")
+            if mark != ":1" or not _SHA.fullmatch(sha):
+                raise RuntimeError(f"the harness patch view exported no commit for {ref!r}")
+            return sha
         finally:
             stream.unlink(missing_ok=True)
+            marks.unlink(missing_ok=True)
 
     def diff(self, base: str, after: str) -> tuple[bytes, dict[str, int]]:
-        """The bounded binary patch from ``base`` to ``after`` and its churn (non-work paths excluded)."""
+        """The bounded binary patch from ``base`` to ``after`` (recorded refs or commit SHAs) and its
+        churn (non-work paths excluded)."""
+        if base == after and _SHA.fullmatch(base):
+            return b"", dict(_NO_CHURN)  # one commit: nothing changed
+        old, new = (r if _SHA.fullmatch(r) else f"refs/heads/{r}" for r in (base, after))
         diff = ["diff", "--no-ext-diff", "--no-textconv", "--no-renames"]
-        result = git_result(
-            self._args(*diff, "--binary", f"refs/heads/{base}", f"refs/heads/{after}"),
-            max_stdout_bytes=MAX_PATCH_BYTES,
-        )
+        result = git_result(self._args(*diff, "--binary", old, new), max_stdout_bytes=MAX_PATCH_BYTES)
         if not result.ok:
             raise ProcessError("diff the harness patch view", result)
         patch = result.stdout
@@ -83,7 +183,7 @@ class PatchView:
             patch += f"\n[truncated at {MAX_PATCH_BYTES} bytes]\n".encode()
         excludes = [f":(exclude){p}" for p in NON_WORK_PATHS]
         numstat = run_git(
-            self._args(*diff, "--numstat", f"refs/heads/{base}", f"refs/heads/{after}", "--", *excludes),
+            self._args(*diff, "--numstat", old, new, "--", *excludes),
             what="diff --numstat on the harness patch view",
             max_stdout_bytes=MAX_NUMSTAT_BYTES,
         )
@@ -92,6 +192,16 @@ class PatchView:
                 f"the change's numstat exceeds {MAX_NUMSTAT_BYTES} bytes (too many paths)"
             )
         return patch, parse_numstat(numstat.stdout.decode("utf-8", "replace"))
+
+
+def _blob(workspace: Path, rel: str, state: WorkspaceState) -> tuple[bytes, bytes, bytes]:
+    """(path, git mode, bytes) of one file or link of ``state``, read now (never through a link)."""
+    entry = state.entries[rel]
+    if entry.startswith("link:"):
+        return os.fsencode(rel), b"120000", os.fsencode(entry[len("link:") :])
+    executable = int(entry.split(":", 2)[1], 8) & 0o111
+    data = _read(os.path.join(workspace, rel), state.keys[rel][2])
+    return os.fsencode(rel), b"100755" if executable else b"100644", data
 
 
 def _entries(root: Path, excluded: frozenset[str]) -> Iterator[tuple[bytes, bytes, bytes]]:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from workflow_bench.sandbox import collect_stale_cgroups, release_stale_mounts
 
-from .clone import remove_tree
+from .remove import remove_tree
 
 WORK_ROOT_PREFIX = "wfb-"
 # `wfb-<pid>-<mkdtemp suffix>`: pid ≤ 7 digits (pid_max ≤ 4194304 on Linux), mkdtemp's suffix is 8.
@@ -42,6 +42,7 @@ WORK_ROOT_PATTERN = re.compile(r"wfb-([1-9][0-9]{0,6})-[A-Za-z0-9_]{8}")
 WORK_ROOT_NAME_MAX = len("wfb-") + 7 + 1 + 8
 CELL_DIR_HEX_BYTES = 4  # 8 hex characters: random per cell, collisions retried by mkdir
 RELAY_DIR = "r"
+VIEW_SUFFIX = ".view"  # a cell's patch view: beside its directory, outside its volume and quota
 # Keep in sync with the basename of sandbox MODEL_SOCKET (the relay dir is mounted there).
 SOCKET_NAME = "api.sock"
 # sun_path is 108 bytes on Linux, one of them the terminating NUL.
@@ -112,8 +113,15 @@ def new_cell_dir_path(work_root: Path) -> Path:
     """
     while True:
         path = work_root / secrets.token_hex(CELL_DIR_HEX_BYTES)
-        if not path.exists() and not path.with_name(path.name + ".volume").exists():
+        if not any(p.exists() for p in (path, path.with_name(path.name + ".volume"), view_dir(path))):
             return path
+
+
+def view_dir(cell_dir: Path) -> Path:
+    """Where a cell's patch view lives: beside the cell directory, so never on the cell's volume
+    (harness work is not charged to ``--cell-disk-mib``), and removed with the work root if the
+    runner dies."""
+    return cell_dir.with_name(cell_dir.name + VIEW_SUFFIX)
 
 
 def relay_socket(cell_dir: Path) -> tuple[Path, Path]:

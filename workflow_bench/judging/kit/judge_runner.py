@@ -144,6 +144,12 @@ def _collect(read_end: int, child, *, deadline: float) -> tuple[dict, dict]:
     tests: dict[str, Any] = {}
     drain_until: float | None = None
     state = {"done": False, "malformed_lines": 0, "channel_overflow": False, "timed_out": False}
+    # The child's exit wakes the wait at once (its pidfd turns readable); without one, every exit
+    # was noticed only at the next 0.2 s timeout, ~0.1 s per judged run on average (issue 26).
+    try:
+        exit_fd = [os.pidfd_open(child.pid)]
+    except (AttributeError, OSError):
+        exit_fd = []
     while True:
         exited = child.poll() is not None
         if not exited and time.monotonic() > deadline:
@@ -153,7 +159,9 @@ def _collect(read_end: int, child, *, deadline: float) -> tuple[dict, dict]:
             state["timed_out"], exited = True, True
         if exited and drain_until is None:
             drain_until = time.monotonic() + DRAIN_S
-        ready, _, _ = select.select([read_end], [], [], 0 if exited else 0.2)
+        wait_s = 0 if exited else max(0.0, min(0.2, deadline - time.monotonic()))
+        ready, _, _ = select.select([read_end, *([] if exited else exit_fd)], [], [], wait_s)
+        ready = [fd for fd in ready if fd == read_end]
         chunk = b""
         if ready:
             try:
@@ -173,6 +181,8 @@ def _collect(read_end: int, child, *, deadline: float) -> tuple[dict, dict]:
             break
     child.wait()
     os.close(read_end)
+    for fd in exit_fd:
+        os.close(fd)
     return tests, state
 
 
