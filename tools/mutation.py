@@ -100,6 +100,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_attribution_rules.py",
     ),
     "workflow_bench/workspace/patch.py": (
+        "tests/component/test_patch_view_changes.py",
         "tests/component/test_patch_view.py",
         "tests/component/test_patch_view_host.py",
         "tests/component/test_patch_view_rules.py",
