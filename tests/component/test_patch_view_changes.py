@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from workflow_bench.workspace import patch as patch_module
 from workflow_bench.workspace.patch import PatchView
 from workflow_bench.workspace.snapshot import scan_workspace
 
@@ -76,6 +77,8 @@ def _edit(ws: Path) -> None:
     (ws / "src" / "new" / "c.txt").write_text("sea\n")
     (ws / "gone.txt").unlink()
     (ws / "run.sh").chmod(0o755)
+    (ws / "src" / "deep" / "b.txt").chmod(0o641)  # any execute bit, even only the others': executable
+    (ws / "src" / "a.txt").chmod(0o600)  # no execute bit: a plain file
     (ws / "link").unlink()
     os.symlink("src/deep/b.txt", ws / "link")
     os.symlink("nowhere", ws / "new_link")
@@ -102,7 +105,11 @@ def test_a_cells_incremental_patch_is_byte_identical_to_a_full_walk(tmp_path, wo
     # and the full walk itself saw the change (the comparison is not of two empty patches)
     for path in (b"src/a.txt", b"src/new/c.txt", b"gone.txt", b"run.sh", b"link", b"becomes_dir/inside.txt"):
         assert b"diff --git a/" + path in patch, path
-    assert b"new mode 100755" in patch and b"new file mode 120000" in patch and b"deleted file mode" in patch
+    assert (
+        patch.count(b"new mode 100755") == 2
+        and b"new file mode 120000" in patch
+        and b"deleted file mode" in patch
+    )
     assert b"vendor/kept.txt" in patch
     for hidden in (b"deps/", b"vendor/lib/", b"sub/.git", b"sub/.GIT"):
         assert hidden not in patch, hidden
@@ -186,3 +193,57 @@ def test_churn_counts_a_binary_file_as_zero_lines_and_a_blank_name_as_a_file(tmp
     patch, churn = cell.diff(base, after)
     assert b"GIT binary patch" in patch
     assert churn == {"diff_files": 2, "diff_insertions": 2, "diff_deletions": 0}
+
+
+def test_recorded_states_are_reachable_by_their_ref_names(tmp_path, workspace) -> None:
+    template, cell, base, after = _incremental(
+        tmp_path, workspace, lambda ws: (ws / "src" / "a.txt").write_text("changed\n")
+    )
+    assert template.diff("base", base) == (b"", {"diff_files": 0, "diff_insertions": 0, "diff_deletions": 0})
+    by_name = cell.diff(base, "after")
+    assert by_name == cell.diff(base, after) and b"+changed" in by_name[0]
+
+
+def test_each_import_gets_a_timeout_scaled_to_what_it_imports(tmp_path, workspace, monkeypatch) -> None:
+    """Issue 26: a git step's bound grows with its bytes and paths (a 1 GiB tree cannot meet a fixed one)."""
+    asked: list[dict[str, int]] = []
+    real = patch_module.scaled_timeout
+
+    def spy(**work: int) -> float:
+        asked.append(work)
+        return real(**work)
+
+    monkeypatch.setattr(patch_module, "scaled_timeout", spy)
+    state = scan_workspace(workspace).state
+    template = PatchView(tmp_path / "template.git", excluded=EXCLUDED)
+    base = template.record_state(workspace, "base", state)
+    kept = [
+        p
+        for p, e in state.entries.items()
+        if e.startswith(("file:", "link:")) and not p.startswith(("deps/", "vendor/lib/"))
+    ]
+    assert asked == [{"total_bytes": state.total_bytes, "entries": len(kept)}]
+    (workspace / "src" / "a.txt").write_text("x" * 5000)
+    (workspace / "gone.txt").unlink()
+    (workspace / "run.sh").unlink()
+    scan = scan_workspace(workspace, previous=state)
+    cell = PatchView(tmp_path / "cell.git", excluded=EXCLUDED, alternate=template, create=False)
+    cell.record_changes(
+        workspace,
+        "after",
+        parent=base,
+        before=state,
+        after=scan.state,
+        paths=scan.state.changed_since(state, scan.changed),
+    )
+    assert asked[1:] == [{"total_bytes": 5000, "entries": 3}]  # one written, two deleted
+
+
+def test_the_saved_patch_is_cut_at_300_000_bytes_then_marked(tmp_path, workspace) -> None:
+    """README: at most 300 000 bytes of patch, then a truncation marker."""
+    before = tmp_path / "before"
+    shutil.copytree(workspace, before, symlinks=True)
+    (workspace / "big.txt").write_text(("z" * 99 + "\n") * 5000)
+    patch, _ = _full(tmp_path, before, workspace)
+    head, marker = patch.split(b"\n[truncated at ", 1)
+    assert len(head) == 300_000 and marker == b"300000 bytes]\n"
