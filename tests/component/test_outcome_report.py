@@ -228,3 +228,12 @@ def test_a_runner_that_outlives_its_grace_is_still_the_arms_timeout(tmp_path, bw
         _run(tmp_path, command, timeout_s=30, min_tests=1)
     assert caught.value.kind == "oracle-timeout"
     assert str(caught.value) == f"{command[:80]!r} exceeded 30 s"
+
+
+def test_the_judged_command_cannot_change_the_workspace(tmp_path, bwrap_bin):
+    (tmp_path / "plain-ws").mkdir()
+    (tmp_path / "plain-ws" / "code.txt").write_text("agent's work\n")
+    outcome = _run(tmp_path, "echo judged > code.txt; echo new > new.txt")
+    assert not outcome.passed  # the write fails: the workspace is read-only to the judge
+    assert (tmp_path / "plain-ws" / "code.txt").read_text() == "agent's work\n"
+    assert not (tmp_path / "plain-ws" / "new.txt").exists()
