@@ -45,6 +45,7 @@ from workflow_bench.judging.judge import (
 )
 from workflow_bench.judging.outcome_report import JudgeOutcome
 from workflow_bench.judging.outcomes import ErrorKind
+from workflow_bench.judging.test_config import MAX_LISTED, TestConfigError, changed_test_config, restore
 from workflow_bench.process import ProcessError
 from workflow_bench.providers.access import CellCredentials, CellKey
 from workflow_bench.redaction import redact_text, redact_value
@@ -323,6 +324,7 @@ class _CellRun:
             cancel=cancel,
         )
         self._step(verify=self._verify_part(verify))
+        config = self._restore_test_config(base=base, after=after)
         oracle = run_hidden_oracle(
             self.sandbox,
             binding.oracle,
@@ -334,10 +336,36 @@ class _CellRun:
         verdict = "hidden oracle passed: " if oracle.passed else "hidden oracle failed: "
         draft = self._step(
             oracle=oracle_tests(
-                oracle, self.secrets, oracle_passed=oracle.passed, oracle_output=verdict + oracle.detail
+                oracle,
+                self.secrets,
+                oracle_passed=oracle.passed,
+                oracle_output=verdict + oracle.detail,
+                test_config_changed=list(config[:MAX_LISTED]),
             )
         )
+        if oracle.tampered and draft.kind is None:
+            draft = self._step(
+                verdict=draft.failed(
+                    ErrorKind.EVIDENCE_TAMPERED, f"hidden oracle: {oracle.detail}"[:2000]
+                ).verdict
+            )
         return _judged(draft, arm=self.arm, base=base, after=after)
+
+    def _restore_test_config(self, *, base: Mapping[str, str], after: Mapping[str, str]) -> tuple[str, ...]:
+        """Put the test infrastructure the agent changed back as it was before the first session,
+        so the hidden oracle runs with the task's own (``judging.test_config``); the changed paths."""
+        changed = changed_test_config(base, after)
+        try:
+            restore(
+                self.sandbox.workspace,
+                changed,
+                base=base,
+                after=after,
+                read_base=lambda path: self.view.read("base", path),
+            )
+        except (TestConfigError, ProcessError) as exc:
+            raise ChargedFailure(ErrorKind.EVIDENCE_TAMPERED, str(exc)[:2000]) from exc
+        return changed
 
     def _verify_part(self, verify: JudgeOutcome) -> VerifyJudgement:
         output = redact_text(verify.output, self.secrets)

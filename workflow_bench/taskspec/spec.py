@@ -194,6 +194,8 @@ class TaskBinding:
             "oracle_files": self.oracle.manifest(),
             "resolved_sha": self.resolved_sha,
             "expected_tests_digest": self.expected_tests_digest,
+            # Only when set: the digests of every other task stay what they were.
+            **({"impossible": True} if spec.impossible else {}),
         }
 
     @property
@@ -220,6 +222,7 @@ class TaskBinding:
                 {"source": d.source, "target": d.target} for d in spec.sandbox_dependencies
             ],
             "reference_patch_sha256": self.reference_sha256,
+            "impossible": spec.impossible,
         }
         return subject  # keys: tasks.expected_tests.SUBJECT_KEYS (a unit test keeps them in sync)
 

@@ -69,6 +69,16 @@ class PatchView:
         finally:
             stream.unlink(missing_ok=True)
 
+    def read(self, ref: str, path: str) -> bytes:
+        """The bytes ``ref`` recorded at ``path`` (a symlink's target for a link). Raises
+        ``ProcessError`` when it recorded no such file."""
+        result = run_git(
+            self._args("cat-file", "blob", f"refs/heads/{ref}:{path}"),
+            what=f"read {path!r} from the harness patch view",
+            max_stdout_bytes=MAX_SNAPSHOT_BYTES,
+        )
+        return result.stdout
+
     def diff(self, base: str, after: str) -> tuple[bytes, dict[str, int]]:
         """The bounded binary patch from ``base`` to ``after`` and its churn (non-work paths excluded)."""
         diff = ["diff", "--no-ext-diff", "--no-textconv", "--no-renames"]

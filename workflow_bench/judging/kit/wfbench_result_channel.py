@@ -1,7 +1,11 @@
 """The result-line channel for the kit's Python adapters (unittest shim, pytest, review check).
 
 ``open_channel()`` opens the judge runner's FIFO by its path (``WORKFLOW_BENCH_RESULT_PIPE``),
-which reaches the runner through any wrapper (``make``, ``sh -c``, ``tox``) that closed fd 9;
+which reaches the runner through any wrapper (``make``, ``sh -c``, ``tox``) that closed fd 9,
+and **claims** it: the path is unlinked and an inherited fd 9 on the same pipe is closed, before
+the adapter imports any test module or workspace code. Code loaded afterwards finds neither
+(``ENOENT``, ``EBADF``): writing forged result lines needs this adapter's own descriptor, not the
+documented channel. One adapter per command therefore reports; a second finds the channel taken.
 ``emit`` writes one line per test (see judge_runner.py for the protocol). The adapters run
 isolated (``-I``), so each puts its own directory first on ``sys.path`` just long enough to import
 this module (the distinct name keeps it from ever standing in for a workspace module). Stdlib only.
@@ -9,8 +13,10 @@ this module (the distinct name keeps it from ever standing in for a workspace mo
 
 import json
 import os
+import stat
 
 PIPE_VAR = "WORKFLOW_BENCH_RESULT_PIPE"
+FD_VAR = "WORKFLOW_BENCH_RESULT_FD"
 MAX_MESSAGE_CHARS = 500
 
 
@@ -28,9 +34,33 @@ def open_channel():
         )
     # O_NONBLOCK for the open only: with the runner gone (no reader) it fails at once (ENXIO)
     # instead of hanging; writes then block, so a full pipe never drops a line.
-    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise NoChannel(
+            f"{PIPE_VAR} names no channel: an earlier adapter of this run claimed it (one adapter "
+            "reports per verify or oracle command; README, 'Sealed outcomes')"
+        ) from None
+    claim(fd, path)
     os.set_blocking(fd, True)
     return os.fdopen(fd, "w", buffering=1, encoding="utf-8", errors="replace")
+
+
+def claim(fd: int, path: str) -> None:
+    """Take the channel for this adapter alone: unlink its path, close an inherited fd 9 on it."""
+    mine = os.fstat(fd)
+    if not stat.S_ISFIFO(mine.st_mode):
+        os.close(fd)
+        raise NoChannel(f"{PIPE_VAR} is not the judge runner's pipe")
+    os.unlink(path)
+    inherited = os.environ.get(FD_VAR, "")
+    if inherited.isdigit() and int(inherited) != fd:
+        try:
+            other = os.fstat(int(inherited))
+        except OSError:
+            return  # a wrapper closed it already
+        if (other.st_dev, other.st_ino) == (mine.st_dev, mine.st_ino):
+            os.close(int(inherited))
 
 
 def emit(channel, test_id: str, outcome: str, message: str | None = None) -> None:
