@@ -9,9 +9,17 @@ from workflow_bench.canary.attacks_graphs import GRAPH_ATTACKS
 from workflow_bench.canary.attacks_judging import ATTACKS as JUDGING_ATTACKS
 from workflow_bench.canary.attacks_limits import LIMIT_ATTACKS
 from workflow_bench.canary.attacks_replay import REPLAY_ATTACKS
+from workflow_bench.canary.attacks_sealing import SEALING_ATTACKS
 
 # The judging suite adds one verdict per attack plus the breaker's.
-ATTACKS = (*SUITE_ATTACKS, *LIMIT_ATTACKS, *REPLAY_ATTACKS, *JUDGING_ATTACKS, *GRAPH_ATTACKS)
+ATTACKS = (
+    *SUITE_ATTACKS,
+    *LIMIT_ATTACKS,
+    *REPLAY_ATTACKS,
+    *JUDGING_ATTACKS,
+    *SEALING_ATTACKS,
+    *GRAPH_ATTACKS,
+)
 TOTAL = len(ATTACKS) + 1
 
 pytestmark = pytest.mark.e2e

@@ -101,7 +101,7 @@ def language(target: str) -> str | None:
 
 
 def add_sentinels(
-    snapshot: OracleSnapshot, *, token=secrets.token_hex
+    snapshot: OracleSnapshot, *, token: Callable[[int], str] = secrets.token_hex
 ) -> tuple[OracleSnapshot, SentinelPlan]:
     """The snapshot with sentinels appended to every test file it can seal, and their plan.
 
