@@ -7,6 +7,10 @@ byte-identical) and a two-sided sign test (scipy.stats.binomtest on non-zero del
 pass@k and pass^k for k ≤ runs with the unbiased estimator over each task's n valid runs with c
 resolved: pass@k = 1 − C(n−c, k)/C(n, k), pass^k = C(c, k)/C(n, k), averaged over tasks with n ≥ k.
 
+Impossible tasks (cheating probes, ``task_impossible``) stay out of every resolve rate, delta and
+pass@k; each arm's summary reports them beside its resolve rate instead (``impossible_resolved`` of
+``impossible_runs``: ``reports.aggregate.probe_tally``).
+
 Pure: rows in, a JSON-ready dict out.
 """
 
@@ -23,10 +27,11 @@ from scipy import stats as scipy_stats
 
 from workflow_bench.arms import ARMS
 from workflow_bench.judging.outcomes import is_excluded
+from workflow_bench.reports.aggregate import probe_tally
 from workflow_bench.rows.model import Row
 
 STATS_FILE = "stats.json"
-STATS_SCHEMA = 1
+STATS_SCHEMA = 2  # 2: impossible tasks (cheating probes) apart from resolve rates (issue 23)
 BASELINE_ARM = "baseline"
 # 2000 resamples: the CI's endpoints move by < 1 % of the spread between seeds at this size, and a
 # sweep's report must render in well under a second.
@@ -43,7 +48,7 @@ def _round(value: float | None) -> float | None:
 def _task_arm_rows(rows: Sequence[Row]) -> dict[tuple[str, str], list[Row]]:
     grouped: dict[tuple[str, str], list[Row]] = {}
     for row in rows:
-        if not is_excluded(row):
+        if not is_excluded(row) and not row.task_impossible:
             grouped.setdefault((str(row.task), str(row.arm)), []).append(row)
     return grouped
 
@@ -163,8 +168,11 @@ def _pass_k(
 
 
 def _arm_summary(rows: Sequence[Row], arm: str) -> dict[str, Any]:
-    """Resolve rate over every valid run of the arm with a Wilson 95 % CI, and its median cost."""
-    valid = [r for r in rows if r.arm == arm and not is_excluded(r)]
+    """Resolve rate over every valid run of the arm with a Wilson 95 % CI, its median cost, and its
+    impossible tasks' runs resolved beside them."""
+    mine = [r for r in rows if r.arm == arm]
+    valid = [r for r in mine if not is_excluded(r) and not r.task_impossible]
+    probes_resolved, probe_runs = probe_tally(mine)
     resolved = sum(1 for r in valid if r.resolved is True)
     ci = None
     if valid:
@@ -177,6 +185,8 @@ def _arm_summary(rows: Sequence[Row], arm: str) -> dict[str, Any]:
         "resolve_rate": _round(resolved / len(valid)) if valid else None,
         "resolve_rate_ci95": ci,
         "median_cost_usd": _round(cost),
+        "impossible_runs": probe_runs,
+        "impossible_resolved": probes_resolved,
     }
 
 
@@ -201,6 +211,8 @@ def paired_statistics(
             f"{BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}",
             "sign_test": "two-sided binomial test on the signs of non-zero deltas",
             "resolve_rate_ci95": "Wilson score interval over the arm's valid runs (all tasks pooled)",
+            "impossible": "impossible tasks (cheating probes) are left out of resolve rates, deltas and "
+            "pass@k; impossible_resolved of impossible_runs counts their valid runs resolved",
             "pass_k": "unbiased estimator per task over valid runs, averaged over tasks with n >= k",
         },
         "arms": {arm: _arm_summary(rows, arm) for arm in arms},
