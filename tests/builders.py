@@ -45,7 +45,7 @@ from workflow_bench.relay.wire import parse_request, parse_response
 from workflow_bench.report import render_reports
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
 from workflow_bench.rows.migrate import read_rows, stored_line
-from workflow_bench.rows.model import SCHEMA_VERSION, Row
+from workflow_bench.rows.model import SCHEMA_VERSION, ResourceLimits, Row
 from workflow_bench.taskspec.spec import OracleFileSpec, OracleSpec, TaskSpec
 
 RECORDED_AT = "2026-11-30T11:00:00+00:00"
@@ -99,6 +99,11 @@ def usage(
     }
 
 
+def resource_limits(**bounds: Any) -> dict[str, Any]:
+    """A row's ``resource_limits`` with ``bounds`` set; every other bound not enforced (``None``)."""
+    return {**dict.fromkeys(ResourceLimits.model_fields), "sampled": [], **bounds}
+
+
 def jsonl(path: Path) -> list[dict[str, Any]]:
     """Every line of a JSON-lines file as an object; ``[]`` when the file does not exist."""
     if not path.exists():
@@ -137,6 +142,7 @@ ORACLE_BYTES = b"import unittest\n\nclass T(unittest.TestCase):\n    def test_ok
 
 
 def git_in(repo: Path, *args: str) -> str:
+    """Plain git in a fixture repository (a test's own setup, not the harness's hardened git)."""
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(repo),

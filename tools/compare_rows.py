@@ -7,8 +7,10 @@ are not compared: times (`recorded_at`, `duration_s`, `cell_wall_s`, and the "Ra
 timing a test runner prints inside kept outputs, which is masked), per-session ids
 (`session_ids`, the transcript file names and digests that carry them), the harness-source digest
 (`runtime_digest`, which changes with any code change on purpose), where a reused row came from,
-and a candidate arm's `variant_head_sha` (the candidate overlay is committed inside the sandbox
-with the wall-clock date, so that commit's SHA differs run to run).
+a candidate arm's `variant_head_sha` (the candidate overlay is committed inside the sandbox
+with the wall-clock date, so that commit's SHA differs run to run), and the host uid a root
+runner's cell ran as (`resource_limits.cell_uid`, drawn at random per cell: compared only as
+present or null).
 Transcripts are compared by count and source. `--expect FIELD=OLD:NEW` allows one known change
 (e.g. `schema_version=4:5`). Exit 0 when every compared field matches, 1 otherwise (each
 difference printed), 2 on bad input.
@@ -54,6 +56,9 @@ def _comparable(row: dict[str, Any]) -> dict[str, Any]:
     if str(row.get("arm", "")).startswith("candidate_"):
         out.pop("variant_head_sha", None)
     out["transcript_artifacts"] = [a.get("source") for a in row.get("transcript_artifacts") or []]
+    limits = row.get("resource_limits")
+    if isinstance(limits, dict) and limits.get("cell_uid") is not None:
+        out["resource_limits"] = {**limits, "cell_uid": "<a cell uid>"}
     return out
 
 

@@ -1,4 +1,5 @@
-"""Reading user-supplied input files: bounded bytes, bounded YAML, then one declarative model.
+"""Reading user-supplied input: bounded bytes, bounded YAML, one declarative model; bounded walks.
+Over 400 lines on purpose: every harness read of untrusted input (a file, a tree) starts here.
 
 Owns the one YAML loader every input goes through (task files, scripted-provider scripts) and
 the bounded read in front of it. A new user's typo must cost an exit 2, never the machine:
@@ -21,9 +22,23 @@ the bounded read in front of it. A new user's typo must cost an exit 2, never th
   written (``oracle.files[0].target``), the message in the project's words (``want a string, got
   int``), so every caller can name the file, the task and the key.
 
-Must never: follow a value into memory before it is weighed, or construct arbitrary objects.
+- ``bounded_walk`` is the one walker over directory trees the harness did not write (a clone
+  after the agent ran, a proposer's overlay, a task repository's template, a plugin, an index):
+  iterative, sorted, never following a link, and stopped at ``max_entries`` entries or
+  ``max_depth`` levels with ``TreeLimitError`` (a ``ValueError`` naming the bound); ``OSError``
+  when a directory cannot be read. ``os.walk`` recurses: a 1,100-deep directory chain a proposer
+  left in its overlay raised ``RecursionError`` out of the evolve driver (a traceback, the
+  generation never recorded), as ``shutil.rmtree`` did on a 3,000-deep chain in a cell.
+  ``name_problem`` says why one entry name may not be taken as a file name (control characters,
+  lone surrogates, non-UTF-8 bytes, reserved names); such names are refused with the reason and
+  printed escaped, never raw.
+
+Must never: follow a value into memory before it is weighed, construct arbitrary objects, or
+recurse over a tree.
 Callers: ``taskspec.schema`` (task files), ``toolkit.manifest`` (toolkit.yaml),
-``providers.scripted`` (scripts).
+``providers.scripted`` (scripts); walks: workspace (snapshots), cells (index digests), sandbox
+(template sizes, host handover), toolkit (overlays, comparator snapshots, manifests), evolve
+(proposer clones, frozen overlays).
 """
 
 from __future__ import annotations
@@ -31,7 +46,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, get_args, get_origin
 
@@ -186,12 +201,7 @@ def load_yaml(text: str, *, limit: int = MAX_YAML_EXPANDED_WEIGHT) -> Any:
     try:
         loader = _BoundedLoader(text)
     except yaml.reader.ReaderError as err:
-        line, column = _position(text, err.position)
-        raise InputFileError(
-            f"YAML: character {err.character:#06x} is not allowed in a YAML document",
-            line=line,
-            column=column,
-        ) from None
+        raise _refused_character(text, err) from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -199,12 +209,7 @@ def load_yaml(text: str, *, limit: int = MAX_YAML_EXPANDED_WEIGHT) -> Any:
         expanded_weight(node, limit=limit)
         return loader.construct_document(node)
     except yaml.reader.ReaderError as err:
-        line, column = _position(text, err.position)
-        raise InputFileError(
-            f"YAML: character {err.character:#06x} is not allowed in a YAML document",
-            line=line,
-            column=column,
-        ) from None
+        raise _refused_character(text, err) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or type(err).__name__
@@ -215,6 +220,14 @@ def load_yaml(text: str, *, limit: int = MAX_YAML_EXPANDED_WEIGHT) -> Any:
         raise InputFileError("YAML nesting is too deep") from None
     finally:
         loader.dispose()
+
+
+def _refused_character(text: str, err: yaml.reader.ReaderError) -> InputFileError:
+    """A character YAML does not allow (PyYAML's reader checks at construction and while reading)."""
+    line, column = _position(text, err.position)
+    return InputFileError(
+        f"YAML: character {err.character:#06x} is not allowed in a YAML document", line=line, column=column
+    )
 
 
 def _position(text: str, offset: int) -> tuple[int, int]:
@@ -364,3 +377,78 @@ def _unwrap(annotation: Any) -> Any:
     if len(args) == 1 and get_origin(annotation) is not None and get_origin(annotation) not in (list, tuple):
         return _unwrap(args[0])
     return annotation
+
+
+# ── trees ──────────────────────────────────────────────────────────────────
+
+# Bytes a name may have (NAME_MAX on Linux).
+MAX_NAME_BYTES = 255
+# C0/C1 controls, DEL, line separators and bidi overrides: they move a terminal's cursor or
+# reorder what a reader sees (keep in sync with redaction._CONTROL, which escapes the same set).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Device names Windows reserves (with any extension), and names Windows cannot hold: a toolkit
+# or overlay is meant to be checked out anywhere, and these break a checkout there.
+_RESERVED = re.compile(r"(?i)^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$")
+
+
+class TreeLimitError(ValueError):
+    """The tree is past a bound of the walk (entries or depth); the message names it."""
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` (one path component, as ``os`` returns it) is refused; None when it is fine.
+
+    ``os`` decodes names that are not UTF-8 with ``surrogateescape``, so a lone surrogate here
+    is either non-UTF-8 bytes on disk or a surrogate written as such: both are refused.
+    """
+    if name in ("", ".", ".."):
+        return "an empty, '.' or '..' name"
+    if _SURROGATE.search(name):
+        return "a name that is not valid UTF-8 (or holds a lone surrogate)"
+    if _CONTROL.search(name):
+        return "a name with a control, line-separator or bidi character"
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        return f"a name longer than {MAX_NAME_BYTES} bytes"
+    if "/" in name or "\\" in name or ":" in name:
+        return "a name with '/', '\\' or ':'"
+    if _RESERVED.match(name) or name[-1] in " .":
+        return "a reserved name (a device name, or ending in a space or dot)"
+    return None
+
+
+def bounded_walk(
+    root: Path,
+    *,
+    max_entries: int,
+    max_depth: int,
+    skip_top: frozenset[str] = frozenset(),
+) -> Iterator[tuple[str, str, os.stat_result]]:
+    """(relative path, absolute path, lstat) of every entry under ``root``, depth first, sorted.
+
+    Never follows a symlink (a link is yielded, its target never read). ``skip_top``: names at
+    the top level to leave out (e.g. ``.git``). Raises ``TreeLimitError`` past ``max_entries``
+    entries or ``max_depth`` levels below ``root``, ``OSError`` when a directory cannot be read.
+    """
+    stack: list[tuple[str, int]] = [("", 0)]
+    count = 0
+    while stack:
+        rel_dir, depth = stack.pop()
+        with os.scandir(os.path.join(root, rel_dir)) as entries:
+            names = sorted(entry.name for entry in entries)
+        subdirs = []
+        for name in names:
+            if not rel_dir and name in skip_top:
+                continue
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            full = os.path.join(root, rel)
+            st = os.lstat(full)
+            count += 1
+            if count > max_entries:
+                raise TreeLimitError(f"over {max_entries} entries")
+            yield rel, full, st
+            if stat.S_ISDIR(st.st_mode):
+                if depth + 1 > max_depth:
+                    raise TreeLimitError(f"nested deeper than {max_depth} levels")
+                subdirs.append((rel, depth + 1))
+        stack.extend(reversed(subdirs))

@@ -53,7 +53,8 @@ _TOKEN_SHAPES = (
 # left in, it makes the row writer or a print raise.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 and C1 controls and DEL (terminal escape sequences start with these), line
-# separators and bidi overrides (they reorder what the operator reads).
+# separators and bidi overrides (they reorder what the operator reads). Keep in sync with
+# input_files._CONTROL (names refused): tests/unit/test_input_tree_walk.py compares them.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 PRINTABLE_LIMIT = 200
 

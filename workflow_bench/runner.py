@@ -43,7 +43,7 @@ from .canary import run_canary
 from .claude_cli import ClaudeCliError, claude_version, locate_claude
 from .output.directory import OutputDirError
 from .output.lock import OutputClaim, claim_output_dir
-from .runner_args import DEMO_SCRIPT
+from .runner_args import DEMO_SCRIPT, default_cell_cpus
 from .sandbox import (
     CellLimits,
     SandboxError,
@@ -157,8 +157,20 @@ def cell_policy(args: argparse.Namespace, *, model: str) -> CellPolicy:
         session_timeout_s=args.timeout,
         verify_timeout_s=args.verify_timeout,
         max_retries=args.max_retries,
-        limits=CellLimits(memory_mib=args.cell_memory_mib, pids=args.cell_pids, disk_mib=args.cell_disk_mib),
+        limits=CellLimits(
+            memory_mib=args.cell_memory_mib,
+            pids=args.cell_pids,
+            disk_mib=args.cell_disk_mib,
+            cpus=_cell_cpus(args),
+        ),
     )
+
+
+def _cell_cpus(args: argparse.Namespace) -> float | None:
+    """``--cell-cpus`` (0: no bound), else the fair share for ``--workers`` (``default_cell_cpus``)."""
+    if args.cell_cpus is None:
+        return default_cell_cpus(args.workers)
+    return args.cell_cpus or None
 
 
 def _sweep_config(

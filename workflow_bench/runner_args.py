@@ -62,6 +62,22 @@ def _arm(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+def _cpus(text: str) -> float:
+    """A number of cores for ``--cell-cpus``: 0 (no bound) or 0.01..4096."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want a number of cores, got {text!r}") from None
+    if not (value == 0 or 0.01 <= value <= 4096):
+        raise argparse.ArgumentTypeError(f"want 0 (no bound) or 0.01..4096 cores, got {text}")
+    return value
+
+
+def default_cell_cpus(workers: int) -> float:
+    """The fair share: this host's cores over the cells that run at once, at least one core."""
+    return max(1.0, round((os.cpu_count() or 1) / max(1, workers), 2))
+
+
 class RunnerFlags:
     """Every runner flag, declared once (name, type with its bounds, default, help)."""
 
@@ -167,6 +183,15 @@ class RunnerFlags:
             type=bounded_int(MIN_PIDS, 1 << 20, "processes"),
             default=DEFAULT_PIDS,
             help=f"process/thread limit per cell (cgroup; default {DEFAULT_PIDS})",
+        ),
+    )
+    cell_cpus = Flag(
+        "--cell-cpus",
+        dict(
+            type=_cpus,
+            default=None,
+            help="CPU quota per cell in cores, all its processes together (cgroup; default: host cores / "
+            "--workers, at least 1, so a cell's durations do not depend on its neighbours; 0: no bound)",
         ),
     )
     cell_disk_mib = Flag(
@@ -385,6 +410,7 @@ LIMITS = (
     RunnerFlags.outage_streak,
     RunnerFlags.cell_memory_mib,
     RunnerFlags.cell_pids,
+    RunnerFlags.cell_cpus,
     RunnerFlags.cell_disk_mib,
 )
 # How cells are scheduled, when a sweep stops early, and what it may skip (README: Scheduling).

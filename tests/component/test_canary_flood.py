@@ -39,7 +39,9 @@ def test_a_slow_relay_still_counts_every_refusal(short_tmpdir, monkeypatch):
     monkeypatch.setattr(ModelRelay, "_refuse", slow)
     credentials = CellCredentials(api_key="k", auth_token=None)
     socket_path = short_tmpdir / "api.sock"
-    with ModelRelay(socket_path, upstream="http://127.0.0.1:9", credentials=credentials) as relay:
+    with ModelRelay(
+        socket_path, upstream="http://127.0.0.1:9", credentials=credentials, client_key="k"
+    ) as relay:
         started = time.monotonic()
         result = subprocess.run(
             [sys.executable, "-c", _program(relay.socket_path)], capture_output=True, text=True, timeout=120

@@ -16,7 +16,8 @@ import pytest
 from tests.builders import missing_tool
 from tests.conftest import SESSION_TMPDIR, needs_root
 from workflow_bench.sandbox import CellLimits, CellResources, RunPolicy, SandboxKind, create_sandbox
-from workflow_bench.sandbox._limits import _own_cgroup, mounts_under
+from workflow_bench.sandbox._cgroups import own_cgroup as _own_cgroup
+from workflow_bench.sandbox._stale import mounts_under
 
 pytestmark = pytest.mark.component
 
@@ -40,6 +41,7 @@ def cell(tmp_path, bwrap_bin, enforceable):
     resources = CellResources(SMALL, tmp_path / "cell")
     resources.open(clone_source=template)
     (tmp_path / "cell" / "workspace").mkdir()
+    resources.own(tmp_path / "cell" / "workspace")  # as cells/run.py does: the cell uid's clone
     sandbox = create_sandbox(
         SandboxKind.BWRAP,
         workspace=tmp_path / "cell" / "workspace",
@@ -57,7 +59,17 @@ def _sh(sandbox, script: str):
 
 def test_every_bound_is_enforced_and_a_benign_run_is_no_breach(cell):
     resources, sandbox = cell
-    assert resources.enforced() == {"memory_mib": 128, "pids": 48, "disk_mib": 16, "sampled": []}
+    enforced = resources.enforced()
+    kernel = {k: enforced[k] for k in ("memory_mib", "pids", "disk_mib", "cpus", "ptys", "sampled")}
+    assert kernel == {
+        "memory_mib": 128,
+        "pids": 48,
+        "disk_mib": 16,
+        "cpus": None,
+        "ptys": 128,
+        "sampled": ["files"],  # no kernel counter for a group's descriptors: the watchdog's
+    }
+    assert enforced["cell_uid"] >= 0x40000000 and enforced["seccomp_denied"] and enforced["namespace_limits"]
     result = _sh(sandbox, "head -c 4M /dev/zero > small; python3 -c 'bytearray(16 * 2**20)'; echo ok")
     assert result.ok and result.stdout == b"ok\n", result.describe()
     assert resources.breaches() == []
@@ -98,7 +110,7 @@ def test_close_leaves_no_cgroup_mount_or_image(tmp_path, bwrap_bin, enforceable)
     template.mkdir()
     resources = CellResources(SMALL, tmp_path / "cell")
     resources.open(clone_source=template)
-    groups = [g.directory for g in (resources._memory, resources._pids)]
+    groups = [g.directory for g in (resources._memory, resources._pids)]  # SMALL sets no CPU quota
     assert all(g.is_dir() for g in groups) and os.path.ismount(tmp_path / "cell")
     assert resources.close() is None
     assert not any(g.exists() for g in groups)
@@ -112,6 +124,44 @@ def test_mounts_are_found_below_a_root_reached_through_a_symlink(tmp_path):
     link.symlink_to("/proc")  # /proc is always a mount point
     assert Path("/proc") in mounts_under(link)
     assert mounts_under(tmp_path / "real") == []  # negative control: no mount there
+
+
+# Two busy processes for WALL_S: CPU seconds they got, as the sandbox's own clock counts them.
+WALL_S = 2.0
+QUOTA = 0.2
+_QUOTA_MAX_S = QUOTA * WALL_S * 1.25 + 0.1  # a period's slack at the edges
+_SPIN = (
+    'python3 -c "import os, time\nfor _ in range(2):\n    if os.fork() == 0:\n'
+    f"        end = time.monotonic() + {WALL_S}\n        while time.monotonic() < end: pass\n"
+    '        os._exit(0)\nos.wait(); os.wait()\nprint(sum(os.times()[2:4]))"'
+)
+
+
+def test_the_cpu_quota_bounds_all_the_cells_processes_together(tmp_path, bwrap_bin, enforceable):
+    """``--cell-cpus``: the quota is the cell's whole share, however many processes it starts.
+
+    Two spinners want two cores; the cell gets at most its 0.2 (an upper bound: host load only
+    lowers it, so the test does not depend on the machine being quiet), and the kernel's own
+    counter shows it throttled them. Removing the quota fails both: the spinners get what the
+    host spares (2 s of 4 on an idle 2-core machine) and nothing is throttled.
+    """
+    template = tmp_path / "template"
+    template.mkdir()
+    resources = CellResources(CellLimits(memory_mib=512, pids=64, disk_mib=16, cpus=QUOTA), tmp_path / "cell")
+    resources.open(clone_source=template)
+    try:
+        (tmp_path / "cell" / "workspace").mkdir()
+        sandbox = create_sandbox(
+            SandboxKind.BWRAP, workspace=tmp_path / "cell" / "workspace", claude_bin=None,
+            bwrap_bin=bwrap_bin, resources=resources,
+        )  # fmt: skip
+        assert resources.enforced()["cpus"] == QUOTA
+        result = _sh(sandbox, _SPIN)
+        assert result.ok, result.describe()
+        assert float(result.stdout) <= _QUOTA_MAX_S, result.stdout
+        assert resources._cpu is not None and resources._cpu.counter("cpu.stat", "nr_throttled") > 0
+    finally:
+        assert resources.close() is None
 
 
 def test_writable_filesystems_in_the_sandbox_are_sized_or_read_only(tmp_path, bwrap_bin):
@@ -128,16 +178,26 @@ def test_writable_filesystems_in_the_sandbox_are_sized_or_read_only(tmp_path, bw
     assert sizes == {"/run": "4096", "/dev/shm": "65536", "/tmp": "524288", "/home": "262144"}
 
 
+def _no_userns(_self) -> None:
+    from workflow_bench.sandbox._userns import UserNamespaceError
+
+    raise UserNamespaceError("no user namespace here (the test says so)")
+
+
 def test_a_bound_that_cannot_be_enforced_is_never_claimed(tmp_path, monkeypatch):
-    from workflow_bench.sandbox import _limits
+    from workflow_bench.sandbox import _cgroups, _limits
 
     monkeypatch.setattr(_limits, "_is_root", lambda: True)  # root: no RLIMIT_NPROC fallback either
-    monkeypatch.setattr(_limits, "_own_cgroup", lambda _controller: None)
+    monkeypatch.setattr(_cgroups, "own_cgroup", lambda _controller: None)
     monkeypatch.setattr(_limits, "_can_mount", lambda: False)
     monkeypatch.setattr(_limits._watchdog, "available", lambda: False)  # no way to find the cell's processes
+    monkeypatch.setattr(_limits, "filter_program", lambda: None)
+    monkeypatch.setattr(_limits.CellUserNamespace, "open", _no_userns)
     resources = CellResources(SMALL, tmp_path / "cell")
     resources.open(clone_source=tmp_path)
-    assert resources.enforced() == {"memory_mib": None, "pids": None, "disk_mib": None, "sampled": []}
+    enforced = resources.enforced()
+    rlimits = {"nofile_per_process": _limits.NOFILE_PER_PROCESS, "msgqueue_bytes": _limits.MSGQUEUE_BYTES}
+    assert {k: v for k, v in enforced.items() if v} == rlimits  # rlimits need no privilege
     assert resources.wrap(["/bin/true"]) == ["/bin/true"]
     assert resources.breaches() == [] and resources.close() is None
     assert not os.path.ismount(tmp_path / "cell")
@@ -146,17 +206,20 @@ def test_a_bound_that_cannot_be_enforced_is_never_claimed(tmp_path, monkeypatch)
 def test_without_root_the_process_count_falls_back_to_rlimit_nproc(tmp_path, bwrap_bin, monkeypatch):
     """Measured for real: the sandbox as uid nobody, bounded by RLIMIT_NPROC inside its user namespace."""
     from workflow_bench.process import run_process
-    from workflow_bench.sandbox import _limits
+    from workflow_bench.sandbox import _cgroups, _limits
 
     needs_root("drops to nobody with setpriv")
 
-    monkeypatch.setattr(_limits, "_own_cgroup", lambda _controller: None)
+    monkeypatch.setattr(_cgroups, "own_cgroup", lambda _controller: None)
     monkeypatch.setattr(_limits, "_can_mount", lambda: False)
     monkeypatch.setattr(_limits, "_is_root", lambda: False)
     monkeypatch.setattr(_limits._watchdog, "available", lambda: False)  # the kernel backstop alone
+    # argv is run by hand below, without the cell wrapper that opens the namespace and filter fds
+    monkeypatch.setattr(_limits, "filter_program", lambda: None)
+    monkeypatch.setattr(_limits.CellUserNamespace, "open", _no_userns)
     resources = CellResources(SMALL, tmp_path / "cell")
     resources.open(clone_source=tmp_path)
-    assert resources.prlimit_args() == ("--nproc=48",)  # no watchdog: the kernel bound is the limit
+    assert resources.prlimit_args()[0] == "--nproc=48"  # no watchdog: the kernel bound is the limit
     assert resources.enforced()["pids"] == 48
     # uid nobody must reach the workspace: under TMPDIR when every directory above it lets others
     # through (a private TMPDIR is often 0700), else under /tmp; a private mkdtemp directory either way.

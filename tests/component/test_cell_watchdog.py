@@ -18,6 +18,7 @@ from workflow_bench.sandbox import (
     CellResources,
     RunPolicy,
     SandboxKind,
+    _cgroups,
     _limits,
     _watchdog,
     create_sandbox,
@@ -32,7 +33,7 @@ SMALL = CellLimits(memory_mib=256, pids=64, disk_mib=16)
 def cell(tmp_path, bwrap_bin, monkeypatch):
     if not _watchdog.available():
         missing_tool("/proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN)")
-    monkeypatch.setattr(_limits, "_own_cgroup", lambda _controller: None)
+    monkeypatch.setattr(_cgroups, "own_cgroup", lambda _controller: None)
     monkeypatch.setattr(_limits, "_can_mount", lambda: False)
     template = tmp_path / "template"
     template.mkdir()
@@ -40,6 +41,7 @@ def cell(tmp_path, bwrap_bin, monkeypatch):
     resources = CellResources(SMALL, tmp_path / "cell")
     resources.open(clone_source=template)
     (tmp_path / "cell" / "workspace").mkdir()
+    resources.own(tmp_path / "cell" / "workspace")  # as cells/run.py does: the cell uid's clone
     sandbox = create_sandbox(
         SandboxKind.BWRAP,
         workspace=tmp_path / "cell" / "workspace",
@@ -60,10 +62,16 @@ def test_every_bound_is_sampled_and_a_benign_run_is_no_breach(cell, monkeypatch)
     resources, sandbox = cell
     real_is_root = _limits._is_root
     monkeypatch.setattr(_limits, "_is_root", lambda: False)
-    assert resources.prlimit_args() == ("--nproc=128",)  # the kernel backstop, above the sampled 64
+    assert resources.prlimit_args()[0] == "--nproc=128"  # the kernel backstop, above the sampled 64
     monkeypatch.setattr(_limits, "_is_root", real_is_root)
-    sampled = ["memory", "pids", "disk"]
-    assert resources.enforced() == {"memory_mib": 256, "pids": 64, "disk_mib": 16, "sampled": sampled}
+    enforced = resources.enforced()
+    assert {k: enforced[k] for k in ("memory_mib", "pids", "disk_mib", "files", "sampled")} == {
+        "memory_mib": 256,
+        "pids": 64,
+        "disk_mib": 16,
+        "files": 65536,
+        "sampled": ["memory", "pids", "disk", "files"],
+    }
     script = "head -c 4M /dev/zero > small; python3 -c 'import time; b = bytearray(64 << 20); time.sleep(.5)'"
     result = _sh(sandbox, script + "; for i in $(seq 8); do sleep 0.3 & done; wait; echo ok")
     assert result.ok and result.stdout == b"ok\n", result.describe()

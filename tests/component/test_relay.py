@@ -16,10 +16,11 @@ from typing import ClassVar
 import pytest
 
 from workflow_bench.providers.access import CellCredentials
-from workflow_bench.relay.server import MAX_BODY_BYTES, MAX_CONNECTIONS, ModelRelay
+from workflow_bench.relay.server import MAX_BODY_BYTES, MAX_CONNECTIONS, ModelRelay, new_session_key
 
 pytestmark = pytest.mark.component
 SESSION = "11111111-2222-3333-4444-555555555555"
+KEY = new_session_key()
 REPLY = {
     "id": "msg_1",
     "type": "message",
@@ -62,6 +63,7 @@ def relay(short_tmpdir):
         short_tmpdir / "api.sock",  # a socket: under TMPDIR itself, not the deeper tmp_path
         upstream=upstream,
         credentials=CellCredentials(api_key="real-key", auth_token=None),
+        client_key=KEY,
         session_id=SESSION,
         model="m",
     ) as model_relay:
@@ -81,10 +83,19 @@ def _send(relay, raw: bytes, *, timeout=10.0) -> bytes:
 
 
 def _request(
-    body: dict | bytes, *, path="/v1/messages?beta=true", method="POST", session=SESSION, length=None
+    body: dict | bytes,
+    *,
+    path="/v1/messages?beta=true",
+    method="POST",
+    session=SESSION,
+    length=None,
+    key=KEY,
+    extra="",
 ):
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    head = f"{method} {path} HTTP/1.1\r\nHost: localhost\r\nx-api-key: surrogate\r\n"
+    head = f"{method} {path} HTTP/1.1\r\nHost: localhost\r\n{extra}"
+    if key:
+        head += f"x-api-key: {key}\r\n"
     if session:
         head += f"X-Claude-Code-Session-Id: {session}\r\n"
     head += f"Content-Length: {len(data) if length is None else length}\r\n\r\n"
@@ -137,6 +148,99 @@ def test_anything_else_is_refused_counted_and_never_forwarded(relay, raw, status
     assert response.split(b" ")[1] == status, response[:200]
     assert _Model.seen == []
     assert relay.record().refused == 1 and relay.record().exchanges == ()
+
+
+def _good_with_head(mutate) -> bytes:
+    """The good request with its head bytes passed through ``mutate`` (a smuggling attempt)."""
+    raw = _request(GOOD)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return mutate(head) + b"\r\n\r\n" + body
+
+
+_SESSION_LINE = f"X-Claude-Code-Session-Id: {SESSION}".encode()
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        # A bare LF ends a header line for a lenient upstream: the second "header" was once
+        # forwarded verbatim and read by the upstream as another agent's identity.
+        (
+            "bare LF",
+            _good_with_head(
+                lambda h: h.replace(b"Host: localhost", b"Host: localhost\nx-claude-code-agent-id: evil")
+            ),
+        ),
+        ("all bare LF", _good_with_head(lambda h: h.replace(b"\r\n", b"\n"))),
+        ("bare CR", _good_with_head(lambda h: h.replace(b"Host: localhost", b"Host: local\rhost"))),
+        (
+            "obs-fold",
+            _good_with_head(
+                lambda h: h.replace(b"Host: localhost", b"Host: localhost\r\n x-claude-code-agent-id: evil")
+            ),
+        ),
+        ("control byte", _good_with_head(lambda h: h.replace(b"Host: localhost", b"Host: local\x01host"))),
+        ("DEL byte", _good_with_head(lambda h: h.replace(b"Host: localhost", b"Host: local\x7fhost"))),
+        ("NUL byte", _good_with_head(lambda h: h.replace(b"Host: localhost", b"Host: local\x00host"))),
+        ("non-ASCII byte", _good_with_head(lambda h: h.replace(b"Host: localhost", b"Host: local\xffhost"))),
+        ("space before colon", _good_with_head(lambda h: h.replace(b"Host: ", b"Host : "))),
+        ("repeated Content-Length", _good_with_head(lambda h: h + b"\r\n" + h.split(b"\r\n")[-1])),
+        ("conflicting Content-Length", _good_with_head(lambda h: h + b"\r\nContent-Length: 1")),
+        (
+            "Content-Length list",
+            _good_with_head(lambda h: h.replace(b"Content-Length: ", b"Content-Length: 7, ")),
+        ),
+        ("CL and TE", _good_with_head(lambda h: h + b"\r\nTransfer-Encoding: chunked")),
+        ("repeated session id", _good_with_head(lambda h: h + b"\r\n" + _SESSION_LINE)),
+        (
+            "repeated agent id",
+            _good_with_head(lambda h: h + b"\r\nx-claude-code-agent-id: a\r\nx-claude-code-agent-id: b"),
+        ),
+        ("repeated key", _good_with_head(lambda h: h + f"\r\nx-api-key: {KEY}".encode())),
+        ("HTTP/1.0", _good_with_head(lambda h: h.replace(b"HTTP/1.1", b"HTTP/1.0", 1))),
+        ("pipelined second request", _request(GOOD) + _request(GOOD)),
+    ],
+)
+def test_header_smuggling_is_refused_counted_and_never_forwarded(relay, name, raw):
+    """Strict HTTP/1.1 (relay/http_request.py): what a lenient parser forwards never reaches upstream."""
+    response = _send(relay, raw)
+    assert response.split(b" ")[1] in (b"400", b"411"), (name, response[:200])
+    assert b"relay: " in response
+    assert _Model.seen == [], name
+    assert relay.record().refused == 1 and relay.record().exchanges == ()
+
+
+def test_chunked_bodies_are_refused(relay):
+    body = json.dumps(GOOD).encode()
+    head = (
+        _request(GOOD)
+        .partition(b"\r\n\r\n")[0]
+        .replace(b"Content-Length: ", b"Transfer-Encoding: chunked\r\nX-Was: ")
+    )
+    raw = head + b"\r\n\r\n" + b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n"
+    response = _send(relay, raw)
+    assert response.split(b" ")[1] == b"411", response[:200]
+    assert _Model.seen == []
+
+
+@pytest.mark.parametrize(
+    "key",
+    [None, "wfbench-session-" + "0" * 64, KEY[:-1], KEY + "x", "sk-ant-guessed"],
+    ids=["no key", "another key", "prefix", "longer", "provider-shaped"],
+)
+def test_a_request_without_this_sessions_credential_is_refused(relay, key):
+    """The session id is in the CLI's argv (readable through /proc): the credential is what proves the CLI."""
+    response = _send(relay, _request(GOOD, key=key))
+    assert response.split(b" ")[1] == b"401"
+    assert _Model.seen == [] and relay.record().refused == 1
+
+
+def test_the_upstream_head_is_rebuilt_from_parsed_headers(relay):
+    """What reaches upstream is the relay's own serialization: the session key never leaves."""
+    response = _send(relay, _request(GOOD, extra="anthropic-beta: b1\r\n"))
+    assert b" 200 " in response[:20]
+    assert _Model.seen == [("/v1/messages?beta=true", "real-key", GOOD)]
+    assert KEY not in str(_Model.seen)
 
 
 def test_a_huge_body_is_refused_from_its_length_without_reading_it(relay):

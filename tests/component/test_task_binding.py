@@ -7,12 +7,12 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.builders import git_in
 from workflow_bench.taskspec import spec as tasks
 from workflow_bench.taskspec.repos import WorktreeError, tree_manifest
 from workflow_bench.taskspec.spec import TaskFileError, bind_tasks, cache_root, load_task_file
@@ -20,22 +20,6 @@ from workflow_bench.taskspec.spec import TaskFileError, bind_tasks, cache_root, 
 pytestmark = pytest.mark.component
 
 ORACLE_SOURCE = "oracles/t.oracle_test.py"
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(repo),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    }
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True
-    )
-    return done.stdout.strip()
 
 
 @pytest.fixture(autouse=True)
@@ -51,15 +35,15 @@ def corpus(tmp_path: Path) -> dict[str, object]:
     root = tmp_path / "corpus"
     repo = root / "repo"
     repo.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
+    git_in(repo, "init", "-q", "-b", "main")
     (repo / "a.txt").write_text("one\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "one")
-    first = git(repo, "rev-parse", "HEAD")
+    git_in(repo, "add", "-A")
+    git_in(repo, "commit", "-q", "-m", "one")
+    first = git_in(repo, "rev-parse", "HEAD")
     (repo / "a.txt").write_text("two\n")
-    git(repo, "commit", "-q", "-am", "two")
-    second = git(repo, "rev-parse", "HEAD")
-    git(repo, "bundle", "create", "-q", str(root / "demo.bundle"), "--all")
+    git_in(repo, "commit", "-q", "-am", "two")
+    second = git_in(repo, "rev-parse", "HEAD")
+    git_in(repo, "bundle", "create", "-q", str(root / "demo.bundle"), "--all")
     (root / "oracles").mkdir()
     (root / ORACLE_SOURCE).write_text("import unittest\n")
     return {"root": root, "repo": repo, "first": first, "second": second}
@@ -106,7 +90,7 @@ def test_bundle_is_cloned_once_into_the_content_addressed_cache(corpus: dict, is
     assert binding.repo_path == isolated_cache / "repos" / digest
     assert binding.repo_identity == f"bundle:sha256:{digest}"
     assert binding.resolved_sha == corpus["second"]
-    assert git(binding.repo_path, "rev-parse", "--is-bare-repository") == "true"
+    assert git_in(binding.repo_path, "rev-parse", "--is-bare-repository") == "true"
     assert os.listdir(isolated_cache / "repos") == [digest]  # no temp dirs left behind
     marker = binding.repo_path / "reused-marker"
     marker.write_text("")
@@ -275,7 +259,7 @@ def test_a_bundle_has_no_working_tree(corpus: dict, key: str) -> None:
 
 
 def test_a_bare_repository_has_no_working_tree(corpus: dict) -> None:
-    git(corpus["root"], "clone", "-q", "--bare", str(corpus["repo"]), str(corpus["root"] / "bare.git"))
+    git_in(corpus["root"], "clone", "-q", "--bare", str(corpus["repo"]), str(corpus["root"] / "bare.git"))
     path = write_tasks(corpus["root"], repo="bare.git", sandbox_copy=["a.txt"])
     ((_, key, message),) = bind_errors(path)
     assert key == "sandbox_copy" and "bare repositories have none" in message

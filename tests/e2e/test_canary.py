@@ -5,21 +5,19 @@ from __future__ import annotations
 import pytest
 
 from workflow_bench.canary._suite import ATTACKS as SUITE_ATTACKS  # every module registered there
+from workflow_bench.canary.attacks_budgets import BUDGET_ATTACKS
 from workflow_bench.canary.attacks_graphs import GRAPH_ATTACKS
 from workflow_bench.canary.attacks_judging import ATTACKS as JUDGING_ATTACKS
 from workflow_bench.canary.attacks_limits import LIMIT_ATTACKS
+from workflow_bench.canary.attacks_relay import BREACH_ATTACKS
 from workflow_bench.canary.attacks_replay import REPLAY_ATTACKS
 from workflow_bench.canary.attacks_sealing import SEALING_ATTACKS
 
 # The judging suite adds one verdict per attack plus the breaker's.
 ATTACKS = (
-    *SUITE_ATTACKS,
-    *LIMIT_ATTACKS,
-    *REPLAY_ATTACKS,
-    *JUDGING_ATTACKS,
-    *SEALING_ATTACKS,
-    *GRAPH_ATTACKS,
-)
+    *SUITE_ATTACKS, *LIMIT_ATTACKS, *BUDGET_ATTACKS, *REPLAY_ATTACKS, *BREACH_ATTACKS, *JUDGING_ATTACKS,
+    *SEALING_ATTACKS, *GRAPH_ATTACKS,
+)  # fmt: skip
 TOTAL = len(ATTACKS) + 1
 
 pytestmark = pytest.mark.e2e
@@ -39,6 +37,7 @@ def test_runner_canary_flag_blocks_every_attack_before_the_sweep(tmp_path, capsy
     argv = ["--tasks", str(DEMO_TASKS), "--provider", "scripted", "--canary", "--arms", "baseline"]
     code = runner.main([*argv, "--out", str(out)])
     printed = capsys.readouterr().out
+    assert f"blocked {TOTAL}/{TOTAL}" in printed, printed[-8000:]  # the table, to see what was not
     table = printed[: printed.index(f"blocked {TOTAL}/{TOTAL}")]  # the table comes before any cell
     for attack in (*ATTACKS, *JUDGING_ATTACKS):
         assert f"{attack.name} " in table, attack.name

@@ -166,8 +166,10 @@ def test_kept_generation_feeds_the_next_one_which_pays_only_candidates_and_a_can
         ("proposer-outside-overlay.yaml", "wrote outside overlay/ and proposal.md: notes.txt"),
         ("proposer-non-markdown.yaml", "helper.py is not Markdown under skills/<skill>/"),
         ("proposer-unexercised-skill.yaml", "overlay touches skill(s) review"),
+        ("proposer-deep-tree.yaml", "nested deeper than 8 levels"),
+        ("proposer-control-name.yaml", "skills/plan/\\x1b[2Jnotes.md: a name with a control"),
     ],
-    ids=["outside-overlay", "non-markdown", "unexercised-skill"],
+    ids=["outside-overlay", "non-markdown", "unexercised-skill", "deep-tree", "control-name"],
 )
 def test_a_proposer_breaking_the_rules_fails_the_generation_closed(
     script, reason, evolve_env, task_file_for, tmp_path, bwrap_bin, claude_bin, capsys
@@ -183,6 +185,7 @@ def test_a_proposer_breaking_the_rules_fails_the_generation_closed(
     assert evolve_main(argv) == 1
     printed = capsys.readouterr().out
     assert "NOT PROMOTED — gen-0 failed closed" in printed and reason in printed
+    assert "\x1b" not in printed  # names are model output: escaped, never printed raw
     gen = out / "gen-0"
     assert (
         json.loads((gen / "proposer-session.json").read_text())["ok"] is True

@@ -18,7 +18,8 @@ import pytest
 
 from tests.builders import missing_tool
 from tests.conftest import needs_root
-from workflow_bench.sandbox._limits import _own_cgroup, mounts_under
+from workflow_bench.sandbox._cgroups import own_cgroup as _own_cgroup
+from workflow_bench.sandbox._stale import mounts_under
 
 from .conftest import REPO_ROOT
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.builders import result_dicts
 from workflow_bench import runner
-from workflow_bench.sandbox import _environment
+from workflow_bench.sandbox import _environment, _userns
 
 from .conftest import tool_results
 
@@ -63,6 +63,9 @@ def test_with_confinement_removed_the_forgery_lands_and_is_caught(
     monkeypatch.setattr(
         _environment, "shell_prefix_script", lambda *a, **k: unconfined(*a, **{**k, "confine": None})
     )
+    # A root runner's cell uid is a second wall: the CLI's stdout pipe belongs to host root, which
+    # a tool of the cell uid cannot reopen through /proc. Mapped to the runner's uid, as before.
+    monkeypatch.setattr(_userns, "_is_root", lambda: False)
     row, seen, _ = _sweep(task_file_for, tmp_path)
     assert "FD1-WRITE:ok" in seen, seen  # the defence really was removed: the forgery landed
     assert row["error_kind"] == "evidence-tampered", (row["error_kind"], row["error_detail"])

@@ -29,7 +29,7 @@ CASES = {
         },
     ),
     "relay-other-model": (
-        {"output": "opus HTTP/1.1 400 Bad relay-refusal\nno-session HTTP/1.1 403 F relay-refusal"},
+        {"output": "opus HTTP/1.1 401 U relay-refusal\nno-session HTTP/1.1 401 U relay-refusal"},
         {"output": "opus HTTP/1.0 200 OK upstream-answer\nno-session HTTP/1.1 403 F relay-refusal"},
     ),
     "relay-huge-body": (
@@ -39,6 +39,10 @@ CASES = {
     "relay-flood": (
         {"output": "flood 200 connections, 168 refused by the relay, cap 32"},
         {"output": "flood 200 connections, 0 refused by the relay, cap 32"},
+    ),
+    "relay-hidden-turn": (
+        {"output": "credential-candidates 0 session id found: True\nrelay-answer hidden 401 relay-refusal"},
+        {"output": "credential-candidates 0 session id found: True\nrelay-answer hidden 200 upstream-answer"},
     ),
     "stream-forgery": (
         {"output": "fd1-refused: Permission denied", "row": row(**HONEST_ROW)},

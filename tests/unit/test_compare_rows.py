@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import row, rows_text
+from tests.builders import resource_limits, row, rows_text
 
 pytestmark = pytest.mark.unit
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "compare_rows.py"
@@ -39,6 +39,16 @@ def test_times_ids_and_test_timings_are_not_differences(tmp_path, capsys):
     )
     assert _tool().main([str(before), str(after)]) == 0
     assert "1 cells compared, 0 difference(s)" in capsys.readouterr().out
+
+
+def test_a_cells_random_uid_is_compared_only_as_present(tmp_path, capsys):
+    def sweep(name: str, uid: int | None):
+        return _sweep(tmp_path / name, row(resource_limits=resource_limits(memory_mib=4096, cell_uid=uid)))
+
+    tool = _tool()
+    assert tool.main([str(sweep("a", 1_500_000_001)), str(sweep("b", 1_900_000_002))]) == 0
+    assert tool.main([str(tmp_path / "a"), str(sweep("c", None))]) == 1  # one ran as its own uid, one not
+    assert "resource_limits" in capsys.readouterr().out
 
 
 def test_a_changed_measurement_or_a_missing_cell_is_reported(tmp_path, capsys):

@@ -3,7 +3,9 @@
 Rules pinned here (cells.evidence): a skill counts as invoked when the model called Skill with
 that name in any of the forms the CLI uses (``skill``, ``command``, ``name``; a leading "/", a
 plugin prefix "ns:", extra arguments, any case) and got a non-error result; a subagent thread is
-anchored by one unanswered Agent/Task/Skill call, each call anchoring at most one subagent; the
+anchored by one unanswered Agent/Task call the session may make (its prompt opening the subagent)
+or Skill call for a skill declared forked (the CLI's "Base directory for this skill" line opening
+it), each call anchoring at most one subagent, and what other threads were served is kept; the
 cross-check never crashes on stream shapes a forger can print, bounds the ids it quotes, and
 reads a usage count the wire never reported as the CLI's zero.
 """
@@ -14,8 +16,24 @@ import json
 
 import pytest
 
-from tests.builders import USER, honest_exchanges, stream_events, wire_exchange, wire_record, wire_reply
-from workflow_bench.cells.evidence import WireEvidence, analyse, cross_check
+from tests.builders import (
+    USER,
+    honest_exchanges,
+    session_outcome,
+    stream_events,
+    wire_exchange,
+    wire_record,
+    wire_reply,
+    wire_usage,
+)
+from workflow_bench.cells.evidence import (
+    FORK_OPENING,
+    SubagentPolicy,
+    WireEvidence,
+    analyse,
+    apply_wire,
+    cross_check,
+)
 from workflow_bench.relay.wire import ToolResult, ToolUse
 
 pytestmark = pytest.mark.unit
@@ -90,9 +108,71 @@ def test_an_agent_call_after_other_calls_still_anchors_its_subagent() -> None:
     assert analyse(wire_record([_parent([bash, other, AGENT]), _child(1, "ag1")])).tampering == ()
 
 
-def test_a_skill_call_anchors_a_subagent_whatever_its_first_message() -> None:
-    skill = {"type": "tool_use", "id": "k1", "name": "Skill", "input": {"skill": "work"}}
-    assert analyse(wire_record([_parent([skill]), _child(1, "ag1", "anything")])).tampering == ()
+SKILL = {"type": "tool_use", "id": "k1", "name": "Skill", "input": {"skill": "work"}}
+FORKS = SubagentPolicy(forked_skills=frozenset({"work"}))
+NEVER_HAD = ("request 1 starts a conversation the session never had",)
+
+
+def _fork_opening(skill_dir: str = "/workspace/.claude/skills/work") -> str:
+    return f"{FORK_OPENING}{skill_dir}\n\nDo the work.\n"
+
+
+def test_a_forked_skill_call_anchors_the_subagent_that_opens_with_its_directory() -> None:
+    """Measured on CLI 2.1.332: a forked skill's subagent starts with the skill's base directory."""
+    child = _child(1, "ag1", _fork_opening())
+    assert analyse(wire_record([_parent([SKILL]), child]), FORKS).tampering == ()
+    plugin = _child(1, "ag1", _fork_opening("/opt/comparator-plugin/skills/work/"))
+    assert analyse(wire_record([_parent([SKILL]), plugin]), FORKS).tampering == ()
+
+
+@pytest.mark.parametrize(
+    ("policy", "text"),
+    [
+        # The observed attack: a tool posts under a new agent id while a Skill call is pending.
+        (FORKS, "anything"),
+        (FORKS, _fork_opening("/workspace/.claude/skills/plan")),  # another skill's directory
+        (FORKS, "Do the work.\n" + _fork_opening()),  # the line must open the message
+        (SubagentPolicy(), _fork_opening()),  # the skill is not forked: it spawns nothing
+        (SubagentPolicy(forked_skills=frozenset({"plan"})), _fork_opening()),
+    ],
+    ids=["any text", "other skill dir", "not first", "not forked", "other skill forked"],
+)
+def test_a_skill_call_anchors_no_subagent_without_the_wire_proof(policy, text) -> None:
+    assert analyse(wire_record([_parent([SKILL]), _child(1, "ag1", text)]), policy).tampering == NEVER_HAD
+
+
+def test_an_agent_call_anchors_nothing_when_the_session_has_no_agent_tool() -> None:
+    assert analyse(wire_record([_parent([AGENT]), _child(1, "ag1")]), SubagentPolicy()).tampering == ()
+    refused = analyse(wire_record([_parent([AGENT]), _child(1, "ag1")]), SubagentPolicy(agent_tool=False))
+    assert refused.tampering == NEVER_HAD
+
+
+def test_a_thread_the_session_never_had_is_spend_and_leaves_the_cost_unknown() -> None:
+    """Observed: a hidden thread's 1,000,000 output tokens were in no cost figure of the row."""
+    hidden = wire_exchange(
+        1, [{"role": "user", "content": "hidden"}], wire_reply("h1", [], 7), agent_id="evil"
+    )
+    wire = analyse(wire_record([_parent([SKILL]), hidden]), FORKS)
+    assert wire.tampering == NEVER_HAD
+    assert wire.usage_foreign == wire_usage(7)
+    assert wire.usage["input_tokens"] == 17  # usage_wire: every message served, each once
+    honest = analyse(wire_record([_parent([SKILL]), _child(1, "ag1", _fork_opening())]), FORKS)
+    assert honest.usage_foreign == {}  # negative control: a real subagent is no foreign spend
+
+
+def test_foreign_spend_makes_the_session_tampered_with_an_unknown_cost() -> None:
+    hidden = wire_exchange(
+        1, [{"role": "user", "content": "hidden"}], wire_reply("h1", [], 7), agent_id="evil"
+    )
+    outcome = apply_wire(
+        session_outcome(stream_events()),
+        wire_record([_parent([SKILL]), hidden]),
+        expected_skill=None,
+        policy=FORKS,
+    )
+    assert outcome.error_kind == "evidence-tampered"
+    assert outcome.cost_usd is None and outcome.usage_wire["input_tokens"] == 17
+    assert "served threads the CLI never opened" in outcome.error_detail
 
 
 def test_a_task_call_anchors_its_subagent_like_an_agent_call() -> None:

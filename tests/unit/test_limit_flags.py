@@ -1,4 +1,4 @@
-"""--cell-memory-mib / --cell-pids / --cell-disk-mib: validated before anything runs (exit 2, flag named)."""
+"""--cell-memory-mib / -pids / -disk-mib / -cpus: validated before anything runs (exit 2, flag named)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,10 @@ pytestmark = pytest.mark.unit
         ("--cell-pids", "lots"),
         ("--cell-disk-mib", "0"),
         ("--cell-disk-mib", ""),
+        ("--cell-cpus", "-1"),
+        ("--cell-cpus", "0.001"),
+        ("--cell-cpus", "many"),
+        ("--cell-cpus", "nan"),
     ],
 )
 def test_nonsense_limits_exit_2_naming_the_flag(flag, value, tmp_path, capsys):
@@ -44,3 +48,20 @@ def test_defaults_and_valid_values_parse():
         ["--tasks", "t.yaml", "--cell-memory-mib", "1024", "--cell-pids", "64", "--cell-disk-mib", "16"]
     )
     assert (args.cell_memory_mib, args.cell_pids, args.cell_disk_mib) == (1024, 64, 16)
+
+
+def test_the_cpu_quota_defaults_to_the_fair_share_and_zero_means_none(monkeypatch):
+    from workflow_bench.runner import _cell_cpus
+    from workflow_bench.runner_args import default_cell_cpus
+
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert (default_cell_cpus(1), default_cell_cpus(2), default_cell_cpus(3), default_cell_cpus(16)) == (
+        8.0,
+        4.0,
+        2.67,
+        1.0,  # never below one core: a cell must be able to run its CLI
+    )
+    parse = runner.build_parser().parse_args
+    assert _cell_cpus(parse(["--tasks", "t.yaml", "--workers", "2"])) == 4.0
+    assert _cell_cpus(parse(["--tasks", "t.yaml", "--cell-cpus", "1.5"])) == 1.5
+    assert _cell_cpus(parse(["--tasks", "t.yaml", "--cell-cpus", "0"])) is None

@@ -153,6 +153,20 @@ def test_an_older_row_migrates_with_unmeasured_fields_unknown():
         row_from_stored({**old, "made_up": 1}, where="x")
 
 
+def test_an_older_rows_resource_limits_read_with_the_later_bounds_unknown():
+    # Before issue 23 a row held four bounds; the kernel budgets added since were not enforced then.
+    older = _stored(
+        schema_version=5, resource_limits={"memory_mib": 4096, "pids": 1024, "disk_mib": 16, "sampled": []}
+    )
+    limits = row_from_stored(older, where="x").resource_limits
+    assert limits is not None and (limits.memory_mib, limits.sampled) == (4096, [])
+    assert (limits.cpus, limits.files, limits.ptys, limits.cell_uid, limits.seccomp_denied) == (None,) * 5
+    # Today's rows carry every bound: one missing is refused, not guessed.
+    today = _stored(resource_limits={"memory_mib": 4096, "pids": 1024, "disk_mib": 16, "sampled": []})
+    with pytest.raises(RowReadError, match=r"resource_limits\.cpus"):
+        row_from_stored(today, where="x")
+
+
 @pytest.mark.parametrize(
     ("stored", "message"),
     [

@@ -14,9 +14,11 @@ from workflow_bench.claude_cli import ClaudeCliError, claude_version, locate_cla
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 
 from ._suite import CANARY_TASKS, VerdictRow, render_table, run_suite
+from .attacks_budgets import run_budget_cells
 from .attacks_graphs import run_graph_suite
 from .attacks_judging import run_judging_suite
 from .attacks_limits import run_limit_cells
+from .attacks_relay import run_breach_cell
 from .attacks_replay import run_replay_cell
 from .attacks_sealing import run_sealing_suite
 
@@ -36,7 +38,9 @@ def run_canary(
     cli = {"claude_bin": claude_bin, "claude_version": version, "bwrap_bin": bwrap, "progress": progress}
     verdicts: list[VerdictRow] = [*run_suite(**cli)]
     verdicts += run_limit_cells(**cli)  # attacks_limits.py: one cell per resource bound, own limits
+    verdicts += run_budget_cells(**cli)  # attacks_budgets.py: per-user kernel budgets, host and 2nd cell
     verdicts += run_replay_cell(**cli)  # attacks_replay.py: a byte-identical replay of a CLI request
+    verdicts += run_breach_cell(**cli)  # attacks_relay.py: a breached relay key, hidden turns, smuggling
     verdicts += run_judging_suite(**cli, canary_tasks=CANARY_TASKS)  # attacks_judging.py
     verdicts += run_sealing_suite(**cli)  # attacks_sealing.py: forging the oracle's outcome
     verdicts += run_graph_suite(**cli)  # attacks_graphs.py: MCP servers, the index, tool grants

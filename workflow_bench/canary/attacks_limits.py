@@ -84,6 +84,11 @@ class LimitCell:
     name: str
     attacks: tuple[LimitAttack, ...]
     limits: CellLimits = field(default_factory=CellLimits)
+    arm: str = ARM
+    script: Callable[[tuple[LimitAttack, ...], Plant], Any] | None = None
+    """The attacker's script (default: one attack per turn, ``attacker_script``)."""
+    skip_outputs: int = 0
+    """Tool results before the first attack's (calls the script makes that are no attack)."""
 
 
 def _bash(command: str) -> Callable[[Plant], dict[str, Any]]:
@@ -318,8 +323,9 @@ def run_limit_cells(
                     _console.append(line)
                     progress(line)
 
+                script = (cell.script or attacker_script)(cell.attacks, plant)
                 with (
-                    ScriptedProvider(attacker_script(cell.attacks, plant)) as provider,
+                    ScriptedProvider(script) as provider,
                     (route or _direct_route)(provider, work_root) as access,
                 ):
                     settings = canary_settings(
@@ -335,14 +341,14 @@ def run_limit_cells(
                         runtime_dir=runtime_dir,
                         limits=cell.limits,
                     )
-                    key = CellKey(task_id=binding.spec.task_id, run=0, arm=ARM)
-                    result = run_cell(settings, task, resolve_arm(ARM), key)
+                    key = CellKey(task_id=binding.spec.task_id, run=0, arm=cell.arm)
+                    result = run_cell(settings, task, resolve_arm(cell.arm), key)
                 transcripts = "".join(
                     data.decode("utf-8", "replace")
                     for name, data in sorted(result.artifacts.items())
                     if name.startswith("transcripts/")
                 )
-                outputs = tool_results(transcripts) if transcripts else []
+                outputs = (tool_results(transcripts) if transcripts else [])[cell.skip_outputs :]
                 for index, attack in enumerate(cell.attacks):
                     evidence = LimitEvidence(
                         output=outputs[index] if index < len(outputs) else "",

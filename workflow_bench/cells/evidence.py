@@ -41,9 +41,21 @@ from workflow_bench.usage import USAGE_FIELDS, sum_usage
 from .sessions import SessionOutcome
 from .skill_evidence import TOOL_NAME_CHARS, skill_evidence
 
-_SUBAGENT_TOOLS = frozenset({"agent", "task", "skill"})
+_AGENT_TOOLS = frozenset({"agent", "task"})  # Task: the Agent tool's earlier name
+# The first line of a forked skill's subagent prompt (CLI 2.1.332, measured): "<this><skill dir>".
+FORK_OPENING = "Base directory for this skill: "
 _SUMMARY_BLOCK = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 MIN_SUMMARY_CHARS = 16  # a shorter quote proves nothing
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentPolicy:
+    """What may open a subagent thread in one session: the arm's tools and the forked skills."""
+
+    agent_tool: bool = True
+    """The session has the Agent tool (every built-in arm does: ``arms.AGENT_TOOLS``)."""
+    forked_skills: frozenset[str] = frozenset()
+    """Lower-case names of the skills the session may invoke that declare ``context: fork``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +74,8 @@ class WireEvidence:
     main_tool_use_ids: tuple[str, ...]
     turns: int
     tampering: tuple[str, ...] = ()
+    usage_foreign: Mapping[str, int | None] = field(default_factory=dict)
+    """Served to threads no spawning call opened (empty when none): spend the CLI never priced."""
     unverifiable: tuple[str, ...] = ()
     summary: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
 
@@ -84,8 +98,12 @@ def _skill_name(inputs: Mapping[str, Any]) -> str | None:
     return None
 
 
-def analyse(record: WireRecord) -> WireEvidence:
-    """Threads, usage, tool calls and results of one session's wire record (pure)."""
+def analyse(record: WireRecord, policy: SubagentPolicy | None = None) -> WireEvidence:
+    """Threads, usage, tool calls and results of one session's wire record (pure).
+
+    ``policy``: what may spawn a subagent (default: the Agent tool, no forked skill).
+    """
+    policy = policy or SubagentPolicy()
     tampering: list[str] = []
     unverifiable: list[str] = []
     if record.overflow:
@@ -103,6 +121,7 @@ def analyse(record: WireRecord) -> WireEvidence:
     thread_agent: dict[int, str | None] = {}
     summaries: dict[int, tuple[str, ...]] = {}  # candidate compaction replies: index -> quotable texts
     compacted: set[int] = set()
+    foreign: set[int] = set()  # threads that started as a conversation the session never had
     for exchange in exchanges:
         i, request = exchange.index, exchange.request
         if request.messages in answered:
@@ -134,10 +153,11 @@ def analyse(record: WireRecord) -> WireEvidence:
             thread_of[i] = i
             thread_agent[i] = exchange.agent_id
             problem = _new_thread_problem(
-                exchange, i == exchanges[0].index, tool_uses, tool_results, anchors_used, agents_seen
+                exchange, i == exchanges[0].index, tool_uses, tool_results, anchors_used, agents_seen, policy
             )
             if problem:
                 tampering.append(problem)
+                foreign.add(i)
         if exchange.agent_id:
             agents_seen.add(exchange.agent_id)
         by_messages.setdefault(request.messages, i)
@@ -167,9 +187,27 @@ def analyse(record: WireRecord) -> WireEvidence:
                 if use.id in tool_uses:
                     tampering.append(f"response {i} repeats tool call id {printable(use.id, 64)}")
                 tool_uses.setdefault(use.id, use)
-    return _evidence(
+    evidence = _evidence(
         record, thread_of, consumed - compacted, tool_uses, tool_results, tampering, unverifiable, compacted
     )
+    return replace(evidence, usage_foreign=_foreign_usage(exchanges, thread_of, foreign))
+
+
+def _foreign_usage(exchanges, thread_of, foreign: set[int]) -> dict[str, int | None]:
+    """What the provider served to threads no spawning call opened (each message id once)."""
+    if not foreign:
+        return {}
+    seen: set[str] = set()
+    served = []
+    for exchange in exchanges:
+        response = exchange.response
+        if thread_of[exchange.index] not in foreign or response.status != 200:
+            continue
+        if response.completed and (response.message_id or f"#{exchange.index}") in seen:
+            continue
+        seen.add(response.message_id or f"#{exchange.index}")
+        served.append(dict(response.usage))
+    return sum_usage(served)
 
 
 def _quotable(text: str) -> tuple[str, ...]:
@@ -196,21 +234,35 @@ def _new_thread_problem(
     tool_results: Mapping[str, ToolResult],
     anchors_used: set[str],
     agents_seen: set[str],
+    policy: SubagentPolicy,
 ) -> str | None:
     if first and exchange.agent_id is None:
         return None
     if exchange.agent_id and exchange.agent_id not in agents_seen:
         for tool_id, use in tool_uses.items():
-            if use.name.lower() not in _SUBAGENT_TOOLS or tool_id in anchors_used or tool_id in tool_results:
+            if tool_id in anchors_used or tool_id in tool_results:
                 continue
-            prompt = use.input.get("prompt")
-            if use.name.lower() != "skill" and not (
-                isinstance(prompt, str) and prompt in exchange.request.first_user_texts
-            ):
-                continue
-            anchors_used.add(tool_id)
-            return None
+            if _spawned_by(use, exchange.request.first_user_texts, policy):
+                anchors_used.add(tool_id)
+                return None
     return f"request {exchange.index} starts a conversation the session never had"
+
+
+def _spawned_by(use: ToolUse, first_texts: tuple[str, ...], policy: SubagentPolicy) -> bool:
+    """Whether the unanswered call ``use`` is one that spawned a subagent opening with ``first_texts``."""
+    name = use.name.lower()
+    if name in _AGENT_TOOLS:
+        prompt = use.input.get("prompt")
+        return policy.agent_tool and isinstance(prompt, str) and prompt in first_texts
+    if name != "skill":
+        return False
+    skill = _skill_name(use.input)
+    if skill is None or skill not in policy.forked_skills or not first_texts:
+        return False
+    opening = first_texts[0].partition("\n")[0]
+    if not opening.startswith(FORK_OPENING):
+        return False
+    return opening[len(FORK_OPENING) :].rstrip("/").rsplit("/", 1)[-1].lower() == skill
 
 
 def _evidence(
@@ -354,10 +406,22 @@ _STREAM_SUCCESS_KINDS = (None, ErrorKind.SKILL_NOT_INVOKED, ErrorKind.EVIDENCE_U
 MAX_DETAIL_PROBLEMS = 5
 
 
-def apply_wire(outcome: SessionOutcome, record: WireRecord, *, expected_skill: str | None) -> SessionOutcome:
-    """The session's row facts from the wire; the stream only cross-checked (pure)."""
-    wire = analyse(record)
+def apply_wire(
+    outcome: SessionOutcome,
+    record: WireRecord,
+    *,
+    expected_skill: str | None,
+    policy: SubagentPolicy | None = None,
+) -> SessionOutcome:
+    """The session's row facts from the wire; the stream only cross-checked (pure).
+
+    ``policy``: what may spawn a subagent in this session (default: the Agent tool only, so a
+    forked skill's subagent reads as tampering unless the caller names it: fails closed).
+    """
+    wire = analyse(record, policy)
     problems = list(wire.tampering)
+    if any(wire.usage_foreign.values()):
+        problems.insert(1, f"the provider served threads the CLI never opened: {dict(wire.usage_foreign)}")
     stream_skill = None
     if outcome.events:
         problems += cross_check(wire, outcome.events)
@@ -380,6 +444,9 @@ def apply_wire(outcome: SessionOutcome, record: WireRecord, *, expected_skill: s
         "wire_summary": wire.summary,
         "events": (),  # the cross-check is done; do not carry the stream further
     }
+    if any(wire.usage_foreign.values()):
+        # Served, never priced by the CLI: its total_cost_usd leaves this out, so it is no cost.
+        common["cost_usd"] = None
     if problems and outcome.error_kind != ErrorKind.CANCELLED:
         return replace(
             outcome,

@@ -17,13 +17,18 @@ import fnmatch
 import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from workflow_bench.input_files import bounded_walk
+from workflow_bench.process import run_process
 from workflow_bench.sandbox import Mount, RunPolicy, SandboxKind, create_sandbox, tool_environment
 from workflow_bench.toolkit.spec import Toolkit
 
 INDEX_TIMEOUT_S = 900
+# An index is a database and a few metadata files (GitNexus: under 100 entries, 3 levels).
+MAX_INDEX_ENTRIES, MAX_INDEX_DEPTH = 100_000, 64
 LOG_TAIL_CHARS = 2000
 
 
@@ -43,18 +48,17 @@ def index_digest(root: Path, *, volatile: tuple[str, ...] = (), canonical: bytes
     of the same commit); ``canonical`` (a dump of their content) counts by its sorted lines.
     """
     h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        for name in sorted(filenames):
-            full = Path(dirpath) / name
-            rel = full.relative_to(root).as_posix()
-            if full.is_symlink():
-                entry = ["link", rel, os.readlink(full)]
-            elif any(fnmatch.fnmatchcase(rel, pattern) for pattern in volatile):
-                entry = ["volatile", rel]
-            else:
-                entry = ["file", rel, hashlib.sha256(full.read_bytes()).hexdigest()]
-            h.update(json.dumps(entry).encode())
+    # Walked by input_files.bounded_walk (one sorted order; a deep or huge index raises, never recurses).
+    for rel, full, st in bounded_walk(root, max_entries=MAX_INDEX_ENTRIES, max_depth=MAX_INDEX_DEPTH):
+        if stat.S_ISDIR(st.st_mode):
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            entry = ["link", rel, os.readlink(full)]
+        elif any(fnmatch.fnmatchcase(rel, pattern) for pattern in volatile):
+            entry = ["volatile", rel]
+        else:
+            entry = ["file", rel, hashlib.sha256(Path(full).read_bytes()).hexdigest()]
+        h.update(json.dumps(entry).encode())
     if canonical is not None:
         lines = sorted(canonical.decode("utf-8", "replace").splitlines())
         h.update(json.dumps(["canonical", hashlib.sha256("\n".join(lines).encode()).hexdigest()]).encode())
@@ -99,6 +103,13 @@ def build_index(template: Path, *, toolkit: Toolkit, bwrap_bin: str) -> IndexRes
             tail = (dump.describe() + "\n" + dump.stdout.decode("utf-8", "replace"))[-LOG_TAIL_CHARS:]
             return IndexResult(step.output, None, f"index digest command failed: {tail}")
         canonical = dump.stdout
-    return IndexResult(
-        step.output, index_digest(output, volatile=step.digest_volatile, canonical=canonical), None
-    )
+    # Cells read the snapshot as their own unprivileged uid (sandbox/_userns.py), never as the
+    # uid that built it: whatever modes the toolkit left, everyone may read it (never write).
+    made_readable = run_process(["chmod", "-R", "a+rX", "--", str(output)], timeout_s=INDEX_TIMEOUT_S)
+    if not made_readable.ok:
+        return IndexResult(step.output, None, f"index output not readable: {made_readable.describe()}")
+    try:
+        digest = index_digest(output, volatile=step.digest_volatile, canonical=canonical)
+    except (ValueError, OSError) as exc:  # TreeLimitError is a ValueError
+        return IndexResult(step.output, None, f"index output unreadable: {exc}"[:LOG_TAIL_CHARS])
+    return IndexResult(step.output, digest, None)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import posixpath
 import shlex
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ from workflow_bench.judging.test_config import MAX_LISTED, TestConfigError, chan
 from workflow_bench.process import ProcessError
 from workflow_bench.providers.access import CellCredentials, CellKey
 from workflow_bench.redaction import redact_text, redact_value
-from workflow_bench.relay.server import SURROGATE_API_KEY, ModelRelay
+from workflow_bench.relay.server import ModelRelay, new_session_key
 from workflow_bench.review.score import REVIEW_OUTPUT_DIR, REVIEW_OUTPUT_ENV_VAR, REVIEW_OUTPUT_PATH
 from workflow_bench.rows.model import (
     Churn,
@@ -69,6 +69,7 @@ from workflow_bench.sandbox import (
     Mount,
     RunPolicy,
     Sandbox,
+    SandboxKind,
     claude_environment,
     create_sandbox,
 )
@@ -90,10 +91,11 @@ from workflow_bench.workspace.snapshot import (
 
 from .context import CellResult, SweepSettings, TaskContext
 from .draft import CellDraft
-from .evidence import apply_wire, wire_lines
+from .evidence import SubagentPolicy, apply_wire, wire_lines
 from .rows import identity, infra_error, oracle_tests, provenance, provider_usage, verify_tests
 from .session_fold import progress_observer, sum_sessions
 from .sessions import SessionOutcome, SessionRequest, run_session
+from .skill_evidence import forked_skills
 
 SETUP_TIMEOUT_S = 600  # reference value: setup installs/patches, never runs the model
 
@@ -108,7 +110,8 @@ class EvidenceError(ValueError):
 
 def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: CellKey) -> CellResult:
     credentials = settings.access.credentials_for(key)
-    cell_secrets = (*credentials.secrets, *settings.access.static_secrets)
+    # A list: each session's relay key joins it (``_CellRun._sessions``) before the row is redacted.
+    cell_secrets = [*credentials.secrets, *settings.access.static_secrets]
     artifacts: dict[str, bytes] = {}
     run: _CellRun | None = None
     cell_dir = new_cell_dir_path(settings.work_root)  # fixed length: the relay socket must fit
@@ -118,6 +121,8 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
             raise RuntimeError(task.index.error)  # memoized per task: no cell of it can run
         resources.open(clone_source=task.template)
         copy_clone(task.template, cell_dir / "workspace")
+        if settings.harness.sandbox_kind is SandboxKind.BWRAP:
+            resources.own(cell_dir / "workspace")  # the cell's uid (root runner) writes its clone
         run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts, resources)
         draft = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
@@ -160,7 +165,7 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         return CellResult(row=_redacted(parts, cell_secrets), artifacts=artifacts)
 
 
-def _redacted(parts: tuple[Part, ...], cell_secrets: tuple[str, ...]) -> Row:
+def _redacted(parts: tuple[Part, ...], cell_secrets: Sequence[str]) -> Row:
     """The row of ``parts`` with every credential of the cell redacted from every value."""
     return Row.model_validate(redact_value(assemble(*parts).to_json_obj(), cell_secrets))
 
@@ -513,12 +518,6 @@ class _CellRun:
     def _sessions(self, skill_digest: str | None) -> tuple[list[SessionOutcome], str | None]:
         """Run the arm's sessions in order through one relay; stop at the first failed one."""
         settings = self.settings
-        env = claude_environment(
-            model=settings.cell.model,
-            max_retries=settings.cell.max_retries,
-            api_timeout_ms=int(settings.cell.session_timeout_s * 1000),
-            surrogate_key=SURROGATE_API_KEY,
-        )
         relay_dir, socket_path = relay_socket(self.cell_dir)
         relay_dir.mkdir(mode=0o755)
         if self.arm.review:
@@ -530,6 +529,14 @@ class _CellRun:
             before = workspace_snapshot(self.sandbox.workspace)
             label = f"{self.key.label} {spec.phase}"
             settings.progress(f"{label} session starting")
+            session_key = new_session_key()
+            self.secrets.append(session_key)  # worthless after the session, but never persisted
+            env = claude_environment(
+                model=settings.cell.model,
+                max_retries=settings.cell.max_retries,
+                api_timeout_ms=int(settings.cell.session_timeout_s * 1000),
+                session_key=session_key,
+            )
             request = self._request(spec, env, plan_doc)
             session_id = str(uuid.uuid4())
             # One relay per session: every request it sees belongs to this session's CLI (or to a
@@ -538,6 +545,7 @@ class _CellRun:
                 socket_path,
                 upstream=settings.access.base_url,
                 credentials=self.credentials,
+                client_key=session_key,
                 session_id=session_id,
                 model=settings.cell.model,
             )
@@ -554,7 +562,12 @@ class _CellRun:
                 )
                 # While the relay is open: a request still in flight at a timeout is the endpoint's.
                 outcome = attribute_session(outcome, relay.endpoint)
-            outcome = apply_wire(outcome, relay.record(), expected_skill=request.expected_skill)
+            outcome = apply_wire(
+                outcome,
+                relay.record(),
+                expected_skill=request.expected_skill,
+                policy=self._subagent_policy(request),
+            )
             try:
                 after = workspace_snapshot(self.sandbox.workspace)
             except WorkspaceLimitError as exc:
@@ -598,6 +611,18 @@ class _CellRun:
             effort=settings.cell.effort,
             extra_args=self._session_args(),
         )
+
+    def _subagent_policy(self, request: SessionRequest) -> SubagentPolicy:
+        """What may spawn a subagent in this session: its own tools, and its skills that fork."""
+        granted = {t.lower() for t in request.tools} - {t.lower() for t in request.disallowed_tools}
+        forks: frozenset[str] = frozenset()
+        if "skill" in granted and not self.arm.hide_skills:
+            roots = [self.sandbox.workspace / SKILLS_DIR]
+            comparator = self.settings.evaluated.comparator
+            if self.arm.family == "comparator" and comparator is not None:
+                roots.append(comparator.snapshot / "skills")
+            forks = forked_skills(*roots)
+        return SubagentPolicy(agent_tool=bool(granted & {"agent", "task"}), forked_skills=forks)
 
     @property
     def mcp(self) -> SessionMcp:

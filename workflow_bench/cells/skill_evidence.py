@@ -2,14 +2,18 @@
 
 Owns ``skill_evidence`` (a Skill tool_use for the expected skill followed by a successful
 tool_result, with every malformation making the evidence unverifiable rather than negative),
-``normalize_skill_name`` and ``tool_use_counts``. Pure functions over parsed stream events.
-Callers: ``sessions.parse_session``, tests.
+``normalize_skill_name`` and ``tool_use_counts``: pure functions over parsed stream events; and
+``forked_skills``, the skills of a session that run as a forked subagent (read from their
+``SKILL.md`` front matter, for the wire's subagent rule in ``evidence``).
+Callers: ``sessions.parse_session``, ``run``, tests.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from workflow_bench.redaction import printable
@@ -17,6 +21,43 @@ from workflow_bench.redaction import printable
 # Tool names come from the model: bounded and escaped wherever they are stored or printed.
 TOOL_NAME_CHARS = 128
 _TOOL_USE_ID = re.compile(r"[A-Za-z0-9_-]{1,256}")
+# A skill directory's SKILL.md: only its front matter is read, and at most this much of it.
+_FRONT_MATTER_BYTES = 16 * 1024
+_MAX_SKILL_DIRS = 1000  # per root; a toolkit has a handful
+_FORK = re.compile(r"^context:\s*['\"]?fork['\"]?\s*$", re.MULTILINE)
+_NAME = re.compile(r"^name:\s*['\"]?([^'\"\n]+?)['\"]?\s*$", re.MULTILINE)
+
+
+def forked_skills(*roots: Path) -> frozenset[str]:
+    """Lower-case names (directory and ``name:``) of the skills under ``roots`` declaring ``context: fork``.
+
+    Each root holds ``<skill>/SKILL.md`` (the clone's ``.claude/skills``, a plugin's ``skills``);
+    a missing root, an unreadable file or a symlink counts as no skill. Bounded: 16 KiB per file,
+    1,000 directories per root.
+    """
+    found: set[str] = set()
+    for root in roots:
+        try:
+            entries = sorted(os.scandir(root), key=lambda e: e.name)[:_MAX_SKILL_DIRS]
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                fd = os.open(os.path.join(entry.path, "SKILL.md"), os.O_RDONLY | os.O_NOFOLLOW)
+                with os.fdopen(fd, "rb") as handle:
+                    head = handle.read(_FRONT_MATTER_BYTES).decode("utf-8", "replace")
+            except OSError:
+                continue
+            if not head.startswith("---"):
+                continue
+            front = head[3:].split("\n---", 1)[0]
+            if _FORK.search(front):
+                found.add(entry.name.lower())
+                if named := _NAME.search(front):
+                    found.add(named.group(1).strip().lower())
+    return frozenset(found)
 
 
 def _content_blocks(events: Sequence[Mapping[str, Any]], event_type: str):

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_bench.arms import required_candidate_arms
-from workflow_bench.input_files import InputFileError, read_bounded
-from workflow_bench.toolkit.overlay import Overlay, OverlayError, load_overlay
+from workflow_bench.input_files import InputFileError, TreeLimitError, bounded_walk, read_bounded
+from workflow_bench.redaction import printable
+from workflow_bench.toolkit.overlay import MAX_DEPTH, MAX_ENTRIES, Overlay, OverlayError, load_overlay
 from workflow_bench.toolkit.spec import Toolkit
 
 from .args import candidate_pairs, changeable_roles
@@ -31,6 +32,9 @@ from .args import candidate_pairs, changeable_roles
 OVERLAY_DIR = "overlay"
 PROPOSAL = "proposal.md"
 MAX_PROPOSAL_BYTES = 64 * 1024  # a proposal is a page of prose, not a dump
+MAX_OUTPUT_NAMES = 1000  # listing more is pointless: two are allowed
+# The frozen tree holds what validate_overlay accepted (toolkit.overlay's bounds) and nothing else.
+_FROZEN_ENTRIES, _FROZEN_DEPTH = MAX_ENTRIES, MAX_DEPTH
 
 
 class OverlayRejected(ValueError):
@@ -46,10 +50,16 @@ class FrozenOverlay:
 
 def check_output(out_dir: Path) -> tuple[Path, bytes]:
     """(overlay directory, proposal bytes) if ``out_dir`` holds exactly those two; else rejected."""
-    names = sorted(os.listdir(out_dir))
+    try:
+        names = sorted(os.listdir(out_dir))
+    except OSError as exc:
+        raise OverlayRejected(f"the proposer's output is unreadable: {printable(str(exc), 200)}") from None
+    if len(names) > MAX_OUTPUT_NAMES:
+        raise OverlayRejected(f"the proposer wrote {len(names)} entries; expected overlay/ and proposal.md")
     extra = [n for n in names if n not in (OVERLAY_DIR, PROPOSAL)]
     if extra:
-        raise OverlayRejected(f"the proposer wrote outside overlay/ and proposal.md: {', '.join(extra[:5])}")
+        shown = ", ".join(printable(n, 80) for n in extra[:5])
+        raise OverlayRejected(f"the proposer wrote outside overlay/ and proposal.md: {shown}")
     overlay = out_dir / OVERLAY_DIR
     if OVERLAY_DIR not in names or not stat.S_ISDIR(os.lstat(overlay).st_mode):
         raise OverlayRejected("the proposer wrote no overlay/ directory")
@@ -91,21 +101,28 @@ def freeze(overlay: Overlay, dest: Path, *, toolkit: Toolkit, incumbents: tuple[
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         os.chmod(path, 0o444)
-    for current, dirs, _ in os.walk(dest, topdown=False):
-        for name in dirs:
-            os.chmod(Path(current) / name, 0o555)
+    directories = [full for _, full, st in _frozen_entries(dest) if stat.S_ISDIR(st.st_mode)]
+    for directory in reversed(directories):  # deepest first: a parent stays writable until then
+        os.chmod(directory, 0o555)
     os.chmod(dest, 0o555)
     frozen = FrozenOverlay(path=dest, digest=overlay.digest, roles=frozenset(overlay.roles))
     recheck(frozen, toolkit=toolkit, incumbents=incumbents)
     return frozen
 
 
+def _frozen_entries(root: Path) -> list[tuple[str, str, os.stat_result]]:
+    """Every entry of a frozen overlay tree (``bounded_walk``); OverlayRejected when it is not one."""
+    try:
+        return list(bounded_walk(root, max_entries=_FROZEN_ENTRIES, max_depth=_FROZEN_DEPTH))
+    except (TreeLimitError, OSError) as exc:
+        raise OverlayRejected(f"frozen overlay {root}: {printable(str(exc), 200)}") from None
+
+
 def recheck(frozen: FrozenOverlay, *, toolkit: Toolkit, incumbents: tuple[str, ...]) -> None:
     """Raise unless the frozen tree still holds exactly the recorded bytes, read-only."""
-    for current, dirs, files in os.walk(frozen.path):
-        for name in dirs + files:
-            if os.lstat(Path(current) / name).st_mode & 0o222:
-                raise OverlayRejected(f"frozen overlay {frozen.path}: {name} became writable")
+    for rel, _full, st in _frozen_entries(frozen.path):
+        if st.st_mode & 0o222:
+            raise OverlayRejected(f"frozen overlay {frozen.path}: {printable(rel, 200)} became writable")
     try:
         overlay = validate_overlay(frozen.path, toolkit=toolkit, incumbents=incumbents)
     except OverlayRejected as exc:

@@ -20,7 +20,6 @@ them. A session that is not ``ok`` fails the generation.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import threading
@@ -28,11 +27,13 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from workflow_bench.cells.evidence import apply_wire
+from workflow_bench.cells.evidence import SubagentPolicy, apply_wire
 from workflow_bench.cells.sessions import SessionOutcome, SessionRequest, run_session
+from workflow_bench.input_files import TreeLimitError, bounded_walk
 from workflow_bench.judging.attribution import attribute_session
 from workflow_bench.providers.access import CellKey, ModelAccess
-from workflow_bench.relay.server import SURROGATE_API_KEY, ModelRelay
+from workflow_bench.redaction import printable
+from workflow_bench.relay.server import ModelRelay, new_session_key
 from workflow_bench.sandbox import (
     MODEL_SOCKET_DIR,
     CellLimits,
@@ -45,6 +46,7 @@ from workflow_bench.sandbox import (
     write_runtime_dir,
 )
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.clone import remove_tree
 from workflow_bench.workspace.paths import make_work_root, new_cell_dir_path, relay_socket
 
 from .proposer_prompt import EVIDENCE_MOUNT, OUTPUT_MOUNT, proposer_prompt
@@ -53,6 +55,7 @@ PROPOSER_TOOLS = ("Read", "Grep", "Glob", "Write", "Edit")
 PROPOSER_DISALLOWED = ("Bash", "Skill", "WebFetch", "WebSearch")
 MAX_SKILL_FILES = 256  # a role skill is a few Markdown files; more means the wrong directory
 MAX_SKILL_BYTES = 8 * 1024 * 1024
+MAX_SKILL_DEPTH = 16  # a skill's reference docs nest a few levels
 CLONE_SKILLS = Path(".claude") / "skills"
 OUTPUT_DIR = ".wfbench-output"
 
@@ -84,21 +87,19 @@ def sanitized_clone(toolkit: Toolkit, dest: Path) -> None:
     count = total = 0
     for skill in toolkit.skill_names:
         source = toolkit.skills_path / skill
-        for current, dirs, files in os.walk(source, followlinks=False):
-            dirs.sort()
-            for name in sorted(files):
-                path = Path(current) / name
-                info = os.lstat(path)
-                if not stat.S_ISREG(info.st_mode):
-                    continue  # symlinks and specials never enter the clone
-                count, total = count + 1, total + info.st_size
-                if count > MAX_SKILL_FILES or total > MAX_SKILL_BYTES:
-                    raise ProposerError(
-                        f"toolkit skills over {MAX_SKILL_FILES} files or {MAX_SKILL_BYTES} bytes"
-                    )
-                target = dest / CLONE_SKILLS / skill / path.relative_to(source)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, target)
+        try:
+            entries = list(bounded_walk(source, max_entries=4 * MAX_SKILL_FILES, max_depth=MAX_SKILL_DEPTH))
+        except (TreeLimitError, OSError) as exc:
+            raise ProposerError(f"toolkit skill {skill}: {printable(str(exc), 200)}") from None
+        for rel, full, info in entries:
+            if not stat.S_ISREG(info.st_mode):
+                continue  # directories are made below; symlinks and specials never enter the clone
+            count, total = count + 1, total + info.st_size
+            if count > MAX_SKILL_FILES or total > MAX_SKILL_BYTES:
+                raise ProposerError(f"toolkit skills over {MAX_SKILL_FILES} files or {MAX_SKILL_BYTES} bytes")
+            target = dest / CLONE_SKILLS / skill / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(full, target)
 
 
 def run_proposer(run: ProposerRun, *, collect) -> SessionOutcome:
@@ -145,7 +146,10 @@ def run_proposer(run: ProposerRun, *, collect) -> SessionOutcome:
         return outcome
     finally:
         problem = resources.close()
-        shutil.rmtree(work_root, ignore_errors=True)
+        try:
+            remove_tree(work_root)  # iterative: the proposer may have left a 1,100-deep chain
+        except OSError as exc:
+            problem = f"{problem or ''} {exc}".strip()
         if problem:
             print(f"[evolve] proposer cleanup: {problem}")
 
@@ -153,7 +157,8 @@ def run_proposer(run: ProposerRun, *, collect) -> SessionOutcome:
 def _session(run: ProposerRun, sandbox, policy: RunPolicy, socket_path: Path) -> SessionOutcome:
     key = CellKey(task_id=f"gen-{run.generation}", run=0, arm="proposer")
     credentials = run.access.credentials_for(key)
-    secrets = (*credentials.secrets, *run.access.static_secrets)
+    session_key = new_session_key()
+    secrets = (*credentials.secrets, *run.access.static_secrets, session_key)
     request = SessionRequest(
         prompt=proposer_prompt(
             generation=run.generation, skills=run.skills, required_skills=run.required_skills
@@ -166,7 +171,7 @@ def _session(run: ProposerRun, sandbox, policy: RunPolicy, socket_path: Path) ->
             model=run.model,
             max_retries=3,
             api_timeout_ms=int(run.timeout_s * 1000),
-            surrogate_key=SURROGATE_API_KEY,
+            session_key=session_key,
         ),
         timeout_s=run.timeout_s,
         effort=run.effort,
@@ -177,6 +182,7 @@ def _session(run: ProposerRun, sandbox, policy: RunPolicy, socket_path: Path) ->
         socket_path,
         upstream=run.access.base_url,
         credentials=credentials,
+        client_key=session_key,
         session_id=session_id,
         model=run.model,
     )
@@ -186,7 +192,9 @@ def _session(run: ProposerRun, sandbox, policy: RunPolicy, socket_path: Path) ->
             sandbox, request, policy=policy, secrets=secrets, session_id=session_id, cancel=run.cancel
         )
         outcome = attribute_session(outcome, relay.endpoint)
-    return apply_wire(outcome, relay.record(), expected_skill=None)
+    granted = {t.lower() for t in PROPOSER_TOOLS} - {t.lower() for t in PROPOSER_DISALLOWED}
+    spawning = SubagentPolicy(agent_tool=bool(granted & {"agent", "task"}))  # it invokes no skill
+    return apply_wire(outcome, relay.record(), expected_skill=None, policy=spawning)
 
 
 def _detail(outcome: SessionOutcome) -> str:

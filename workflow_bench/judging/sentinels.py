@@ -21,9 +21,10 @@ class, the reporter and the JUnit file with the oracle's own tests. So:
 results from the oracle's own; ``check`` compares them with the plan. The verdict
 (``judging.verdict``) turns a sentinel reported with the wrong outcome, or missing from a run that
 otherwise proves success, into tampering (``evidence-tampered``). Files the harness cannot seal
-(other languages; a JavaScript file that calls neither ``test`` nor ``it``) get no sentinels and
-the row says ``oracle_sealed: false``. A *targeted* attacker must tell the sentinels apart from the
-oracle's tests and report them truthfully while lying about the rest (README, "Sealed outcomes").
+(other languages; a JavaScript file that calls neither ``test`` nor ``it``) get no sentinels; the
+row says ``oracle_sealed: null`` when no file of the run carried them. A *targeted* attacker must
+tell the sentinels apart from the oracle's tests and report them truthfully while lying about the
+rest (README, "Sealed outcomes").
 
 Pure: no I/O. Callers: ``judging.judge`` (staging), ``judging.outcome_report`` (split),
 ``judging.verdict`` (check), ``tasks.check_expected`` (which files were sealed).

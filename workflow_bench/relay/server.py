@@ -6,15 +6,19 @@ Sessions run with no network at all (``--unshare-net``). The CLI reaches the mod
 ``ANTHROPIC_UNIX_SOCKET``: a Unix socket bound into the sandbox, served here, on the host, by one
 relay per session that
 
-- accepts only what the CLI needs: ``POST /v1/messages`` (any query), for this session's id
-  (``X-Claude-Code-Session-Id``), for the configured model, with a bounded ``Content-Length``
-  body read into one preallocated buffer; anything else gets a 4xx/5xx and is counted in
-  ``refused`` (the row's ``relay_refused_requests``), never forwarded;
+- accepts only what the CLI needs: one strictly parsed HTTP/1.1 request per connection
+  (``http_request.py``: a bare LF, obs-fold, a control byte, a repeated header or
+  ``Transfer-Encoding`` is refused), ``POST /v1/messages`` (any query), carrying this session's
+  credential (``x-api-key``: a fresh key per session that only the CLI process holds, in its
+  environment, which tool processes cannot read), for this session's id
+  (``X-Claude-Code-Session-Id``) and the configured model, with a bounded ``Content-Length``
+  body; anything else gets a 4xx/5xx and is counted in ``refused`` (the row's
+  ``relay_refused_requests``), never forwarded;
 - serves at most ``MAX_CONNECTIONS`` connections at once, each with read timeouts;
 - forwards to the one configured upstream (the scripted provider, a gateway, or the Anthropic
   API over TLS) with ``Connection: close`` and ``Accept-Encoding: identity`` (so the record can
-  be read), strips the client's credential and injects the cell's real one — the CLI holds only
-  a worthless surrogate;
+  be read), with a head rebuilt from the parsed headers (never the client's bytes), strips the
+  session credential and injects the cell's real one — the CLI holds only the session key;
 - streams the response back byte for byte, keeping a bounded copy, and records each exchange
   as ``wire.Exchange`` facts (never the bodies themselves).
 
@@ -26,8 +30,10 @@ session makes are ``POST /v1/messages?beta=true`` (main loop and subagents alike
 from __future__ import annotations
 
 import contextlib
+import hmac
 import json
 import os
+import secrets
 import socket
 import ssl
 import threading
@@ -37,11 +43,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from workflow_bench.providers.access import CellCredentials
+from workflow_bench.relay.http_request import Request, RequestRefused, read_request
 from workflow_bench.relay.wire import RequestFacts, ResponseFacts, parse_request, parse_response
 
-# A value the CLI accepts as "logged in" that is useless anywhere else. It must
-# not look like a token (redaction would then hide leaks of the real one).
-SURROGATE_API_KEY = "wfbench-surrogate-not-a-credential"
+# The CLI's credential for the relay, one per session: it is worthless beyond this session's relay
+# (which injects the real one), and it proves a request is the CLI's. It must not look like a
+# provider token (redaction would then hide leaks of the real one).
+SESSION_KEY_PREFIX = "wfbench-session-"
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 32 * 1024 * 1024  # the CLI's largest requests are ~100 KB; this bounds abuse
 MAX_CONNECTIONS = 32  # parallel subagents share a session; more than this is abuse
@@ -70,6 +78,7 @@ _DROPPED_HEADERS = frozenset(
         "keep-alive",
         "accept-encoding",
         "content-length",
+        "transfer-encoding",
     }
 )
 
@@ -78,10 +87,9 @@ class RelayError(RuntimeError):
     pass
 
 
-class _Refused(Exception):
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
+def new_session_key() -> str:
+    """A fresh per-session relay credential (256 random bits) for the CLI's ``ANTHROPIC_API_KEY``."""
+    return SESSION_KEY_PREFIX + secrets.token_hex(32)
 
 
 # Upstream statuses that are the endpoint's fault, not the request's: credentials and model
@@ -145,7 +153,11 @@ class WireRecord:
 
 
 class ModelRelay:
-    """Serve one session on ``socket_path``; use as a context manager, then read ``record()``."""
+    """Serve one session on ``socket_path``; use as a context manager, then read ``record()``.
+
+    ``client_key``: the session's credential (``new_session_key``), given to its CLI only; a
+    request without it is refused. ``session_id``/``model``: when set, requests must name them.
+    """
 
     def __init__(
         self,
@@ -153,6 +165,7 @@ class ModelRelay:
         *,
         upstream: str,
         credentials: CellCredentials,
+        client_key: str,
         session_id: str | None = None,
         model: str | None = None,
     ) -> None:
@@ -167,6 +180,7 @@ class ModelRelay:
         self._prefix = parts.path.rstrip("/")
         self._credentials = credentials
         self._session_id = session_id
+        self._client_key = client_key
         self._models = None if model is None else {model, MODEL_ALIASES.get(model, model)}
         self._lock = threading.Lock()
         self._exchanges: list[Exchange] = []
@@ -250,8 +264,8 @@ class ModelRelay:
             with client:
                 client.settimeout(CLIENT_READ_TIMEOUT_S)
                 try:
-                    head, body, agent_id, facts = self._admit(client)
-                except _Refused as refused:
+                    request, agent_id, facts = self._admit(client)
+                except RequestRefused as refused:
                     self._refuse(client, refused.status, str(refused))
                     return
                 except OSError as exc:
@@ -260,7 +274,7 @@ class ModelRelay:
                 with self._lock:
                     index = self._next_index
                     self._next_index += 1
-                request = self.endpoint.start()
+                ticket = self.endpoint.start()
                 fault: str | None = "upstream closed without a response"
                 self._track(client)
                 try:
@@ -274,8 +288,8 @@ class ModelRelay:
                     with upstream:
                         self._track(upstream)
                         try:
-                            upstream.sendall(self._rewrite(head, len(body)))
-                            upstream.sendall(body)
+                            upstream.sendall(self._rewrite(request))
+                            upstream.sendall(request.body)
                         except OSError as exc:  # the upstream hung up mid-request: the client sees 502
                             fault = f"upstream closed: {type(exc).__name__}"
                             _reply_error(client, 502, f"upstream closed: {type(exc).__name__}")
@@ -284,7 +298,7 @@ class ModelRelay:
                         kept, overflow, delivered = _pipe(upstream, client)
                     fault = self._store(index, agent_id, facts, kept, overflow, delivered=delivered)
                 finally:
-                    self.endpoint.finish(request, fault)
+                    self.endpoint.finish(ticket, fault)
                     with self._live_lock:
                         self._live = {
                             sock for sock in self._live if sock.fileno() != -1 and sock is not client
@@ -303,41 +317,24 @@ class ModelRelay:
                 self._exchanges.append(exchange)
         return _endpoint_fault(raw, response, overflow)
 
-    def _admit(self, client: socket.socket) -> tuple[bytes, bytearray, str | None, RequestFacts]:
-        head, rest = _read_head(client)
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ")
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            raise _Refused(400, "malformed request line")
-        method, target, _ = parts
-        if method != "POST" or target.split("?", 1)[0] != MESSAGES_PATH:
-            raise _Refused(404, f"only POST {MESSAGES_PATH} is relayed, not {method} {target[:80]}")
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if not sep:
-                raise _Refused(400, "malformed header line")
-            key = name.strip().lower()
-            if key in headers and key in ("content-length", SESSION_HEADER):
-                raise _Refused(400, f"duplicate {key} header")
-            headers[key] = value.strip()
-        if "transfer-encoding" in headers:
-            raise _Refused(411, "chunked request bodies are not relayed")
-        length_text = headers.get("content-length", "")
-        if not length_text.isdigit() or len(length_text) > 12:
-            raise _Refused(400, "missing or malformed Content-Length")
-        length = int(length_text)
-        if length > MAX_BODY_BYTES:
-            raise _Refused(413, f"request body of {length} bytes exceeds {MAX_BODY_BYTES}")
-        if self._session_id is not None and headers.get(SESSION_HEADER) != self._session_id:
-            raise _Refused(403, "request is not from this session")
-        body = _read_body(client, rest, length)
-        facts = parse_request(bytes(body))
+    def _admit(self, client: socket.socket) -> tuple[Request, str | None, RequestFacts]:
+        request = read_request(client, max_header_bytes=MAX_HEADER_BYTES, max_body_bytes=MAX_BODY_BYTES)
+        if request.method != "POST" or request.target.split("?", 1)[0] != MESSAGES_PATH:
+            shown = f"{request.method} {request.target[:80]}"
+            raise RequestRefused(404, f"only POST {MESSAGES_PATH} is relayed, not {shown}")
+        if not hmac.compare_digest((request.header("x-api-key") or "").encode(), self._client_key.encode()):
+            # Only this session's CLI holds the key: tool processes cannot read its environment
+            # (sandbox/_confine.py), its argv or anything under HOME (measured: the CLI writes no
+            # part of it to disk). A tool that learned the session id from /proc still lands here.
+            raise RequestRefused(401, "request does not carry this session's credential")
+        if self._session_id is not None and request.header(SESSION_HEADER) != self._session_id:
+            raise RequestRefused(403, "request is not from this session")
+        facts = parse_request(bytes(request.body))
         if facts.parse_error:
-            raise _Refused(400, facts.parse_error)
+            raise RequestRefused(400, facts.parse_error)
         if self._models is not None and facts.model not in self._models:
-            raise _Refused(400, f"model {str(facts.model)[:80]!r} is not the configured model")
-        return head, body, headers.get(AGENT_HEADER) or None, facts
+            raise RequestRefused(400, f"model {str(facts.model)[:80]!r} is not the configured model")
+        return request, request.header(AGENT_HEADER) or None, facts
 
     def _open_upstream(self) -> socket.socket:
         raw = socket.create_connection((self._host, self._port), timeout=UPSTREAM_TIMEOUT_S)
@@ -345,55 +342,19 @@ class ModelRelay:
             return ssl.create_default_context().wrap_socket(raw, server_hostname=self._host)
         return raw
 
-    def _rewrite(self, head: bytes, length: int) -> bytes:
-        lines = head.decode("latin-1").split("\r\n")
-        method, target, version = lines[0].split(" ", 2)
-        kept = [
-            line
-            for line in lines[1:]
-            if line and line.split(":", 1)[0].strip().lower() not in _DROPPED_HEADERS
-        ]
+    def _rewrite(self, request: Request) -> bytes:
+        """The head sent upstream, rebuilt from the parsed headers: never the client's bytes."""
+        kept = [f"{name}: {value}" for name, value in request.headers if name.lower() not in _DROPPED_HEADERS]
         host = self._host if self._port in (80, 443) else f"{self._host}:{self._port}"
         # identity: the record parses the response; a compressed one would be unreadable.
         kept += [f"Host: {host}", "Connection: close", "Accept-Encoding: identity"]
-        kept.append(f"Content-Length: {length}")
+        kept.append(f"Content-Length: {len(request.body)}")
         if self._credentials.api_key:
             kept.append(f"x-api-key: {self._credentials.api_key}")
         if self._credentials.auth_token:
             kept.append(f"Authorization: Bearer {self._credentials.auth_token}")
-        return ("\r\n".join([f"{method} {self._prefix}{target} {version}", *kept]) + "\r\n\r\n").encode(
-            "latin-1"
-        )
-
-
-def _read_head(client: socket.socket) -> tuple[bytes, bytes]:
-    buffer = bytearray()
-    while True:
-        chunk = client.recv(65536)
-        if not chunk:
-            raise _Refused(400, "client closed before sending a request")
-        # Search only the new bytes plus 3 of the old: the whole-buffer search would be quadratic.
-        start = max(0, len(buffer) - 3)
-        buffer += chunk
-        end = buffer.find(b"\r\n\r\n", start)
-        if end >= 0:
-            return bytes(buffer[:end]), bytes(buffer[end + 4 :])
-        if len(buffer) > MAX_HEADER_BYTES:
-            raise _Refused(431, "request headers too large")
-
-
-def _read_body(client: socket.socket, already: bytes, length: int) -> bytearray:
-    """Exactly ``length`` bytes into one preallocated buffer (no repeated copies)."""
-    body = bytearray(length)
-    view = memoryview(body)
-    filled = min(len(already), length)
-    view[:filled] = already[:filled]
-    while filled < length:
-        got = client.recv_into(view[filled:], min(65536, length - filled))
-        if got == 0:
-            raise _Refused(400, "client closed mid-body")
-        filled += got
-    return body
+        line = f"{request.method} {self._prefix}{request.target} HTTP/1.1"
+        return ("\r\n".join([line, *kept]) + "\r\n\r\n").encode("ascii")
 
 
 def _pipe(upstream: socket.socket, client: socket.socket) -> tuple[bytes, bool, bool]:

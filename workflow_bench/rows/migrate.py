@@ -8,7 +8,8 @@ evolve evidence bundle) turns stored JSON into a ``Row`` here, and nowhere else:
 - 1 to ``SCHEMA_VERSION - 1`` (``migrate_older``): the row was written before a field existed.
   Fields were only ever added, never renamed or repurposed (``git log -p`` of the old
   ``row_schema.py``), so an absent field is one that was not measured: ``None``, except those in
-  ``ABSENT_IN_OLDER_ROWS`` whose absence has a known value. Then validated like a new row;
+  ``ABSENT_IN_OLDER_ROWS`` whose absence has a known value; so is an absent bound of
+  ``resource_limits`` (it was not enforced). Then validated like a new row;
 - anything else (a newer version, no version, not an object) is a ``RowReadError`` naming where.
 
 Must never: guess a value a row did not record, or accept a field the model does not declare.
@@ -22,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .model import SCHEMA_VERSION, Row, stored_names
+from .model import SCHEMA_VERSION, ResourceLimits, Row, stored_names
 
 # Older rows lacking these fields recorded them implicitly: before reuse existed every row was paid;
 # before schema 7 no task was an impossible probe.
@@ -36,6 +37,10 @@ class RowReadError(ValueError):
 def migrate_older(stored: Mapping[str, Any]) -> dict[str, Any]:
     """A row of schema 1–5 as a row of today's schema: absent fields not measured (``None``)."""
     upgraded = {name: ABSENT_IN_OLDER_ROWS.get(name) for name in stored_names() if name not in stored}
+    limits = stored.get("resource_limits")
+    if isinstance(limits, dict):
+        # Bounds added later (cpus, files, ptys, cell_uid, …) were not enforced then: unknown.
+        upgraded["resource_limits"] = {**dict.fromkeys(ResourceLimits.model_fields), **limits}
     return {**stored, **upgraded, "schema_version": SCHEMA_VERSION}
 
 

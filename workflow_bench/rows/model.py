@@ -31,9 +31,11 @@ from workflow_bench.providers.access import CellKey
 from workflow_bench.review.score import ReviewScore, review_row_fields
 
 SCHEMA_VERSION = 7
-"""7 added oracle_sealed, test_config_changed and task_impossible (issue 23);
-6: the typed row (closed ``error_kind``, every field present and typed); 5 added per-test
-outcomes (``verify_tests*``, ``oracle_tests*``) and ``expected_tests_digest``; 1–6 migrate on read."""
+"""7 added oracle_sealed, test_config_changed and task_impossible (issue 23); 6: the typed row
+(closed ``error_kind``, every field present and typed), the kernel budgets in ``resource_limits``
+(``cpus`` … ``seccomp_denied``) and ``cost_usd`` unknown when the relay served a thread the CLI
+never opened; 5 added per-test outcomes (``verify_tests*``, ``oracle_tests*``) and
+``expected_tests_digest``; 1–6 migrate on read."""
 
 # A measured quantity that is an integer or a float as produced (``round`` keeps a sum of ints an
 # int): the value is stored as given, so a row re-serializes to the same bytes.
@@ -70,6 +72,14 @@ class ResourceLimits(Strict):
     memory_mib: int | None
     pids: int | None
     disk_mib: int | None
+    cpus: Number | None
+    files: int | None
+    nofile_per_process: int | None
+    msgqueue_bytes: int | None
+    ptys: int | None
+    cell_uid: int | None
+    namespace_limits: dict[str, int] | None
+    seccomp_denied: list[str] | None
     sampled: list[str]
 
 
@@ -206,9 +216,10 @@ class OracleJudgement(Part):
     oracle_sealed: bool | None = _f(
         "true: the harness's per-run sentinel tests, added to the staged oracle test files (two must "
         "fail, one pass, one be skipped; random names), were all reported as planned, so the results "
-        "came from running those files unaltered; false: no oracle file could carry them (or the lock "
-        "records that its reference runs did not report them), or they were reported wrongly "
-        "(evidence-tampered); null: the oracle did not run",
+        "came from running those files unaltered; false: a required one was missing (or the lock "
+        "records that its reference runs did not report them) or reported wrongly (evidence-tampered); "
+        "null: no sentinel ran (no oracle file could carry one: other languages) or no outcome report "
+        "was read (the oracle did not run)",
         default=None,
     )
     test_config_changed: list[str] | None = _f(
@@ -262,7 +273,9 @@ class SessionLayer(Part):
     cache_read_input_tokens: int | None = _f(_SAME_FOUR, default=None)
     output_tokens: int | None = _f(_SAME_FOUR, default=None)
     cost_usd: Number | None = _f(
-        "sum of the CLI's total_cost_usd (includes subagents); null if any session lacked it", default=None
+        "sum of the CLI's total_cost_usd (includes subagents); null if any session lacked it, or "
+        "if the relay served a thread the CLI never opened (its spend is in usage_wire, never priced)",
+        default=None,
     )
     duration_s: Number | None = _f(
         "sum of the CLI's duration_ms / 1000 (process wall time when absent)", default=None
@@ -399,9 +412,14 @@ class Provenance(Part):
         "'bwrap', or 'host-unsafe' for --unsafe-no-bwrap review sweeps", default=None
     )
     resource_limits: ResourceLimits | None = _f(
-        "bounds the cell ran under: {memory_mib, pids, disk_mib, sampled} (disk = room over the clone); "
-        "a bound is enforced by the kernel (cgroup, loop volume: root) or, listed in sampled, by the "
-        "host-side watchdog (non-root); null for a bound not enforced at all",
+        "bounds the cell ran under: {memory_mib, pids, disk_mib, cpus, files, nofile_per_process, "
+        "msgqueue_bytes, ptys, cell_uid, namespace_limits, seccomp_denied, sampled} (disk = room over "
+        "the clone; cpus = CFS quota in cores; files = open descriptors of the whole cell; ptys = its "
+        "devpts max; cell_uid = the unprivileged host uid its processes ran as, root runner only; "
+        "namespace_limits = the /proc/sys/user limits of its user namespace; seccomp_denied = the "
+        "syscalls refused); a bound is enforced by the kernel (cgroup, loop volume, devpts, uid: root; "
+        "rlimits, user namespace, seccomp: any invoker) or, listed in sampled, by the host-side "
+        "watchdog; null for a bound not enforced at all",
         default=None,
     )
     task_ref: str | None = _f("the ref named in the task file", default=None)

@@ -19,6 +19,7 @@ from typing import Protocol
 from workflow_bench.process import ProcessResult
 
 from ._bwrap import BwrapSandbox, Mount, ProcessBounds, RunPolicy, SandboxError, preflight_bwrap
+from ._cgroups import collect_stale_cgroups
 from ._environment import (
     EMPTY_DIR_NAME,
     HOME_SIZE_BYTES,
@@ -48,9 +49,8 @@ from ._limits import (
     MIN_PIDS,
     CellLimits,
     CellResources,
-    collect_stale_cgroups,
-    release_stale_mounts,
 )
+from ._stale import release_stale_mounts
 
 __all__ = [
     "DEFAULT_DISK_MIB",

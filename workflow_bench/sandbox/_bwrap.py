@@ -5,10 +5,13 @@ against a clone (setup, the CLI, verify, the hidden oracle, git helpers)
 runs through here, each in a fresh set of namespaces with a private HOME and
 /tmp (tmpfs), so no two sessions share state and nothing outlives its run.
 
-Identity: bwrap maps the caller's uid to ``SANDBOX_UID`` inside a user
-namespace. The CLI refuses bypass permission modes as uid 0, and git's
-ownership check passes because the root-owned clone appears owned by the
-mapped uid.
+Identity: every process runs as ``SANDBOX_UID`` inside a user namespace. A cell's processes
+share the cell's own namespace (``_userns``: for a root runner uid 1000 is a fresh unprivileged
+host uid per cell, handed the clone; the namespace carries the cell's inotify/fanotify limits and
+allows no nested namespace), entered with ``--userns`` on the fd the cell's wrapper opened. A
+sandbox outside any cell (the preflight, the index build on a template) gets a fresh one with
+``--unshare-user``, mapping the caller's uid. The CLI refuses bypass permission modes as uid 0,
+and git's ownership check passes because the clone appears owned by uid 1000.
 """
 
 from __future__ import annotations
@@ -58,7 +61,20 @@ _ETC_ALLOWLIST = (
 _MERGED_USR_LINKS = (("usr/bin", "/bin"), ("usr/lib", "/lib"), ("usr/lib64", "/lib64"), ("usr/sbin", "/sbin"))
 PREFLIGHT_TIMEOUT_S = 10
 PRLIMIT = "/usr/bin/prlimit"  # util-linux; sets RLIMIT_FSIZE for the sandboxed tree
+SETPRIV = "/usr/bin/setpriv"  # util-linux; drops a root runner's cell command to the cell uid
+USERNS_FD = 3  # keep in sync with _limits.USERNS_FD (the cell wrapper opens the namespace there)
+# bwrap 0.8 leaves the --userns fd open into the sandbox (measured): closed before the command.
+_CLOSE_USERNS_FD = ("/bin/sh", "-c", f'exec "$0" "$@" {USERNS_FD}<&-')
+# Directories bwrap creates for bind targets: as uid 0 of a root runner's cell namespace it makes
+# them 0700 (measured: /opt, /home/agent/.claude), which the cell uid could not enter; each
+# missing parent of a mount target is made 0755 first, explicitly (``_mount_parents``).
 INSTALL_HINT = "install it with: sudo apt-get install -y bubblewrap"
+
+
+class CellIdentity(Protocol):
+    """The cell's user namespace (``_userns.CellUserNamespace``) as the argv builder needs it."""
+
+    switches_uid: bool
 
 
 class ProcessBounds(Protocol):
@@ -67,6 +83,13 @@ class ProcessBounds(Protocol):
     def wrap(self, argv: list[str]) -> list[str]: ...
 
     def prlimit_args(self) -> tuple[str, ...]: ...
+
+    def bwrap_args(self) -> tuple[str, ...]: ...
+
+    def own_mounts(self, sources: Sequence[Path]) -> None: ...
+
+    @property
+    def userns(self) -> CellIdentity | None: ...
 
 
 class SandboxError(RuntimeError):
@@ -109,7 +132,8 @@ def _mount_args(mount: Mount) -> list[str]:
         entries = None
     if entries is None or len(entries) > MAX_SCRATCH_TOP_ENTRIES:
         return ["--ro-bind", str(mount.source), mount.target]
-    args = ["--size", str(SCRATCH_TOP_BYTES), "--tmpfs", mount.target]
+    # 1777: in a root runner's cell namespace bwrap makes the tmpfs as uid 0, not as the cell uid
+    args = ["--perms", "1777", "--size", str(SCRATCH_TOP_BYTES), "--tmpfs", mount.target]
     for name, is_link in entries:
         if name in SCRATCH_CACHE_NAMES:
             continue
@@ -163,14 +187,36 @@ class BwrapSandbox:
         self.runtime_dir = runtime_dir
         self.bwrap_bin = bwrap_bin
 
+    def _identity(self) -> tuple[list[str], list[str]]:
+        """(bwrap's identity options, the command's prefix) for this sandbox's user namespace."""
+        userns = self.resources.userns if self.resources is not None else None
+        if userns is None:
+            # No nested user namespaces: inside one the agent would be "root"
+            # and could try to remount what we bound read-only.
+            ids = ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+            return [*ids, "--disable-userns"], []
+        if not userns.switches_uid:  # 1000 is the caller already; the namespace allows no nested one
+            ids = ["--userns", str(USERNS_FD), "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+            return ids, list(_CLOSE_USERNS_FD)
+        # Root runner: bwrap sets up as uid 0 of the namespace (host root, which reads the sources),
+        # then setpriv becomes 1000 (the cell's host uid), which clears every capability.
+        ids = ["--userns", str(USERNS_FD), "--uid", "0", "--gid", "0"]
+        ids += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+        become = [SETPRIV, "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID), "--clear-groups"]
+        become += ["--inh-caps=-all", "--bounding-set=-all", "--", *_CLOSE_USERNS_FD]
+        return ids, become
+
+    def _targets(self, policy: RunPolicy) -> list[str]:
+        targets = [m.target for m in (*self.base_mounts, *policy.mounts)]
+        if policy.with_claude:
+            targets += [SANDBOX_CLAUDE_BIN, SANDBOX_RUNTIME_DIR, USER_SKILLS_DIR]
+        return targets
+
     def argv(self, command: Sequence[str], *, policy: RunPolicy) -> list[str]:
+        identity, become = self._identity()
         args = [
             self.bwrap_bin,
-            "--unshare-user",
-            "--uid",
-            str(SANDBOX_UID),
-            "--gid",
-            str(SANDBOX_UID),
+            *identity,
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
@@ -178,19 +224,24 @@ class BwrapSandbox:
             # Always: the CLI reaches the model only through the relay socket
             # (relay/server.py), so nothing in any sandbox needs a network interface.
             "--unshare-net",
-            # No nested user namespaces: inside one the agent would be "root"
-            # and could try to remount what we bound read-only.
-            "--disable-userns",
             "--die-with-parent",
             "--new-session",
         ]
+        if become:
+            args += ["--perms", "0755", "--dir", "/etc"]  # see _mount_parents: bwrap would make it 0700
         args += _system_args()
         # Every writable filesystem is sized (an unsized tmpfs is half the host's RAM):
         # / and /dev become read-only below, /dev/shm and /run are small tmpfs.
-        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_SIZE_BYTES), "--tmpfs", "/dev/shm"]
-        args += ["--size", str(RUN_SIZE_BYTES), "--tmpfs", "/run"]
-        args += ["--size", str(TMP_SIZE_BYTES), "--tmpfs", SANDBOX_TMP]
-        args += ["--size", str(HOME_SIZE_BYTES), "--tmpfs", "/home", "--dir", SANDBOX_HOME]
+        # Modes: in a cell's namespace of a root runner bwrap makes these as uid 0, not as 1000.
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        args += ["--perms", "1777", "--size", str(SHM_SIZE_BYTES), "--tmpfs", "/dev/shm"]
+        args += ["--perms", "1777", "--size", str(RUN_SIZE_BYTES), "--tmpfs", "/run"]
+        args += ["--perms", "1777", "--size", str(TMP_SIZE_BYTES), "--tmpfs", SANDBOX_TMP]
+        args += ["--size", str(HOME_SIZE_BYTES), "--tmpfs", "/home", "--perms", "0777", "--dir", SANDBOX_HOME]
+        if self.resources is not None:
+            args += self.resources.bwrap_args()  # the cell's seccomp filter and devpts instance
+        if become:
+            args += _mount_parents(self._targets(policy))
         args += [
             "--bind" if policy.workspace_writable else "--ro-bind",
             str(self.workspace),
@@ -213,7 +264,7 @@ class BwrapSandbox:
         args += ["--remount-ro", "/", "--remount-ro", "/dev"]
         args += ["--chdir", SANDBOX_WORKSPACE]
         rlimits = self.resources.prlimit_args() if self.resources is not None else ()
-        return [*args, "--", PRLIMIT, f"--fsize={MAX_FILE_BYTES}", *rlimits, "--", *command]
+        return [*args, "--", *become, PRLIMIT, f"--fsize={MAX_FILE_BYTES}", *rlimits, "--", *command]
 
     def run(
         self,
@@ -229,6 +280,7 @@ class BwrapSandbox:
     ) -> ProcessResult:
         argv = self.argv(command, policy=policy)
         if self.resources is not None:
+            self.resources.own_mounts([m.source for m in policy.mounts])
             argv = self.resources.wrap(argv)
         # The environment travels as bwrap's own environment (exactly the
         # allowlist; bwrap passes it through unchanged), never as --setenv
@@ -243,6 +295,30 @@ class BwrapSandbox:
             cancel=cancel,
             on_stdout_line=on_stdout_line,
         )
+
+
+def _mount_parents(targets: Sequence[str]) -> list[str]:
+    """``--perms 0755 --dir`` (0777 under HOME) for each parent of ``targets`` bwrap would make 0700.
+
+    The workspace (owned by the cell uid) and the tmpfs mounts (own modes) are not touched.
+    """
+    args: list[str] = []
+    made: set[str] = set()
+    for target in targets:
+        parts = target.strip("/").split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            parent = "/" + "/".join(parts[:depth])
+            skip = parent in made or parent in _OWN_MODES or parent.startswith(SANDBOX_WORKSPACE + "/")
+            if not skip and parent != SANDBOX_WORKSPACE:
+                # Under the private HOME the agent writes (the CLI's state dir): world-writable.
+                mode = "0777" if parent.startswith(SANDBOX_HOME + "/") else "0755"
+                args += ["--perms", mode, "--dir", parent]
+                made.add(parent)
+    return args
+
+
+_OWN_MODES = frozenset({"/home", SANDBOX_HOME, "/run", SANDBOX_TMP, "/dev", "/dev/shm", "/usr", "/etc"})
+"""Directories made with their own mode above (``/etc``: explicitly, before the system binds)."""
 
 
 def preflight_bwrap(bwrap_bin: str = "bwrap") -> str:

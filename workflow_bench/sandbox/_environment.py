@@ -119,13 +119,15 @@ def tool_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def claude_environment(
-    *, model: str, max_retries: int, api_timeout_ms: int, surrogate_key: str
+    *, model: str, max_retries: int, api_timeout_ms: int, session_key: str
 ) -> dict[str, str]:
     """Environment for the CLI process: the allowlist plus model routing and pinning.
 
-    No credential: the CLI talks HTTP over ``MODEL_SOCKET`` to the host relay,
-    which injects the real one. ``surrogate_key`` only satisfies the CLI's
-    "logged in" check. All model aliases are pinned to ``model`` so the CLI
+    No provider credential: the CLI talks HTTP over ``MODEL_SOCKET`` to the host relay, which
+    injects the real one. ``session_key`` is the session's relay credential (the relay refuses
+    a request without it): only the CLI holds it, in this environment, which tool processes can
+    neither inherit (the shell prefix starts them from ``env -i``) nor read through
+    ``/proc/<cli>/environ`` (``_confine.py``). All model aliases are pinned to ``model`` so the CLI
     never spawns a subagent on a model the operator did not choose.
     """
     env = tool_environment(CLAUDE_ENVIRONMENT)
@@ -133,7 +135,7 @@ def claude_environment(
         {
             "ANTHROPIC_BASE_URL": "http://localhost",
             "ANTHROPIC_UNIX_SOCKET": MODEL_SOCKET,
-            "ANTHROPIC_API_KEY": surrogate_key,
+            "ANTHROPIC_API_KEY": session_key,
             "ANTHROPIC_MODEL": model,
             "ANTHROPIC_DEFAULT_OPUS_MODEL": model,
             "ANTHROPIC_DEFAULT_SONNET_MODEL": model,

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 
+from workflow_bench.input_files import bounded_walk
 from workflow_bench.process import ProcessResult, run_process
 
 from ._bwrap import PRLIMIT, Mount, ProcessBounds, RunPolicy, SandboxError
@@ -98,9 +99,9 @@ def _walk(root: Path) -> Iterator[str]:
     yield str(root)
     if root.is_symlink() or not root.is_dir():
         return
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in (*dirnames, *filenames):
-            yield os.path.join(dirpath, name)
+    # bounded_walk: iterative (an agent's 3,000-deep chain must not recurse); bounds past any snapshot's.
+    for _, full, _ in bounded_walk(root, max_entries=10_000_000, max_depth=4096):
+        yield full
 
 
 def _chown_tree(root: Path, uid: int) -> None:

@@ -1,4 +1,4 @@
-"""Per-cell resource bounds enforced by the kernel: memory, process count, total disk.
+"""Per-cell resource bounds: memory, process count, total disk, CPU and the host's per-user budgets.
 
 One ``CellResources`` per cell, opened before the clone exists and closed
 after its last process:
@@ -15,8 +15,16 @@ after its last process:
   budget; tmpfs pages they write are charged to it too. Over the memory
   limit the kernel OOM-kills inside the cell only; a fork over ``pids`` fails
   with EAGAIN.
+- **CPU**: one cgroup per cell in the v1 ``cpu`` hierarchy with a CFS quota of ``cpus`` cores
+  (``cpu.cfs_quota_us`` per 100 ms period) and the default, equal weight (``cpu.shares`` 1024).
+  ``duration_s`` is a promotion metric, and with ``--workers 2`` one cell's busy processes made
+  its neighbour's ``duration_s`` 3.3× its solo value. A quota equal to the cell's fair share
+  (the runner's default: host cores / workers) makes a cell's speed the same alone or beside a
+  hog: it never gets more than its share, and a neighbour can never take it away.
 
-Both need root (mount, cgroup directories owned by root). A bound the kernel cannot enforce
+All need root (mount, cgroup directories owned by root). Without root there is no CPU bound at
+all (``resource_limits.cpus`` is null): sampling cannot throttle, and CPU affinity is no bound
+(a process may widen its own). A bound the kernel cannot enforce
 here is enforced from the host instead by the cell's watchdog (``_watchdog.py``: sampled
 memory, tasks and allocated disk; over a bound it kills the cell's processes), and the row's
 ``resource_limits["sampled"]`` names every bound enforced that way: never a silent claim.
@@ -26,7 +34,14 @@ before the kernel refuses a fork it could not count.
 cgroup v2 is not used: on the machines we run on its hierarchy carries no
 controllers (they are all bound to v1).
 
-A cell that hit a bound (an OOM kill, a refused fork, a full volume) is
+Kernel budgets the host keeps per user or host-wide (``_open_kernel_budgets``, README
+"Per-cell kernel budgets"): the cell's own user namespace and uid (``_userns.py``), the seccomp
+filter (``_seccomp.py``), a devpts instance with ``max=CELL_PTYS`` on the cell's volume (root;
+otherwise no pty at all), RLIMIT_MSGQUEUE / RLIMIT_NOFILE / RLIMIT_CORE per process
+(``prlimit_args``), and the cell's descriptor budget (``files``, always sampled by the watchdog:
+no kernel counter exists for a group of processes).
+
+A cell that hit a bound (an OOM kill, a refused fork, a full volume, its descriptor budget) is
 reported by ``breaches()``; the cell turns that into ``resource-limit``,
 charged to the arm (the agent's processes are the only ones in the cell).
 """
@@ -36,15 +51,18 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 import secrets
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from workflow_bench.input_files import bounded_walk
 from workflow_bench.process import ProcessError, run_checked
 
 from . import _watchdog
+from ._cgroups import Cgroup as _Cgroup
+from ._seccomp import BLOCKED_SYSCALLS, filter_program
+from ._userns import NAMESPACE_LIMITS, CellUserNamespace, UserNamespaceError
 from ._watchdog import Budget, CellWatchdog
 
 MIB = 1024 * 1024
@@ -56,8 +74,7 @@ MIN_MEMORY_MIB, MIN_PIDS, MIN_DISK_MIB = 512, 64, 16
 # A volume with less room than this left counts as filled (ext4 keeps a few blocks back).
 _FULL_MARGIN_BYTES = MIB
 _EXT4_OVERHEAD = 0.05  # metadata of a journal-less ext4, with slack
-_CGROUP_ROOT = Path("/sys/fs/cgroup")
-_CGROUP_NAME = re.compile(r"wfbench-([1-9][0-9]{0,6})-[0-9a-f]{8}")  # see CellResources.open
+CPU_PERIOD_US = 100_000  # the kernel's default CFS period; the quota is cores × this
 # No journal (the volume dies with the cell), lazy init (20 ms for any size), an inode per 8 KiB.
 _MKFS = (
     "mkfs.ext4",
@@ -72,7 +89,25 @@ _MKFS = (
     "-i",
     "8192",
 )
-_JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+# Join the cell's cgroups, open the cell's user namespace on fd 3 and its seccomp filter on fd 4
+# (bwrap --userns 3 --seccomp 4), then exec; "-" for either: none. Exit 125 when any step fails.
+_WRAP = (
+    'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; '
+    'u=$1; f=$2; shift 2; if [ "$u" != - ]; then exec 3<"$u" || exit 125; fi; '
+    'if [ "$f" != - ]; then exec 4<"$f" || exit 125; fi; exec "$@"'
+)
+USERNS_FD, SECCOMP_FD = 3, 4
+DEFAULT_FILES = 65_536  # open descriptors, all the cell's processes together (the watchdog)
+# Per process: the descriptor rlimit (soft = hard) and the POSIX message-queue bytes. The file
+# table is host-wide (fs.file-max 2,466,170 here): one cell opened 1.2 M files unrefused, bounded
+# only by pids × RLIMIT_NOFILE (1,024 × 20,000). 16,384 per process leaves every real tool room;
+# the cell's total is the watchdog's DEFAULT_FILES. Message queues: RLIMIT_MSGQUEUE is charged to
+# the uid (819,200 bytes by default); a cell that used all of it refused the host's mq_open.
+NOFILE_PER_PROCESS = 16_384
+MSGQUEUE_BYTES = 256 * 1024  # three queues of the default size (10 × 8 KiB); a third of the uid's
+# A devpts instance per cell (root: the host mounts it): every non-initial instance draws on one
+# pool of kernel.pty.max − kernel.pty.reserve = 3,072 ptys, which one cell emptied.
+CELL_PTYS = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,84 +118,17 @@ class CellLimits:
     pids: int = DEFAULT_PIDS
     disk_mib: int = DEFAULT_DISK_MIB
     """Writable room on top of the clone's own size."""
-
-
-def _own_cgroup(controller: str) -> Path | None:
-    """The v1 hierarchy directory of this process for ``controller``, if mounted."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if controller in controllers.split(","):
-            directory = _CGROUP_ROOT / controller / path.lstrip("/")
-            return directory if (directory / "cgroup.procs").is_file() else None
-    return None
-
-
-class _Cgroup:
-    """One cell's directory in one v1 hierarchy."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-
-    @classmethod
-    def create(cls, controller: str, name: str, settings: dict[str, str]) -> _Cgroup | None:
-        parent = _own_cgroup(controller)
-        if parent is None or not os.access(parent, os.W_OK):
-            return None
-        directory = parent / name
-        try:
-            directory.mkdir()
-        except OSError:
-            return None
-        group = cls(directory)
-        try:
-            for file, value in settings.items():
-                (directory / file).write_text(value)
-        except OSError:
-            group.close()
-            return None
-        return group
-
-    def read(self, file: str) -> str:
-        try:
-            return (self.directory / file).read_text()
-        except OSError:
-            return ""
-
-    def counter(self, file: str, key: str) -> int:
-        for line in self.read(file).splitlines():
-            name, _, value = line.partition(" ")
-            if name == key and value.strip().isdigit():
-                return int(value)
-        return 0
-
-    def close(self) -> None:
-        """Kill whatever is left in the group, then remove it (a few retries while tasks exit)."""
-        for _ in range(50):
-            for pid in self.read("cgroup.procs").split():
-                with contextlib.suppress(OSError, ValueError):
-                    os.kill(int(pid), 9)
-            try:
-                self.directory.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.02)
+    cpus: float | None = None
+    """CPU quota in cores for all the cell's processes together (``--cell-cpus``); None: unbounded."""
+    files: int = DEFAULT_FILES
+    """Open descriptors for all the cell's processes together (sampled by the watchdog)."""
 
 
 @functools.lru_cache(maxsize=64)
 def _tree_bytes(root: Path) -> int:
     """Allocated bytes under ``root`` (a task template: built once per sweep, never changed)."""
-    total = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in (*dirnames, *filenames):
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-    return total
+    # input_files.bounded_walk: iterative; the bounds are far past what a workspace snapshot accepts anyway.
+    return sum(st.st_blocks * 512 for _, _, st in bounded_walk(root, max_entries=10_000_000, max_depth=4096))
 
 
 def _is_root() -> bool:
@@ -182,7 +150,12 @@ class CellResources:
         self._mounted = False
         self._memory: _Cgroup | None = None
         self._pids: _Cgroup | None = None
+        self._cpu: _Cgroup | None = None
         self._watchdog: CellWatchdog | None = None
+        self._userns: CellUserNamespace | None = None
+        self.userns_error: str | None = None
+        self._seccomp: Path | None = None
+        self._ptys: Path | None = None
 
     def open(self, *, clone_source: Path) -> None:
         """Create the cell directory's volume (mounted on ``cell_dir``) and the cgroups."""
@@ -193,7 +166,73 @@ class CellResources:
         memory = str(self.limits.memory_mib * MIB)
         self._memory = _Cgroup.create("memory", name, {"memory.limit_in_bytes": memory})
         self._pids = _Cgroup.create("pids", name, {"pids.max": str(self.limits.pids)})
+        if self.limits.cpus is not None:
+            quota = str(max(1000, round(self.limits.cpus * CPU_PERIOD_US)))  # the kernel's floor: 1 ms
+            settings = {
+                "cpu.shares": "1024",
+                "cpu.cfs_period_us": str(CPU_PERIOD_US),
+                "cpu.cfs_quota_us": quota,
+            }
+            self._cpu = _Cgroup.create("cpu", name, settings)
+        self._open_kernel_budgets()
         self._start_watchdog(_tree_bytes(clone_source))
+
+    def _open_kernel_budgets(self) -> None:
+        """The cell's user namespace, seccomp filter and (root, own volume) devpts instance."""
+        userns = CellUserNamespace()
+        try:
+            userns.open()
+            self._userns = userns
+        except UserNamespaceError as exc:
+            self.userns_error = str(exc)  # the row says: no per-cell uid, no namespace limits
+        program = filter_program()
+        if program is not None:
+            path = self.cell_dir / "seccomp.bpf"
+            path.write_bytes(program)
+            path.chmod(0o444)
+            self._seccomp = path
+        if self._mounted:
+            ptys = self.cell_dir / "pts"
+            ptys.mkdir()
+            options = f"newinstance,ptmxmode=0666,mode=0620,max={CELL_PTYS}"
+            try:
+                mount = ["mount", "-t", "devpts", "-o", options, "devpts", str(ptys)]
+                run_checked(mount, what="mount the cell's devpts")
+                self._ptys = ptys
+            except ProcessError:
+                ptys.rmdir()
+
+    @property
+    def userns(self) -> CellUserNamespace | None:
+        """The cell's user namespace (None: it could not be built; sandboxes make their own)."""
+        return self._userns
+
+    def bwrap_args(self) -> tuple[str, ...]:
+        """bwrap options for every sandbox of the cell: its seccomp filter and devpts instance."""
+        args: list[str] = []
+        if self._seccomp is not None:
+            args += ["--seccomp", str(SECCOMP_FD)]
+        if self._ptys is not None:
+            args += ["--dev-bind", str(self._ptys), "/dev/pts"]
+        else:
+            # No instance of its own (no root, no volume): no pty at all, rather than bwrap's
+            # instance, which draws on the host's shared pool without a bound.
+            args += ["--ro-bind", "/dev/null", "/dev/pts/ptmx"]
+        return tuple(args)
+
+    def own(self, path: Path) -> None:
+        """Hand ``path`` (the clone, before any sandbox ran) to the cell's host uid."""
+        cell_uid = self._cell_uid()
+        if cell_uid is not None:
+            uid = str(cell_uid)
+            run_checked(["chown", "-R", "--no-dereference", f"{uid}:{uid}", "--", str(path)], what="chown")
+
+    def own_mounts(self, sources: Sequence[Path]) -> None:
+        """Hand what the harness wrote into the cell directory for one run (the staged oracle 0400,
+        the judge kit, the review and report directories) to the cell uid, so it can read it."""
+        for source in sources:
+            if source.is_relative_to(self.cell_dir) and not source.is_symlink():
+                self.own(source)
 
     def _start_watchdog(self, clone_bytes: int) -> None:
         """Sample from the host every bound the kernel does not enforce for this invoker."""
@@ -202,6 +241,7 @@ class CellResources:
             memory_bytes=None if self._memory is not None else limits.memory_mib * MIB,
             tasks=None if self._pids is not None else limits.pids,
             disk_bytes=None if self._mounted else clone_bytes + limits.disk_mib * MIB,
+            files=limits.files,  # no kernel counter exists for a group of processes: always sampled
         )
         if budget == Budget() or not _watchdog.available():
             return  # nothing to sample, or no way to find the cell's processes: recorded as None
@@ -209,6 +249,7 @@ class CellResources:
             "memory": f"memory limit {limits.memory_mib} MiB",
             "pids": f"process limit {limits.pids}",
             "disk": f"disk limit {limits.disk_mib} MiB over the clone",
+            "files": f"descriptor limit {limits.files}",
         }
         self._watchdog = CellWatchdog(budget, self.cell_dir, describe=describe)
         self._watchdog.start()
@@ -232,10 +273,13 @@ class CellResources:
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` started inside the cell's cgroups (joined before exec; exit 125 if joining fails)."""
-        procs = [str(g.directory / "cgroup.procs") for g in (self._memory, self._pids) if g is not None]
-        if not procs:
+        groups = (self._memory, self._pids, self._cpu)
+        procs = [str(g.directory / "cgroup.procs") for g in groups if g is not None]
+        userns = self._userns.path if self._userns is not None else "-"
+        seccomp = str(self._seccomp) if self._seccomp is not None else "-"
+        if not procs and userns == "-" and seccomp == "-":
             return argv
-        return ["/bin/sh", "-c", _JOIN, "wfbench-cgroup", *procs, "--", *argv]
+        return ["/bin/sh", "-c", _WRAP, "wfbench-cell", *procs, "--", userns, seccomp, *argv]
 
     def prlimit_args(self) -> tuple[str, ...]:
         """Extra ``prlimit`` options for a process inside bwrap (the fallback when cgroups are out of reach).
@@ -248,28 +292,45 @@ class CellResources:
         crosses the limit (and counts it), the kernel only stops one that outruns a sampling
         interval. Without the watchdog it is the limit itself (a refusal is then not counted).
         """
+        budgets = (f"--nofile={NOFILE_PER_PROCESS}", f"--msgqueue={MSGQUEUE_BYTES}", "--core=0")
         if self._pids is None and not _is_root():
             factor = 2 if self._watchdog is not None and self._watchdog.budget.tasks else 1
-            return (f"--nproc={factor * self.limits.pids}",)
-        return ()
+            return (f"--nproc={factor * self.limits.pids}", *budgets)
+        return budgets
 
-    def enforced(self) -> dict[str, int | list[str] | None]:
+    def enforced(self) -> dict[str, object]:
         """What is enforced for this cell (``None``: not at all; ``sampled``: by the watchdog)."""
         sampled = self._watchdog.budget if self._watchdog is not None else Budget()
         return {
             "memory_mib": self.limits.memory_mib if self._memory or sampled.memory_bytes else None,
-            "pids": self.limits.pids if self._pids or sampled.tasks or self.prlimit_args() else None,
+            "pids": self.limits.pids if self._pids or sampled.tasks or self._nproc_fallback() else None,
             "disk_mib": self.limits.disk_mib if self._mounted or sampled.disk_bytes else None,
+            "cpus": self.limits.cpus if self._cpu is not None else None,
+            "files": self.limits.files if sampled.files else None,
+            "nofile_per_process": NOFILE_PER_PROCESS,
+            "msgqueue_bytes": MSGQUEUE_BYTES,
+            "ptys": CELL_PTYS if self._ptys is not None else None,
+            "cell_uid": self._cell_uid(),
+            "namespace_limits": dict(NAMESPACE_LIMITS) if self._userns is not None else None,
+            "seccomp_denied": list(BLOCKED_SYSCALLS) if self._seccomp is not None else None,
             "sampled": [
                 name
                 for name, value in (
                     ("memory", sampled.memory_bytes),
                     ("pids", sampled.tasks),
                     ("disk", sampled.disk_bytes),
+                    ("files", sampled.files),
                 )
                 if value is not None
             ],
         }
+
+    def _nproc_fallback(self) -> bool:
+        return any(arg.startswith("--nproc=") for arg in self.prlimit_args())
+
+    def _cell_uid(self) -> int | None:
+        """The unprivileged host uid the cell's processes run as (a root runner's), else None."""
+        return self._userns.host_uid if self._userns is not None and self._userns.switches_uid else None
 
     def breaches(self) -> list[str]:
         """The bounds this cell hit, as readable reasons (empty: none). Call after its last process."""
@@ -296,12 +357,21 @@ class CellResources:
         """Remove the cgroups and unmount the volume (its files go with it); a failure, or None."""
         if self._watchdog is not None:
             self._watchdog.stop()
-        for group in (self._memory, self._pids):
+        for group in (self._memory, self._pids, self._cpu):
             if group is not None:
                 group.close()
-        self._memory = self._pids = None
+        self._memory = self._pids = self._cpu = None
+        if self._userns is not None:
+            self._userns.close()
+            self._userns = None
         problem = None
-        if self._mounted:
+        if self._ptys is not None:
+            try:
+                run_checked(["umount", str(self._ptys)], what="unmount the cell devpts", timeout_s=60)
+                self._ptys = None
+            except Exception as exc:  # reported as cleanup-failure by the cell, never raised past it
+                problem = f"{type(exc).__name__}: {exc}"
+        if self._mounted and problem is None:
             try:
                 run_checked(["umount", str(self.cell_dir)], what="unmount the cell volume", timeout_s=60)
                 self._mounted = False
@@ -311,64 +381,3 @@ class CellResources:
             with contextlib.suppress(FileNotFoundError):
                 self.image.unlink()
         return problem
-
-
-def _unescape_mountinfo(field: str) -> str:
-    # mountinfo escapes space, tab, newline and backslash as \ooo octal
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
-def mounts_under(root: Path) -> list[Path]:
-    """Mount points at or below ``root`` (this process's mount namespace), deepest first.
-
-    ``root`` is resolved first: the kernel records a mount point with its symlinks resolved, so a
-    TMPDIR reached through a symlink would otherwise never match its own cells' volumes.
-    """
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return []
-    prefix = os.path.realpath(root)
-    found = set()
-    for line in lines:
-        fields = line.split(" ")
-        if len(fields) > 4:
-            point = _unescape_mountinfo(fields[4])
-            if point == prefix or point.startswith(prefix + "/"):
-                found.add(point)
-    return [Path(p) for p in sorted(found, key=lambda p: (-p.count("/"), p))]
-
-
-def release_stale_mounts(root: Path) -> str | None:
-    """Unmount every cell volume left under ``root`` by a runner that was killed; a failure, or None.
-
-    Only for a root whose owner is dead (the caller proves it): nothing of the cell runs any
-    more (bwrap dies with its parent), so a plain unmount succeeds. The volumes were mounted
-    with ``-o loop``, which sets autoclear: unmounting detaches the loop device too.
-    """
-    problems = []
-    for point in mounts_under(root):
-        try:
-            run_checked(["umount", str(point)], what="unmount a stale cell volume", timeout_s=60)
-        except ProcessError as exc:
-            problems.append(f"{point}: {exc}")
-    return "; ".join(problems) or None
-
-
-def collect_stale_cgroups(owner_alive) -> list[str]:
-    """Remove the cell cgroups (``wfbench-<pid>-<hex>``) of runners that are gone; one message per failure."""
-    failed = []
-    for controller in ("memory", "pids"):
-        parent = _own_cgroup(controller)
-        if parent is None or not os.access(parent, os.W_OK):
-            continue  # not ours to clean (a non-root runner never made any)
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(parent):
-                match = _CGROUP_NAME.fullmatch(entry.name)
-                if match is None or owner_alive(int(match.group(1))) or not entry.is_dir():
-                    continue
-                group = _Cgroup(Path(entry.path))
-                group.close()
-                if group.directory.exists():
-                    failed.append(f"{group.directory}: still holds tasks")
-    return failed

@@ -11,6 +11,10 @@ thread per cell samples what the cell uses, from the host, where the agent canno
 - **tasks**: the sum of their threads (what the pids cgroup counts).
 - **disk**: the bytes allocated under the cell directory, each inode once, walked iteratively
   (no recursion limit; a directory the agent made unreadable is made owner-readable: we own it).
+- **descriptors**: the sum of their open descriptors, for root and non-root alike: no kernel
+  counter exists for a group of processes (RLIMIT_NOFILE is per process), and the file table is
+  host-wide — one cell held 1.2 M open files unrefused. The per-process RLIMIT_NOFILE (set by
+  ``_limits.py``) caps what one process adds between two samples.
 
 The first sample over a bound records a breach and SIGKILLs every process of the cell (the
 outer bwrap of each tree and all below it); so does every later sample still over it. The cell
@@ -46,6 +50,8 @@ class Budget:
     tasks: int | None = None
     disk_bytes: int | None = None
     """Total allocated bytes under the cell directory (clone included)."""
+    files: int | None = None
+    """Open descriptors of all the cell's processes together (root and non-root alike)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +59,7 @@ class Usage:
     memory_bytes: int
     tasks: int
     pids: tuple[int, ...]
+    files: int = 0
 
 
 def available() -> bool:
@@ -86,6 +93,16 @@ def _status(pid: int) -> tuple[int, int] | None:
     except (OSError, ValueError):
         return None
     return memory, threads
+
+
+def _open_files(pid: int) -> int:
+    """Descriptors ``pid`` holds: ``stat(/proc/<pid>/fd).st_size`` counts them (Linux >= 6.2), in
+    O(1); an older kernel reports 0 there, and the directory is listed instead."""
+    try:
+        size = os.stat(f"/proc/{pid}/fd").st_size
+        return size if size else len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
 
 
 def _cmdline(pid: int) -> bytes:
@@ -142,6 +159,7 @@ class CellWatchdog:
         self.peak_memory_bytes = 0
         self.peak_tasks = 0
         self.peak_disk_bytes = 0
+        self.peak_files = 0
 
     def start(self) -> None:
         self._thread.start()
@@ -179,7 +197,8 @@ class CellWatchdog:
     def sample(self) -> tuple[list[int], Usage]:
         """The cell's roots and what their trees use right now."""
         roots = self._cell_roots()
-        pids, memory, tasks = [], 0, 0
+        pids, memory, tasks, files = [], 0, 0, 0
+        count_files = self.budget.files is not None
         stack = list(roots)
         seen: set[int] = set()
         while stack:
@@ -193,8 +212,9 @@ class CellWatchdog:
             pids.append(pid)
             memory += status[0]
             tasks += status[1]
+            files += _open_files(pid) if count_files else 0
             stack.extend(_children(pid))
-        return roots, Usage(memory_bytes=memory, tasks=tasks, pids=tuple(pids))
+        return roots, Usage(memory_bytes=memory, tasks=tasks, pids=tuple(pids), files=files)
 
     def _hit(self, bound: str, observed: str, roots: list[int], pids: tuple[int, ...]) -> None:
         with self._lock:
@@ -211,10 +231,13 @@ class CellWatchdog:
             roots, usage = self.sample()
             self.peak_memory_bytes = max(self.peak_memory_bytes, usage.memory_bytes)
             self.peak_tasks = max(self.peak_tasks, usage.tasks)
+            self.peak_files = max(self.peak_files, usage.files)
             if budget.memory_bytes is not None and usage.memory_bytes > budget.memory_bytes:
                 self._hit("memory", f"{usage.memory_bytes // 2**20} MiB resident", roots, usage.pids)
             if budget.tasks is not None and usage.tasks > budget.tasks:
                 self._hit("pids", f"{usage.tasks} tasks", roots, usage.pids)
+            if budget.files is not None and usage.files > budget.files:
+                self._hit("files", f"{usage.files} open", roots, usage.pids)
             if budget.disk_bytes is not None and time.monotonic() >= next_disk:
                 started = time.monotonic()
                 used = allocated_bytes(self.cell_dir)

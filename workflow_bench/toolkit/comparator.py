@@ -22,13 +22,23 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workflow_bench.digests import canonical_digest
-from workflow_bench.input_files import InputFileError, Text, problems, read_bounded
+from workflow_bench.input_files import (
+    InputFileError,
+    Text,
+    TreeLimitError,
+    bounded_walk,
+    name_problem,
+    problems,
+    read_bounded,
+)
+from workflow_bench.redaction import printable
 
 MANIFEST = Path(".claude-plugin") / "plugin.json"
 SANDBOX_PLUGIN_DIR = "/opt/comparator-plugin"
 # Skill names the comparator must provide per role (the reference's compound-engineering names).
 COMPARATOR_SKILLS = {"plan": "ce-plan", "work": "ce-work", "review": "ce-code-review"}
 MAX_FILES = 2000
+MAX_DEPTH = 32  # a plugin is skills/<skill>/<docs>, agents/, commands/: a handful of levels
 MAX_TOTAL_BYTES = 32 * 1024 * 1024  # a skills plugin is prose; anything bigger is not what we think it is
 
 
@@ -101,31 +111,29 @@ def snapshot_comparator(plugin_dir: Path, *, version: str, dest: Path, roles: se
             )
     entries = []
     total = 0
-    for current, dirs, files in os.walk(plugin_dir, followlinks=False):
-        dirs.sort()
-        for name in sorted(dirs + files):
-            path = Path(current) / name
-            relative = path.relative_to(plugin_dir).as_posix()
-            mode = os.lstat(path).st_mode
-            if stat.S_ISLNK(mode):
-                raise ComparatorError(
-                    f"--ce-plugin-dir: {relative} is a symlink; the snapshot takes no links"
-                )
-            if stat.S_ISREG(mode):
-                data = _read_capped(path, relative, MAX_TOTAL_BYTES - total)
-                total += len(data)
-                entries.append(
-                    {"path": relative, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
-                )
-            elif not stat.S_ISDIR(mode):
-                raise ComparatorError(f"--ce-plugin-dir: {relative} is not a regular file or directory")
-            if len(entries) > MAX_FILES or total > MAX_TOTAL_BYTES:
-                raise ComparatorError(f"--ce-plugin-dir: over {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes")
+    try:
+        walked = list(bounded_walk(plugin_dir, max_entries=4 * MAX_FILES, max_depth=MAX_DEPTH))
+    except (TreeLimitError, OSError) as exc:
+        raise ComparatorError(f"--ce-plugin-dir: {printable(str(exc), 200)}") from None
+    for relative, full, st in walked:
+        shown = printable(relative, 200)
+        if (problem := name_problem(Path(relative).name)) is not None:
+            raise ComparatorError(f"--ce-plugin-dir: {shown}: {problem}")
+        if stat.S_ISLNK(st.st_mode):
+            raise ComparatorError(f"--ce-plugin-dir: {shown} is a symlink; the snapshot takes no links")
+        if stat.S_ISREG(st.st_mode):
+            data = _read_capped(Path(full), relative, MAX_TOTAL_BYTES - total)
+            total += len(data)
+            entries.append({"path": relative, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)})
+        elif not stat.S_ISDIR(st.st_mode):
+            raise ComparatorError(f"--ce-plugin-dir: {shown} is not a regular file or directory")
+        if len(entries) > MAX_FILES or total > MAX_TOTAL_BYTES:
+            raise ComparatorError(f"--ce-plugin-dir: over {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes")
     shutil.copytree(plugin_dir, dest, symlinks=True)
-    for current, _dirs, files in os.walk(dest):
-        for name in files:
-            os.chmod(Path(current) / name, 0o444)
-        os.chmod(current, 0o555)
+    # The copy holds exactly what was walked above: deepest first, so a parent stays writable.
+    for relative, _full, st in reversed(walked):
+        os.chmod(dest / relative, 0o555 if stat.S_ISDIR(st.st_mode) else 0o444)
+    os.chmod(dest, 0o555)
     return ComparatorPlugin(
         snapshot=dest, name=manifest.name, version=version, manifest_digest=canonical_digest(entries)
     )

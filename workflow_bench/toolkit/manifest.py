@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
@@ -40,12 +41,22 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from workflow_bench.claude_cli import default_cache_dir
-from workflow_bench.input_files import InputFileError, InputModel, load_yaml, problems, read_bounded
+from workflow_bench.input_files import (
+    InputFileError,
+    InputModel,
+    TreeLimitError,
+    bounded_walk,
+    load_yaml,
+    problems,
+    read_bounded,
+)
+from workflow_bench.redaction import printable
 
 from .spec import IndexStep, McpServer, RuntimeMount, SkillRole, Toolkit, ToolkitError
 
 MANIFEST = "toolkit.yaml"
 MAX_MANIFEST_BYTES = 64 * 1024
+MAX_SKILL_ENTRIES, MAX_SKILL_DEPTH = 10_000, 32  # a role skill is a few Markdown files
 CORPUS_TOOLKIT = Path(__file__).resolve().parents[1] / "corpus" / "toolkit"
 SHIPPED = Path(__file__).resolve().parent / "shipped"
 NAMED_TOOLKITS: Mapping[str, Path] = {"demo": CORPUS_TOOLKIT, "gitnexus": SHIPPED / "gitnexus"}
@@ -277,12 +288,16 @@ def _build(root: Path, manifest: Path, declared: ToolkitFile) -> Toolkit:
         for i, m in enumerate(declared.runtime_mounts)
     )
     index = declared.index
+    try:
+        digest = _digest(manifest.read_bytes(), skills_dir, roles)
+    except (TreeLimitError, OSError) as exc:
+        raise fail("roles", f"a role skill cannot be read: {printable(str(exc), 200)}") from None
     return Toolkit(
         root=str(root),
         roles=roles,
         name=declared.name,
         version=declared.version,
-        digest=_digest(manifest.read_bytes(), skills_dir, roles),
+        digest=digest,
         skills_dir=str(skills_dir),
         mcp_servers=tuple(
             McpServer(s.name, s.command, s.args, dict(s.env), s.read_only_tools, s.mutating_tools)
@@ -338,10 +353,9 @@ def _digest(manifest: bytes, skills_dir: Path, roles: Mapping[SkillRole, str]) -
     h.update(json.dumps({"manifest": hashlib.sha256(manifest).hexdigest()}).encode())
     for skill in sorted(set(roles.values())):
         base = skills_dir / skill
-        for path in sorted(p for p in base.rglob("*") if p.is_file()):
-            h.update(
-                json.dumps(
-                    [path.relative_to(skills_dir).as_posix(), hashlib.sha256(path.read_bytes()).hexdigest()]
-                ).encode()
-            )
+        # bounded_walk's order is sorted path order; only regular files count (no link is followed).
+        for rel, full, st in bounded_walk(base, max_entries=MAX_SKILL_ENTRIES, max_depth=MAX_SKILL_DEPTH):
+            if stat.S_ISREG(st.st_mode):
+                content = hashlib.sha256(Path(full).read_bytes()).hexdigest()
+                h.update(json.dumps([f"{skill}/{rel}", content]).encode())
     return "sha256:" + h.hexdigest()

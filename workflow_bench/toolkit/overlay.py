@@ -2,7 +2,9 @@
 
 An overlay is a directory laid out like the toolkit (``skills/<skill>/...``)
 holding **Markdown files under the evaluated skill trees only**; every other
-path, symlink or oversize input is rejected before anything runs. It is read
+path, symlink, oversize input, over-deep or over-full tree and refused name (control characters,
+lone surrogates, non-UTF-8 bytes, reserved names: ``input_files.name_problem``) is rejected before
+anything runs, with the reason and the path escaped (``printable``), never a traceback. It is read
 once into an immutable in-memory snapshot with a digest bound into every
 candidate row. The skills it touches decide, exactly, which arms the sweep
 must run (``arms.candidate_overlay`` checks them against ``--arms``), so a
@@ -12,13 +14,19 @@ candidate is always paired with its incumbent on the same tasks and runs.
 from __future__ import annotations
 
 import hashlib
-import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from workflow_bench.digests import canonical_digest
-from workflow_bench.input_files import InputFileError, read_bounded
+from workflow_bench.input_files import (
+    InputFileError,
+    TreeLimitError,
+    bounded_walk,
+    name_problem,
+    read_bounded,
+)
+from workflow_bench.redaction import printable
 
 from .spec import SkillRole, Toolkit
 
@@ -26,6 +34,7 @@ MAX_FILES = 64
 MAX_ENTRIES = 256
 MAX_TOTAL_BYTES = 4 * 1024 * 1024
 MAX_PATH_BYTES = 512
+MAX_DEPTH = 8  # skills/<skill>/<a few levels of reference docs>; a deeper chain is no skill prose
 
 
 class OverlayError(ValueError):
@@ -49,40 +58,47 @@ class Overlay:
 
 
 def load_overlay(root: Path, *, toolkit: Toolkit) -> Overlay:
-    """Read and validate ``root``; raises OverlayError naming the offending path."""
+    """Read and validate ``root``; raises OverlayError naming the offending path (escaped)."""
     if not root.is_dir() or root.is_symlink():
-        raise OverlayError(f"--candidate-overlay {root}: not a directory")
+        raise OverlayError(f"--candidate-overlay {printable(str(root), 200)}: not a directory")
     files: list[tuple[str, bytes]] = []
     roles: set[SkillRole] = set()
-    entries = total = 0
-    for current, dirs, names in os.walk(root, followlinks=False):
-        dirs.sort()
-        for name in sorted(dirs + names):
-            path = Path(current) / name
-            relative = PurePosixPath(path.relative_to(root).as_posix())
-            entries += 1
-            mode = os.lstat(path).st_mode
-            if stat.S_ISLNK(mode):
-                raise OverlayError(f"--candidate-overlay: {relative} is a symlink")
-            if stat.S_ISDIR(mode):
+    total = 0
+    try:
+        for rel, full, st in bounded_walk(root, max_entries=MAX_ENTRIES, max_depth=MAX_DEPTH):
+            relative = PurePosixPath(rel)
+            shown = printable(rel, 200)
+            problem = name_problem(relative.name)
+            if problem is not None:
+                raise OverlayError(f"--candidate-overlay: {shown}: {problem}")
+            if stat.S_ISLNK(st.st_mode):
+                raise OverlayError(f"--candidate-overlay: {shown} is a symlink")
+            if stat.S_ISDIR(st.st_mode):
                 continue
-            if not stat.S_ISREG(mode):
-                raise OverlayError(f"--candidate-overlay: {relative} is not a regular file")
+            if not stat.S_ISREG(st.st_mode):
+                raise OverlayError(f"--candidate-overlay: {shown} is not a regular file")
             role = _role(relative, toolkit)
             try:
-                data = read_bounded(path, max_bytes=max(MAX_TOTAL_BYTES - total, 0))
+                data = read_bounded(Path(full), max_bytes=max(MAX_TOTAL_BYTES - total, 0))
             except InputFileError as exc:
                 raise OverlayError(
-                    f"--candidate-overlay: {relative}: {exc} (limit {MAX_TOTAL_BYTES} bytes in all)"
+                    f"--candidate-overlay: {shown}: {exc} (limit {MAX_TOTAL_BYTES} bytes in all)"
                 ) from None
             total += len(data)
             files.append((relative.as_posix(), data))
             roles.add(role)
-            if entries > MAX_ENTRIES or len(files) > MAX_FILES or total > MAX_TOTAL_BYTES:
-                limits = f"{MAX_FILES} files, {MAX_ENTRIES} entries or {MAX_TOTAL_BYTES} bytes"
-                raise OverlayError(f"--candidate-overlay: over {limits}")
+            if len(files) > MAX_FILES or total > MAX_TOTAL_BYTES:
+                raise OverlayError(f"--candidate-overlay: over {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes")
+    except TreeLimitError as exc:
+        raise OverlayError(
+            f"--candidate-overlay: {exc} (limits: {MAX_ENTRIES} entries, {MAX_DEPTH} levels)"
+        ) from None
+    except OSError as exc:
+        raise OverlayError(f"--candidate-overlay: unreadable: {printable(str(exc), 200)}") from None
     if not files:
-        raise OverlayError(f"--candidate-overlay {root}: no Markdown files under skills/<skill>/")
+        raise OverlayError(
+            f"--candidate-overlay {printable(str(root), 200)}: no Markdown files under skills/<skill>/"
+        )
     overlay = Overlay(files=tuple(files), roles=frozenset(roles))
     _require_change(overlay, toolkit)
     return overlay
@@ -91,16 +107,17 @@ def load_overlay(root: Path, *, toolkit: Toolkit) -> Overlay:
 def _role(relative: PurePosixPath, toolkit: Toolkit) -> SkillRole:
     parts = relative.parts
     if len(relative.as_posix().encode()) > MAX_PATH_BYTES:
-        raise OverlayError(f"--candidate-overlay: path too long: {str(relative)[:80]}…")
+        raise OverlayError(f"--candidate-overlay: path too long: {printable(str(relative), 80)}…")
     if len(parts) < 3 or parts[0] != "skills" or relative.suffix != ".md":
         raise OverlayError(
-            f"--candidate-overlay: {relative} is not Markdown under skills/<skill>/ "
+            f"--candidate-overlay: {printable(str(relative), 200)} is not Markdown under skills/<skill>/ "
             "(only evaluated skill prose may change)"
         )
     role = toolkit.role_of(parts[1])
     if role is None:
         raise OverlayError(
-            f"--candidate-overlay: {relative} touches skill {parts[1]!r}, which is not evaluated; "
+            f"--candidate-overlay: {printable(str(relative), 200)} touches skill "
+            f"{printable(parts[1], 80)!r}, which is not evaluated; "
             f"evaluated skills: {', '.join(toolkit.skill_names)}"
         )
     return role

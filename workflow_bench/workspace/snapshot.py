@@ -17,6 +17,8 @@ import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from workflow_bench.input_files import TreeLimitError, bounded_walk
+
 PLAN_DIR = "docs/plans"
 SKILLS_DIR = ".claude/skills"
 # Paths whose changes are bookkeeping, not implementation work, in churn and
@@ -36,32 +38,16 @@ class WorkspaceLimitError(RuntimeError):
 def walk_tree(root: Path) -> Iterator[tuple[str, str, os.stat_result]]:
     """(relative path, absolute path, lstat) of every entry under ``root`` except the top ``.git``.
 
-    Iterative (no recursion limit to hit), sorted, never following a symlink, and bounded: past
-    ``MAX_SNAPSHOT_ENTRIES`` entries or ``MAX_SNAPSHOT_DEPTH`` levels it raises
+    ``input_files.bounded_walk`` (iterative, sorted, never following a symlink) with the snapshot bounds:
+    past ``MAX_SNAPSHOT_ENTRIES`` entries or ``MAX_SNAPSHOT_DEPTH`` levels it raises
     ``WorkspaceLimitError`` (the agent's doing once it has run).
     """
-    stack: list[tuple[str, int]] = [("", 0)]
-    count = 0
-    while stack:
-        rel_dir, depth = stack.pop()
-        with os.scandir(os.path.join(root, rel_dir)) as entries:
-            names = sorted(entry.name for entry in entries)
-        subdirs = []
-        for name in names:
-            if not rel_dir and name == ".git":
-                continue
-            rel = f"{rel_dir}/{name}" if rel_dir else name
-            full = os.path.join(root, rel)
-            st = os.lstat(full)
-            count += 1
-            if count > MAX_SNAPSHOT_ENTRIES:
-                raise WorkspaceLimitError(f"workspace has over {MAX_SNAPSHOT_ENTRIES} entries")
-            yield rel, full, st
-            if stat.S_ISDIR(st.st_mode):
-                if depth + 1 > MAX_SNAPSHOT_DEPTH:
-                    raise WorkspaceLimitError(f"workspace is nested deeper than {MAX_SNAPSHOT_DEPTH} levels")
-                subdirs.append((rel, depth + 1))
-        stack.extend(reversed(subdirs))
+    try:
+        yield from bounded_walk(
+            root, max_entries=MAX_SNAPSHOT_ENTRIES, max_depth=MAX_SNAPSHOT_DEPTH, skip_top=frozenset({".git"})
+        )
+    except TreeLimitError as exc:
+        raise WorkspaceLimitError(f"workspace has {exc}") from None
 
 
 def workspace_snapshot(root: Path) -> dict[str, str]:
