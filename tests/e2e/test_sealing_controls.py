@@ -3,14 +3,17 @@
 The sealing attacks (``canary/attacks_sealing.py``) run as real cells, the real CLI in real
 bubblewrap driven by the scripted model; here with defences taken out of the harness in this
 process (the cells run in it): the sentinel tests (``judging.judge.add_sentinels``), the adapters'
-claim on the result channel (a copy of the kit without it), the restore of the task's test
+claim on the result channel (a copy of the kit without it) or only its decoy (a copy whose claim
+unlinks the path instead), the restore of the task's test
 configuration (``cells.run.restore``), the expected-tests lock and the per-process HOME (one
 host directory bound at ``/home`` for every sandboxed process instead of a fresh tmpfs). The full canary
 (test_canary.py) shows every attack blocked with every defence in place, each by the defence
 meant for it (``held_as``); these show that defence is what held:
 
-- without sentinels, the attacks only they stop resolve the cell, while the channel claim and
-  the test-configuration restore still hold theirs alone;
+- without sentinels, the attacks only they stop resolve the cell, while the channel claim (its
+  decoy catching the forged lines as tampering) and the test-configuration restore still hold
+  theirs alone;
+- without the decoy as well, forged lines vanish unseen: an ordinary ``oracle-failed``;
 - without those two as well (and, for invented ids, without the lock), their attacks resolve too;
 - with the sentinels back but the claim and the restore still gone, the sentinels catch them;
 - a forced exit 0 after an honest run is told apart from an honest failure by the sentinels alone
@@ -37,6 +40,7 @@ from workflow_bench.sandbox import _bwrap
 pytestmark = pytest.mark.e2e
 BY_NAME = {a.name: a for a in SEALING_ATTACKS}
 CLAIM = "    claim(fd, path)\n"
+DECOY = "        os.rename(path + DECOY_SUFFIX, path)\n"
 
 
 def _run(claude_bin, bwrap_bin, names, *, unlocked=()) -> dict[str, tuple[ErrorKind | None, bool]]:
@@ -62,6 +66,17 @@ def _without_sentinels(monkeypatch) -> None:
     monkeypatch.setattr(
         "workflow_bench.judging.judge.add_sentinels", lambda snapshot: (snapshot, SentinelPlan())
     )
+
+
+def _without_decoy(monkeypatch, tmp_path: Path) -> None:
+    """The claim unlinks the path and closes fd 9 (as without a runner decoy): no tripwire."""
+    kit = tmp_path / "kit-no-decoy"
+    shutil.copytree(outcome_report.KIT, kit)
+    channel = kit / "wfbench_result_channel.py"
+    text = channel.read_text()
+    assert text.count(DECOY) == 1, "the adapters' decoy moved: update this control"
+    channel.write_text(text.replace(DECOY, "        raise FileNotFoundError(path)\n"))
+    monkeypatch.setattr(outcome_report, "KIT", kit)
 
 
 def _without_claim_and_restore(monkeypatch, tmp_path: Path) -> None:
@@ -128,11 +143,20 @@ def test_without_sentinels_their_attacks_resolve_and_the_other_defences_hold_alo
     )
     for name in ("patched-result-class", "forged-junit-exit", "junit-rewrite-at-exit"):
         assert rows[name] == (None, True), (name, rows[name])  # NOT BLOCKED: a forged resolve
-    held = ("forge-real-ids", "planted-conftest", "planted-sitecustomize", "config-addopts-plugin")
+    assert rows["forge-real-ids"] == (ErrorKind.EVIDENCE_TAMPERED, False)  # the decoy caught it
+    held = ("planted-conftest", "planted-sitecustomize", "config-addopts-plugin")
     for name in (*held, "npmrc-node-options", "planted-user-pth"):
         assert rows[name] == (ErrorKind.ORACLE_FAILED, False), (name, rows[name])
     # The forced exit is no longer seen as forced: an honest-looking failure, not tampering.
     assert rows["forced-exit-0"] == (ErrorKind.ORACLE_FAILED, False)
+
+
+def test_without_the_decoy_forged_lines_vanish_unseen(claude_bin, bwrap_bin, monkeypatch, tmp_path) -> None:
+    _without_sentinels(monkeypatch)
+    _without_decoy(monkeypatch, tmp_path)
+    rows = _run(claude_bin, bwrap_bin, ("forge-real-ids",), unlocked=("forge-fake-ids",))
+    for name in ("forge-real-ids", "forge-fake-ids-unlocked"):
+        assert rows[name] == (ErrorKind.ORACLE_FAILED, False), (name, rows[name])
 
 
 def test_without_the_claim_and_the_restore_too_their_attacks_resolve(

@@ -14,8 +14,9 @@ oracle's outcome (``sealing_payloads``). Three tasks:
 An attack is blocked when its cell is not resolved, is charged to the arm (never excluded, never
 systemic) and its payload really ran; ``observed`` shows the error kind, ``oracle_sealed`` and the
 test configuration restored, i.e. which defence held: the adapter's channel claim (the forged
-lines never arrive: ``oracle-failed``), the sentinel tests (``evidence-tampered``), the task's own
-test configuration (the planted file is restored away: ``oracle-failed`` with it listed), the
+lines land in the runner's decoy: ``evidence-tampered``), the sentinel tests
+(``evidence-tampered``), the task's own test configuration (the planted file is restored away:
+``oracle-failed`` with it listed), the
 per-process HOME (a user-site ``.pth`` is gone by the time the oracle starts). Each defence was
 removed once on purpose (tests/e2e/test_sealing_controls.py) and its attacks then
 resolved the cell.
@@ -76,18 +77,18 @@ SEALING_ATTACKS: tuple[SealingAttack, ...] = (
     SealingAttack(
         "forge-fake-ids",
         "10 invented ids passed + done on the pipe and fd 9, exit 0",
-        "channel claimed: nothing arrives (oracle-failed)",
+        "channel claimed: the lines reach its decoy (evidence-tampered)",
         "unittest",
         (payload.prepend(payload.PREPEND_FAKE_IDS),),
-        ErrorKind.ORACLE_FAILED,
+        ErrorKind.EVIDENCE_TAMPERED,
     ),
     SealingAttack(
         "forge-real-ids",
         "the staged oracle's ids passed + done, exit 0",
-        "channel claimed: nothing arrives (oracle-failed)",
+        "channel claimed: the lines reach its decoy (evidence-tampered)",
         "unittest",
         (payload.prepend(payload.PREPEND_REAL_IDS),),
-        ErrorKind.ORACLE_FAILED,
+        ErrorKind.EVIDENCE_TAMPERED,
     ),
     SealingAttack(
         "patched-result-class",

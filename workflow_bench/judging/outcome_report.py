@@ -246,8 +246,11 @@ def read_evidence(
     exit_code, lines = report.get("exit_code"), _lines(report.get("tests"))
     attested, refused = report.get("junit"), report.get("junit_refused")
     flags = [report.get(k) for k in ("done", "timed_out")]
+    decoy_bytes = report.get("decoy_bytes")
     if (
         type(exit_code) is not int
+        or type(decoy_bytes) is not int
+        or decoy_bytes < 0
         or lines is None
         or not isinstance(attested, list)
         or not all(type(flag) is bool for flag in flags)
@@ -279,6 +282,7 @@ def read_evidence(
         sources=sources,
         plan=plan,
         sentinel_results=planted,
+        decoy_bytes=decoy_bytes,
     )
 
 

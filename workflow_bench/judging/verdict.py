@@ -98,6 +98,9 @@ class RunEvidence:
     """The sentinel tests the harness added to this run (``judging.sentinels``)."""
     sentinel_results: tuple[TestResult, ...] = ()
     """What was reported for them; never part of ``tests`` (counts and rows leave them out)."""
+    decoy_bytes: int = 0
+    """Bytes written to the result channel after the kit's adapter claimed it (its decoy,
+    ``kit/judge_runner.py``): code under test impersonating a reporter."""
 
     def count(self, outcome: str) -> int | None:
         return None if self.tests is None else sum(1 for t in self.tests if t.outcome == outcome)
@@ -182,6 +185,14 @@ def verdict(evidence: RunEvidence, expectation: Expectation) -> Verdict:
     """Whether ``evidence`` meets ``expectation``; ``detail`` names every reason (see module doc)."""
     if evidence.problem is not None:
         return Verdict(False, f"no proof of success: {evidence.problem}")
+    if evidence.decoy_bytes:
+        return Verdict(
+            False,
+            f"tampered: {evidence.decoy_bytes} bytes were written to the result channel after the kit's "
+            "adapter had claimed it (code under test writing result lines; README, 'Sealed outcomes')",
+            tampered=True,
+            sealed=False,
+        )
     code = evidence.exit_code
     forged, sealed, fails_as_planned = _sentinel_problems(evidence, expectation)
     if not expectation.by_report and not forged:

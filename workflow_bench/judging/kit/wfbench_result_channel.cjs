@@ -5,14 +5,18 @@
 // fd 9: writing to a stale fd 9 there hits one of node's own descriptors (EINVAL). One JSON
 // object per line, written synchronously so a run that is killed has already reported what ran.
 //
-// The reporter claims the channel when it starts, before any test file loads: the path is
-// unlinked and an inherited fd 9 on the same pipe is closed, so code under test finds neither
-// (one reporter per command reports; a second finds the channel taken).
+// The reporter claims the channel when it starts, before any test file loads: the runner's decoy
+// FIFO (<path>.decoy, group-writable) is renamed onto the path, so code under test that writes
+// result lines there writes into the decoy, which the runner counts (the run is tampered); an
+// inherited fd 9 on the channel is closed (node cannot dup2 the decoy onto it). One reporter
+// per command reports; a second finds the decoy (its mode says so) and stops without writing.
 'use strict';
 const fs = require('node:fs');
 
 const PIPE_VAR = 'WORKFLOW_BENCH_RESULT_PIPE';
 const FD_VAR = 'WORKFLOW_BENCH_RESULT_FD';
+const DECOY_SUFFIX = '.decoy'; // keep in sync with judge_runner.py and wfbench_result_channel.py
+const DECOY_MARK = 0o020; // group write: set on the decoy, never on the channel
 const MAX_MESSAGE_CHARS = 500;
 
 function openChannel(who) {
@@ -55,7 +59,19 @@ function openChannel(who) {
 function claim(fd, path, who) {
   const mine = fs.fstatSync(fd);
   if (!mine.isFIFO()) throw new Error(`${who}: ${PIPE_VAR} is not the judge runner's pipe`);
-  fs.unlinkSync(path);
+  if (mine.mode & DECOY_MARK) {
+    fs.closeSync(fd);
+    throw new Error(
+      `${who}: ${PIPE_VAR} names no channel: an earlier reporter of this run claimed it ` +
+        "(one adapter reports per verify or oracle command; README, 'Sealed outcomes')",
+    );
+  }
+  try {
+    fs.renameSync(path + DECOY_SUFFIX, path);
+  } catch (error) {
+    if (error.code !== 'ENOENT') throw error;
+    fs.unlinkSync(path); // an older runner: no decoy
+  }
   const inherited = Number(process.env[FD_VAR]);
   if (!Number.isInteger(inherited) || inherited === fd) return;
   let other;
