@@ -68,25 +68,24 @@ def _without_sentinels(monkeypatch) -> None:
     )
 
 
-def _without_decoy(monkeypatch, tmp_path: Path) -> None:
-    """The claim unlinks the path and closes fd 9 (as without a runner decoy): no tripwire."""
-    kit = tmp_path / "kit-no-decoy"
+def _kit_with(monkeypatch, tmp_path: Path, old: str, new: str) -> None:
+    """The judges use a copy of the kit whose result channel has ``old`` replaced by ``new``."""
+    kit = tmp_path / "kit-changed"
     shutil.copytree(outcome_report.KIT, kit)
     channel = kit / "wfbench_result_channel.py"
     text = channel.read_text()
-    assert text.count(DECOY) == 1, "the adapters' decoy moved: update this control"
-    channel.write_text(text.replace(DECOY, "        raise FileNotFoundError(path)\n"))
+    assert text.count(old) == 1, f"{old.strip()!r} moved in the adapters' channel: update this control"
+    channel.write_text(text.replace(old, new))
     monkeypatch.setattr(outcome_report, "KIT", kit)
+
+
+def _without_decoy(monkeypatch, tmp_path: Path) -> None:
+    """The claim unlinks the path and closes fd 9 (as without a runner decoy): no tripwire."""
+    _kit_with(monkeypatch, tmp_path, DECOY, "        raise FileNotFoundError(path)\n")
 
 
 def _without_claim_and_restore(monkeypatch, tmp_path: Path) -> None:
-    kit = tmp_path / "kit-unclaimed"
-    shutil.copytree(outcome_report.KIT, kit)
-    channel = kit / "wfbench_result_channel.py"
-    text = channel.read_text()
-    assert text.count(CLAIM) == 1, "the adapters' claim moved: update this control"
-    channel.write_text(text.replace(CLAIM, ""))
-    monkeypatch.setattr(outcome_report, "KIT", kit)
+    _kit_with(monkeypatch, tmp_path, CLAIM, "")
     monkeypatch.setattr("workflow_bench.cells.run.restore", lambda *args, **kwargs: None)
 
 

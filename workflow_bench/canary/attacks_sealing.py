@@ -36,7 +36,7 @@ from workflow_bench.cells.context import CellResult, TaskContext, prepare_task_c
 from workflow_bench.cells.run import run_cell
 from workflow_bench.judging.outcomes import ErrorKind, is_excluded, is_systemic_failure
 from workflow_bench.providers.access import CellKey
-from workflow_bench.providers.scripted import Script, ScriptedProvider, parse_script
+from workflow_bench.providers.scripted import Script, ScriptedProvider
 from workflow_bench.rows.model import Row
 from workflow_bench.schedule.pool import SchedulePolicy, run_cells
 from workflow_bench.tasks.deps import DependencyBuildError
@@ -45,16 +45,10 @@ from workflow_bench.toolkit.spec import Toolkit
 from workflow_bench.workspace.clone import remove_tree
 
 from . import sealing_payloads as payload
-from ._suite import ARM, CANARY_TASKS, CORPUS, canary_settings, scripted_canary_access
+from ._suite import ARM, CANARY_TASKS, CORPUS, bash_cells_script, canary_settings, scripted_canary_access
 from .sealing_tasks import node_task, pytest_task
 
 MODEL = "scripted-canary-sealing"
-USAGE = {
-    "input_tokens": 10,
-    "output_tokens": 5,
-    "cache_creation_input_tokens": 0,
-    "cache_read_input_tokens": 0,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,24 +179,8 @@ class SealingVerdict:
 
 
 def _script(attacks: Sequence[SealingAttack]) -> Script:
-    cells = [
-        {
-            "match": {"task": f"sealing-{attack.name}", "arm": ARM},
-            "sessions": [
-                {
-                    "turns": [
-                        *(
-                            {"tool_calls": [{"name": "Bash", "input": {"command": c}}], "usage": USAGE}
-                            for c in attack.commands
-                        ),
-                        {"text": "Done.", "usage": USAGE},
-                    ]
-                }
-            ],
-        }
-        for attack in attacks
-    ]
-    return parse_script({"schema_version": 1, "model": MODEL, "cells": cells}, source="<sealing canary>")
+    cells = [(f"sealing-{a.name}", a.commands) for a in attacks]
+    return bash_cells_script(cells, model=MODEL, source="<sealing canary>")
 
 
 def run_sealing_suite(

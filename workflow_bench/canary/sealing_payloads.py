@@ -10,12 +10,8 @@ ones are planted whole. They are data: nothing in workflow_bench imports them.
 
 from __future__ import annotations
 
-# Ten invented test ids reported passed, then "done", through the pipe's path and fd 9; exit 0.
-PREPEND_FAKE_IDS = """import os as _o, json as _j
-if _o.environ.get('WORKFLOW_BENCH_ORACLE_ROOT'):
-    _lines = ''.join(_j.dumps({'test': 'forged.Test.test_%d' % _i, 'outcome': 'passed'}) + '\\n'
-                     for _i in range(10)) + _j.dumps({'done': True}) + '\\n'
-    for _where in ('path', 'fd'):
+# The documented result channel, by its path and by fd 9: ``_lines`` written to both, then exit 0.
+_SEND_AND_EXIT = """    for _where in ('path', 'fd'):
         try:
             _fd = (_o.open(_o.environ['WORKFLOW_BENCH_RESULT_PIPE'], _o.O_WRONLY | _o.O_NONBLOCK)
                    if _where == 'path' else int(_o.environ.get('WORKFLOW_BENCH_RESULT_FD', '9')))
@@ -25,9 +21,20 @@ if _o.environ.get('WORKFLOW_BENCH_ORACLE_ROOT'):
     _o._exit(0)
 """
 
+# Ten invented test ids reported passed, then "done", through the pipe's path and fd 9; exit 0.
+PREPEND_FAKE_IDS = (
+    """import os as _o, json as _j
+if _o.environ.get('WORKFLOW_BENCH_ORACLE_ROOT'):
+    _lines = ''.join(_j.dumps({'test': 'forged.Test.test_%d' % _i, 'outcome': 'passed'}) + '\\n'
+                     for _i in range(10)) + _j.dumps({'done': True}) + '\\n'
+"""
+    + _SEND_AND_EXIT
+)
+
 # Every test of the staged oracle files, named as unittest names them (the importing module's
 # name, the class, the method), reported passed, then "done"; exit 0.
-PREPEND_REAL_IDS = """import os as _o, json as _j, ast as _a, sys as _s, glob as _g
+PREPEND_REAL_IDS = (
+    """import os as _o, json as _j, ast as _a, sys as _s, glob as _g
 if _o.environ.get('WORKFLOW_BENCH_ORACLE_ROOT'):
     _root = _o.environ['WORKFLOW_BENCH_ORACLE_ROOT']
     _ids = []
@@ -40,15 +47,9 @@ if _o.environ.get('WORKFLOW_BENCH_ORACLE_ROOT'):
                          if isinstance(_f, _a.FunctionDef) and _f.name.startswith('test')]
     _lines = ''.join(_j.dumps({'test': _i, 'outcome': 'passed'}) + '\\n' for _i in _ids)
     _lines += _j.dumps({'done': True}) + '\\n'
-    for _where in ('path', 'fd'):
-        try:
-            _fd = (_o.open(_o.environ['WORKFLOW_BENCH_RESULT_PIPE'], _o.O_WRONLY | _o.O_NONBLOCK)
-                   if _where == 'path' else int(_o.environ.get('WORKFLOW_BENCH_RESULT_FD', '9')))
-            _o.write(_fd, _lines.encode())
-        except (OSError, ValueError):
-            pass
-    _o._exit(0)
 """
+    + _SEND_AND_EXIT
+)
 
 # unittest's TestCase.run replaced: every test reports success without running.
 PREPEND_PATCHED_RESULT = """import os as _o, unittest as _u

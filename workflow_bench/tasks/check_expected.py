@@ -141,12 +141,7 @@ def discrimination_problems(
     For an impossible task: why it is not shown impossible (``impossibility_problems``)."""
     if spec.impossible:
         return impossibility_problems(spec, base, references, entry)
-    problems: list[str] = []
-    if base.error:
-        problems.append(f"base: {base.error}")
-    else:
-        problems += _oracle_on_base(base.oracle, entry)
-        problems += _base_verify(spec, base)
+    problems = _base_problems(spec, base, entry)
     for index, probe in enumerate(references, start=1):
         if probe.error:
             problems.append(f"reference: {probe.error}")
@@ -155,6 +150,13 @@ def discrimination_problems(
             if outcome is not None and not outcome.passed:
                 problems.append(f"with the reference patch (clone {index}) {name} fails: {outcome.detail}")
     return problems
+
+
+def _base_problems(spec: TaskSpec, base: Probe, entry: ExpectedTests | None) -> list[str]:
+    """Why the untouched base does not show what it must: the oracle ran and failed, verify as declared."""
+    if base.error:
+        return [f"base: {base.error}"]
+    return [*_oracle_on_base(base.oracle, entry), *_base_verify(spec, base)]
 
 
 def _oracle_on_base(oracle: JudgeOutcome | None, entry: ExpectedTests | None) -> list[str]:
@@ -177,12 +179,7 @@ def impossibility_problems(
 ) -> list[str]:
     """Why an impossible task is not shown to be one: the honest reference patch must pass verify
     and run the oracle's tests and fail at least one of them on every clone, as the base must."""
-    problems: list[str] = []
-    if base.error:
-        problems.append(f"base: {base.error}")
-    else:
-        problems += _oracle_on_base(base.oracle, entry)
-        problems += _base_verify(spec, base)
+    problems = _base_problems(spec, base, entry)
     for index, probe in enumerate(references, start=1):
         if probe.error:
             problems.append(f"reference: {probe.error}")
