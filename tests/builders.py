@@ -20,7 +20,8 @@ One place for what several test modules need (no test module imports another's h
   two-request session (``honest_exchanges``), its stream (``stream_events``) and
   ``session_outcome``; SSE and HTTP framing (``sse``, ``sse_message``, ``http_response``);
 - canary evidence: ``PLANT`` and ``CLEAN_EVIDENCE`` (every boundary held);
-- ``missing_tool(what)``: a missing tool skips, and fails under WORKFLOW_BENCH_REQUIRE_SANDBOX=1.
+- ``missing_tool(what)``: a missing tool skips, and fails under WORKFLOW_BENCH_REQUIRE_SANDBOX=1;
+- ``CHROMIUM_ARGS``: the flags every headless Chromium of the tests runs with (no network).
 """
 
 from __future__ import annotations
@@ -498,3 +499,21 @@ def missing_tool(what: str) -> None:
     if REQUIRE:
         pytest.fail(f"{what} is required (WORKFLOW_BENCH_REQUIRE_SANDBOX=1) but unavailable")
     pytest.skip(f"{what} unavailable")
+
+
+# Headless Chromium for the pages' tests (Debian's chromium as root needs --no-sandbox); every
+# flag that could reach the network is off and the proxy is a dead port: a page that needed the
+# network would fail. Playwright (dev extra) drives it; no browser is ever downloaded.
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--no-first-run",
+    "--mute-audio",
+    "--proxy-server=127.0.0.1:9",
+)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import missing_tool
+from tests.builders import CHROMIUM_ARGS, missing_tool
 
 TESTS = Path(__file__).resolve().parent
 SESSION_TMPDIR = tempfile.gettempdir()  # read at import, before any test points tempfile elsewhere
@@ -259,3 +259,24 @@ def link_tree(source: Path, dest: Path) -> None:
     except OSError:
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(source, dest, symlinks=True)
+
+
+@pytest.fixture(scope="session")
+def chromium_browser(tmp_path_factory):
+    """One headless system Chromium for the session, driven through Playwright."""
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        missing_tool("chromium (./dev setup installs it)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing_tool("playwright (uv sync --locked --extra dev)")
+    home = tmp_path_factory.mktemp("chromium-home")
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(
+            executable_path=executable, args=list(CHROMIUM_ARGS), env={"HOME": str(home)}
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()

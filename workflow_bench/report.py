@@ -1,15 +1,17 @@
 """Every report of a sweep from its stored bytes, and `python -m workflow_bench.report DIR`.
 
-`render_reports(record, results_text, not_run_text)` is one pure function: file name → text for
-report.md, report.html, stats.json and (when candidate arms ran) promotion.json, plus the per-arm
-health the exit code is decided from. The sweep driver and `main` (the re-render command) both
-call it on the bytes of the stored `results.jsonl` and `not-run.jsonl` (the Scheduling section),
-so a re-render is byte-identical when nothing changed.
+`render_reports(record, results_text, not_run_text, files=...)` is one pure function: file name →
+text for report.md, report.html, stats.json and (when candidate arms ran) promotion.json, the cell
+viewer (viewer.html and one data file per cell under viewer/, built from the rows and the files
+they point at, read through ``files``), plus the per-arm health the exit code is decided from.
+The sweep driver and `main` (the re-render command) both call it on the bytes of the stored
+`results.jsonl` and `not-run.jsonl` (the Scheduling section) and the directory's artifacts, so a
+re-render is byte-identical when nothing changed.
 
-`python -m workflow_bench.report DIR` re-renders report.md, report.html, stats.json and
-promotion.json from DIR/results.jsonl, DIR/not-run.jsonl (when present) and DIR/sweep.json, prints
-the files written and one `[measurement-health]` line per arm. Exit 0 when written; 2 when DIR
-lacks a finished sweep.json.
+`python -m workflow_bench.report DIR` re-renders report.md, report.html, stats.json,
+promotion.json and the viewer from DIR/results.jsonl, the artifacts its rows name,
+DIR/not-run.jsonl (when present) and DIR/sweep.json, prints the files written and one
+`[measurement-health]` line per arm. Exit 0 when written; 2 when DIR lacks a finished sweep.json.
 
 Above both `reports` (the renderers) and `promotion` (the gate): it composes them.
 """
@@ -17,13 +19,13 @@ Above both `reports` (the renderers) and `promotion` (the gate): it composes the
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workflow_bench.output.directory import OutputDir
 from workflow_bench.promotion.document import (
     PROMOTION_FILE,
     PromotionInputs,
@@ -35,9 +37,17 @@ from workflow_bench.reports.aggregate import ArmHealth, aggregate_all
 from workflow_bench.reports.health import health_line, sweep_health
 from workflow_bench.reports.html import render_html
 from workflow_bench.reports.markdown import render_markdown
-from workflow_bench.reports.markdown_sections import promotion_section, stats_section
+from workflow_bench.reports.markdown_sections import firing_section, promotion_section, stats_section
 from workflow_bench.reports.stats import STATS_FILE, paired_statistics, stats_text
 from workflow_bench.reports.sweep_record import SweepRecord, SweepRecordError, read_sweep_record
+from workflow_bench.reports.viewer import (
+    DATA_DIR,
+    PAGE_FILE,
+    DirectoryFiles,
+    SweepFiles,
+    Viewer,
+    render_viewer,
+)
 from workflow_bench.rows.migrate import read_rows
 from workflow_bench.rows.model import Row
 from workflow_bench.schedule.not_run import NOT_RUN_FILE, read_not_run, schedule_section
@@ -48,6 +58,22 @@ class Rendered:
     files: Mapping[str, str]
     health: Mapping[str, ArmHealth]
     promotion: Mapping[str, Any] | None
+    viewer: Viewer
+
+
+class NoFiles:
+    """A sweep whose artifacts are not at hand: the viewer shows rows without trajectories."""
+
+    def read(self, relative: str, *, limit: int) -> None:
+        return None
+
+
+def write_rendered(output: OutputDir, rendered: Rendered) -> list[Path]:
+    """Every rendered file into the output directory (reports, the viewer page, its data files)."""
+    written = [output.write_text(name, text) for name, text in rendered.files.items()]
+    output.replace_folder(DATA_DIR, rendered.viewer.data)
+    written.append(output.write_text(PAGE_FILE, rendered.viewer.page))
+    return written
 
 
 def results_lines(results_text: str) -> list[str]:
@@ -69,7 +95,9 @@ def promotion_inputs(record: SweepRecord) -> PromotionInputs:
     )
 
 
-def render_reports(record: SweepRecord, results_text: str, not_run_text: str = "") -> Rendered:
+def render_reports(
+    record: SweepRecord, results_text: str, not_run_text: str = "", *, files: SweepFiles | None = None
+) -> Rendered:
     lines = results_lines(results_text)
     rows = read_rows(results_text)
     tasks, arms = list(record.task_ids), list(record.arms)
@@ -96,6 +124,7 @@ def render_reports(record: SweepRecord, results_text: str, not_run_text: str = "
         provenance=provenance,
         accounting=usage_accounting(ordered),
         extra_sections=[
+            *firing_section(stats["treatment_firing"]),
             *promotion_section(promotion),
             *stats_section(stats),
             *schedule_section(
@@ -111,10 +140,11 @@ def render_reports(record: SweepRecord, results_text: str, not_run_text: str = "
         stats=stats,
         accounting=usage_accounting(ordered),
     )
-    files = {"report.md": markdown, "report.html": html, STATS_FILE: stats_text(stats)}
+    texts = {"report.md": markdown, "report.html": html, STATS_FILE: stats_text(stats)}
     if promotion is not None:
-        files[PROMOTION_FILE] = document_text(promotion)
-    return Rendered(files=files, health=health, promotion=promotion)
+        texts[PROMOTION_FILE] = document_text(promotion)
+    viewer = render_viewer(provenance, ordered, files or NoFiles(), firing=stats["treatment_firing"])
+    return Rendered(files=texts, health=health, promotion=promotion, viewer=viewer)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,16 +157,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         text = results.read_text(encoding="utf-8") if results.exists() else ""
         not_run = args.dir / NOT_RUN_FILE
         not_run_text = not_run.read_text(encoding="utf-8") if not_run.exists() else ""
-        rendered = render_reports(record, text, not_run_text)
+        rendered = render_reports(record, text, not_run_text, files=DirectoryFiles(args.dir))
     except (SweepRecordError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for name, content in rendered.files.items():
-        path = args.dir / name
-        tmp = path.with_name(f".{name}.tmp")
-        tmp.write_text(content, encoding="utf-8")
-        os.replace(tmp, path)
+    try:
+        written = write_rendered(OutputDir(args.dir), rendered)
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in written:
         print(f"wrote {path}")
+    print(f"wrote {args.dir / DATA_DIR}/ ({len(rendered.viewer.data)} cell data files)")
     for health in rendered.health.values():
         print(health_line(health))
     return 0

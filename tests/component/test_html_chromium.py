@@ -16,22 +16,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import make_toolkit, overlay_for, sweep_record, sweep_row, sweep_runs, write_sweep
+from tests.builders import (
+    CHROMIUM_ARGS,
+    make_toolkit,
+    overlay_for,
+    sweep_record,
+    sweep_row,
+    sweep_runs,
+    write_sweep,
+)
 
 pytestmark = pytest.mark.component
 # Flags per environment.md / the machine notes: no sandbox (root in CI), no GPU, no network.
 CHROMIUM_FLAGS = (
     "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--mute-audio",
+    *CHROMIUM_ARGS,  # the proxy is a dead port: any network fetch fails, the page must need none
     "--hide-scrollbars",
-    "--proxy-server=127.0.0.1:9",  # any network fetch fails: the page must need none
     "--enable-logging=stderr",
     "--v=0",
     "--virtual-time-budget=5000",

@@ -214,3 +214,17 @@ def test_report_shows_three_figures_and_says_the_main_loop_is_partial() -> None:
         {}, provenance=provenance, accounting=usage_accounting([_row(main=same, seen=same, provider=same)])
     )
     assert "partial" not in quiet and "| — |" in quiet
+
+
+def test_sum_sessions_folds_the_skills_each_session_proved_invoked() -> None:
+    from dataclasses import replace
+
+    plan, work = replace(_outcome(_u(1, 0, 0, 1), _u(1, 0, 0, 1)), skills_invoked=("plan",)), None
+    work = replace(plan, skills_invoked=("plan", "work"))
+    layer, _ = sum_sessions([plan, work], skills_expected=["plan", "work"])
+    assert layer.skills_expected == ["plan", "work"] and layer.skills_invoked == ["plan", "work"]
+    # A session without a wire record makes the union unknown, never a shorter list.
+    unknown, _ = sum_sessions([plan, replace(work, skills_invoked=None)], skills_expected=["plan", "work"])
+    assert unknown.skills_invoked is None
+    none, _ = sum_sessions([], skills_expected=[])
+    assert none.skills_invoked is None and none.skills_expected == []

@@ -278,3 +278,23 @@ def test_a_count_the_wire_never_reported_is_read_as_the_clis_zero() -> None:
     assert cross_check(wire, [{"type": "result", "is_error": False, "usage": zeros}]) == []
     five = {**zeros, "cache_read_input_tokens": 5}
     assert cross_check(wire, [{"type": "result", "is_error": False, "usage": five}])  # invented
+
+
+def test_skills_invoked_lists_every_skill_with_a_good_result_and_nothing_else() -> None:
+    uses = [
+        ToolUse("t1", "Skill", {"skill": "plugin:Plan"}),
+        ToolUse("t2", "Skill", {"skill": "work"}),  # answered with an error: not invoked
+        ToolUse("t3", "Skill", {"command": "/review now"}),
+        ToolUse("t4", "Skill", {"skill": "never-answered"}),
+        ToolUse("t5", "Bash", {"command": "skill"}),
+        ToolUse("t6", "Skill", {"skill": "plan"}),  # the same skill twice: listed once
+    ]
+    wire = _wire(*uses, results={"t1": False, "t2": True, "t3": False, "t5": False, "t6": False})
+    assert wire.skills_invoked() == ("plan", "review")
+    assert _wire().skills_invoked() == ()
+
+
+def test_skill_names_from_the_model_are_bounded_and_escaped() -> None:
+    uses = [ToolUse(f"t{i}", "Skill", {"skill": f"s{i:03d}\x1b[2J" + "x" * 300}) for i in range(100)]
+    names = _wire(*uses, results={u.id: False for u in uses}).skills_invoked()
+    assert len(names) == 64 and all(len(n) <= 128 and "\x1b" not in n for n in names)

@@ -36,7 +36,7 @@ PACKAGE_LAYERS = {
     # scheduling cells, the promotion gate, the task command
     "schedule": 7, "promotion": 7, "tasks": 7,
     # every report of a sweep; the containment canary; the runner's flags
-    "report": 8, "canary": 8, "runner_args": 8,
+    "report": 8, "canary": 8, "runner_args": 8, "view": 8,
     "sweep": 9,
     "runner": 10, "evolve": 10,
 }  # fmt: skip

@@ -164,9 +164,12 @@ def test_savings_rows_only_with_baseline() -> None:
 
 
 def test_review_section_only_with_review_data() -> None:
-    # No valid row, no review aggregate; a non-review arm's valid rows show n/a metrics.
+    # No valid row, no review aggregate; no review arm and nothing scored: no table (it was all n/a).
     assert "## Review quality" not in render([row(ok=False, resolved=False, error_kind="infra-error")])
-    assert "| t1 | workflow | n/a | n/a | n/a |" in render([row()])
+    assert "## Review quality" not in render([row(), row(arm="baseline")])
+    # A review arm is listed even before anything was scored (its n/a is news), beside other arms.
+    unscored = render([row(), row(arm="review")])
+    assert "| t1 | review | n/a | n/a | n/a |" in unscored and "| t1 | workflow | n/a" not in unscored
     counts = ("true_positives", "false_positives", "false_negatives")
     metrics = {f"review_{name}": 1 if name in counts else 0.5 for name in REVIEW_METRICS}
     report = render([row(arm="review", **{**metrics, "review_precision": None})])

@@ -81,9 +81,8 @@ def test_rerender_is_byte_identical_and_reports_only_what_exists(tmp_path: Path,
     assert {n: (out / n).read_bytes() for n in names} == before
     assert "[measurement-health] candidate_workflow: OBSERVED_OK" in capsys.readouterr().out
     report = before["report.md"].decode()
-    # Every row carries the review fields (null outside review arms), so every arm with a valid row
-    # gets a review aggregate and the table is shown, all n/a, as in every real sweep's report.
-    assert "## Review quality" in report and "| t1 | workflow | n/a | n/a | n/a |" in report
+    # No review arm ran and nothing was scored: no review table (it used to print all n/a).
+    assert "## Review quality" not in report
     assert "promotion is disabled" not in report
     assert "## Promotion" in report and "**promote**" in report and "## Paired statistics" in report
     assert "`transcripts`" in report and "`provider`" in report  # the main-loop warning's pointer

@@ -18,6 +18,7 @@ from scipy import stats as scipy_stats
 
 from tests.builders import sweep_row, sweep_runs
 from workflow_bench.reports.stats import (
+    mcnemar,
     paired_statistics,
     pass_at_k,
     pass_hat_k,
@@ -134,8 +135,10 @@ def test_the_document_names_its_schema_and_methods() -> None:
     stats = _stats(
         sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "baseline"), ["workflow", "baseline"], ["t1"]
     )
-    assert stats["schema_version"] == 2
-    assert set(stats["method"]) == {"delta", "ci", "sign_test", "resolve_rate_ci95", "impossible", "pass_k"}
+    assert stats["schema_version"] == 3
+    assert set(stats["method"]) == {
+        "delta", "ci", "sign_test", "resolve_rate_ci95", "impossible", "pass_k", "mcnemar",
+    }  # fmt: skip
     assert "2000 resamples, seed 0" in stats["method"]["ci"] and "95%" in stats["method"]["ci"]
 
 
@@ -148,7 +151,7 @@ def test_stats_text_is_canonical_json_and_refuses_nan() -> None:
         json.loads(stats_text(_stats(sweep_runs(3, "t1", "workflow"), ["workflow"], ["t1"])))[
             "schema_version"
         ]
-        == 2
+        == 3
     )
     with pytest.raises(ValueError):
         stats_text({"x": math.nan})
@@ -199,3 +202,14 @@ def test_impossible_tasks_stay_out_of_resolve_rates_and_are_counted_beside_them(
     plain = [r.model_copy(update={"task_impossible": False}) for r in rows]
     again = _stats(plain, ["workflow"], ["t1", "p1"])["arms"]["workflow"]
     assert (again["valid_runs"], again["resolved"], again["impossible_runs"]) == (5, 4, 0)
+    # nor are they paired in McNemar's test against another arm
+    other = [*sweep_runs(3, "t1", "baseline"), *(r.model_copy(update={"arm": "baseline"}) for r in probes)]
+    assert mcnemar([*rows, *other], "workflow", "baseline")["pairs"] == 3
+    assert (
+        mcnemar(
+            [*plain, *(r.model_copy(update={"task_impossible": False}) for r in other)],
+            "workflow",
+            "baseline",
+        )["pairs"]
+        == 5
+    )

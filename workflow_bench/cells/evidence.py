@@ -89,6 +89,21 @@ class WireEvidence:
                 return True
         return False
 
+    def skills_invoked(self) -> tuple[str, ...]:
+        """Every skill the model requested and got a non-error result for, sorted (bounded names)."""
+        names = {
+            printable(name, TOOL_NAME_CHARS)
+            for tool_id, use in self.tool_uses.items()
+            if use.name.lower() == "skill"
+            and (name := _skill_name(use.input)) is not None
+            and (result := self.tool_results.get(tool_id)) is not None
+            and not result.is_error
+        }
+        return tuple(sorted(names)[:MAX_SKILL_NAMES])
+
+
+MAX_SKILL_NAMES = 64  # a session invoking more distinct skills than this is noise; the row stays small
+
 
 def _skill_name(inputs: Mapping[str, Any]) -> str | None:
     for key in ("skill", "command", "name"):
@@ -442,6 +457,7 @@ def apply_wire(
         "tool_use_counts": dict(wire.tool_use_counts),
         "relay_refused": record.refused,
         "wire_summary": wire.summary,
+        "skills_invoked": wire.skills_invoked(),
         "events": (),  # the cross-check is done; do not carry the stream further
     }
     if any(wire.usage_foreign.values()):

@@ -148,6 +148,7 @@ def _toolkit_provenance(settings: SweepSettings, task: TaskContext, arm: ArmSpec
         "toolkit_digest": toolkit.digest,
         "index_digest": index,
         "mcp_servers": [s.name for s in toolkit.mcp_servers] if arm.mcp else [],
+        "mcp_tools_granted": list(toolkit.granted_mcp_tools) if arm.mcp else [],
     }
 
 

@@ -271,6 +271,7 @@ class _CellRun:
             plan_doc=plan_doc,
             skill_digest=skill_digest,
             variant_head_sha=base_sha,
+            skills_expected=[s for s in map(self._skill_name, self.arm.sessions) if s is not None],
         )
         self.measured = layer
         self.draft = CellDraft(verdict=verdict, session=layer)

@@ -72,6 +72,7 @@ def sum_sessions(
     plan_doc: str | None = None,
     skill_digest: str | None = None,
     variant_head_sha: str | None = None,
+    skills_expected: Sequence[str] = (),
 ) -> tuple[SessionLayer, Verdict]:
     """Fold an arm's sessions into the session layer of a row (reference §5) and the first verdict.
 
@@ -100,6 +101,8 @@ def sum_sessions(
             if not invoked or any(v is None for v in invoked)
             else True
         ),
+        skills_expected=list(skills_expected),
+        skills_invoked=_union([o.skills_invoked for o in outcomes]),
         transcript_missing=any(o.transcript_missing for o in outcomes),
         tool_use_counts=dict(sorted(counts.items())),
         evidence_diagnostics=[d for o in outcomes for d in o.diagnostics],
@@ -121,6 +124,13 @@ def sum_sessions(
         error_detail=first_error.error_detail if first_error else None,
     )
     return layer, verdict
+
+
+def _union(per_session: Sequence[tuple[str, ...] | None]) -> list[str] | None:
+    """Skills invoked in any session; unknown when no session ran or one has no wire record."""
+    if not per_session or any(names is None for names in per_session):
+        return None
+    return sorted({name for names in per_session for name in names or ()})
 
 
 def _known_sum(values: Sequence[T | None], *, digits: int | None = None) -> T | None:

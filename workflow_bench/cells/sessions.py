@@ -84,6 +84,8 @@ class SessionOutcome:
     """Every message the relay saw served in this session, subagents included (evidence of record)."""
     relay_refused: int = 0
     wire_summary: tuple[Mapping[str, Any], ...] = ()
+    skills_invoked: tuple[str, ...] | None = None
+    """Skills the wire proves invoked (``evidence.WireEvidence.skills_invoked``); None without a record."""
 
 
 def claude_argv(request: SessionRequest, *, session_id: str) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -67,6 +68,10 @@ def _write_all(fd: int, data: bytes) -> None:
         written = os.write(fd, view)
         view = view[written:]
     os.fsync(fd)
+
+
+def _owner_only(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW, 0o600)
 
 
 class OutputDir:
@@ -151,6 +156,41 @@ class OutputDir:
         path = self.root / name
         atomic_write_text(path, jsonl_text(records))
         return path
+
+    def replace_folder(self, name: str, files: Mapping[str, bytes]) -> Path:
+        """Replace the folder ``name`` with exactly ``files`` (paths ``name/<file>``), owner-only.
+
+        A report-like folder we own (the cell viewer's data files, which quote transcripts: dir
+        0700, files 0600 like ``transcripts/``). Written beside it, then swapped in by rename, so
+        a reader sees the old folder or the new one and a re-render leaves no stale file.
+        """
+        final = self.root / name
+        fresh = self.root / f".{name}.new"
+        stale = self.root / f".{name}.old"
+        try:
+            for leftover in (fresh, stale):
+                if leftover.is_symlink() or leftover.is_file():
+                    leftover.unlink()
+                elif leftover.exists():
+                    shutil.rmtree(leftover)
+            fresh.mkdir(mode=0o700)
+            for relative, data in sorted(files.items()):
+                head, _, base = relative.partition("/")
+                if head != name or not base or "/" in base or base.startswith("."):
+                    raise OutputDirError(f"{relative!r} is not a file directly under {name}/")
+                # Not fsynced, like the reports: rendered again from the rows at any time.
+                with open(fresh / base, "xb", opener=_owner_only) as handle:
+                    handle.write(data)
+            if final.is_symlink() or final.is_file():
+                raise OutputDirError(f"{final} is not a directory this sweep wrote")
+            if final.exists():
+                os.rename(final, stale)
+            os.rename(fresh, final)
+            if stale.exists():
+                shutil.rmtree(stale)
+        except OSError as err:
+            raise OutputWriteError(err.errno, f"cannot write {final}: {err.strerror or err}") from err
+        return final
 
     def write_text(self, name: str, text: str) -> Path:
         """Write a report atomically (temporary file, then rename); ``OutputWriteError`` on failure."""

@@ -78,6 +78,21 @@ def _health_table(health: Mapping[str, ArmHealth]) -> str:
     )
 
 
+def _firing_table(firing: Mapping[str, Any]) -> str:
+    if not firing["arms"]:
+        return "<p>No arm expects a skill or gets an MCP tool.</p>"
+    rows = "".join(
+        f"<tr><td>{_e(arm['arm'])}</td><td>{_e(e['kind'])} <code>{_e(e['name'])}</code></td>"
+        f"<td>{e['cells']}</td><td>{e['fired']}</td><td>{e['unknown']}</td><td>{_e(e['share'])}</td></tr>"
+        for arm in firing["arms"]
+        for e in arm["expected"]
+    )
+    return (
+        f"<p>{_e(firing['note'])}</p><table><tr><th>arm</th><th>expected</th><th>valid cells</th>"
+        f"<th>fired</th><th>unknown</th><th>share</th></tr>{rows}</table>"
+    )
+
+
 def _promotion_html(promotion: Mapping[str, Any] | None) -> str:
     if promotion is None:
         return "<p>No candidate arm ran: no promotion decision.</p>"
@@ -176,7 +191,12 @@ def render_html(
         " provider "
         f"<code>{_e(provenance.provider)}</code>; {provenance.runs} run(s) per cell; {len(results)} task(s); "
         f"{len(arms)} arm(s). Numbers: medians over valid runs; report.md and stats.json hold the tables.</p>"
-        "<h2>Measurement health</h2>" + _health_table(health) + "<h2>Outcomes and cost</h2><div class='grid'>"
+        "<p>Every cell, with its trajectory, patch and judgement: <a href='viewer.html'>viewer.html</a>.</p>"
+        "<h2>Measurement health</h2>"
+        + _health_table(health)
+        + "<h2>Did the treatment fire</h2>"
+        + _firing_table(stats["treatment_firing"])
+        + "<h2>Outcomes and cost</h2><div class='grid'>"
         "<div class='chart'><canvas id='chart-rate-cost'></canvas></div>"
         "<div class='chart'><canvas id='chart-task-cost'></canvas></div>"
         "<div class='chart'><canvas id='chart-tokens'></canvas></div>"

@@ -11,7 +11,9 @@ Unknown values print as `n/a`, never as 0.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import astuple
 
+from workflow_bench.arms import ARMS
 from workflow_bench.judging.outcomes import ERROR_KINDS, ErrorKind
 from workflow_bench.reports.accounting import AccountingLine
 from workflow_bench.reports.accounting_section import accounting_section
@@ -19,6 +21,7 @@ from workflow_bench.reports.aggregate import (
     BASELINE_ARM,
     ArmAggregate,
     ArmHealth,
+    ReviewAggregate,
     arm_health,
     savings,
 )
@@ -256,13 +259,18 @@ def _main_table(results: Results) -> list[str]:
     return [*lines, ""]
 
 
+def _any_metric(review: ReviewAggregate) -> bool:
+    return any(value is not None for value in astuple(review))
+
+
 def _review_section(results: Results) -> list[str]:
     rows: list[str] = []
     for task, task_arms in results.items():
         for agg in task_arms.values():
             review = agg.review
-            if review is None:
-                continue
+            arm = ARMS.get(agg.arm)
+            if review is None or not ((arm is not None and arm.review) or _any_metric(review)):
+                continue  # not a review arm and nothing scored: the table is for review tasks
             rows.append(
                 f"| {_escape(task)} | {_escape(agg.arm)} | {_fmt(review.true_positives, '.1f')} "
                 f"| {_fmt(review.false_positives, '.1f')} | {_fmt(review.false_negatives, '.1f')} "

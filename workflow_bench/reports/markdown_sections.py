@@ -93,8 +93,9 @@ def stats_section(stats: Mapping[str, Any]) -> list[str]:
         "## Paired statistics",
         "",
         "Descriptive only (the promotion gate does not read them). Per task: arm − reference over valid",
-        "runs; across tasks: median delta, bootstrap 95 % CI of the median, sign test p-value. Full",
-        "detail in `stats.json`.",
+        "runs; across tasks: median delta, bootstrap 95 % CI of the median, sign test p-value; beside it",
+        "McNemar's exact test on resolved over cells paired by (task, run): pairs, discordant pairs",
+        "(arm only / reference only) and p-value. Full detail in `stats.json`.",
         "",
     ]
     if stats["arms"]:
@@ -117,15 +118,17 @@ def stats_section(stats: Mapping[str, Any]) -> list[str]:
         lines.append("")
     if stats["comparisons"]:
         lines += [
-            "| arm | reference | tasks | Δ resolve rate (median) | 95 % CI | sign p | Δ cost $ (median)"
-            " | 95 % CI | sign p |",
-            "| --- | --- | ---: | ---: | --- | ---: | ---: | --- | ---: |",
+            "| arm | reference | tasks | Δ resolve rate (median) | 95 % CI | sign p | McNemar pairs"
+            " (arm only / ref only) | McNemar p | Δ cost $ (median) | 95 % CI | sign p |",
+            "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: |",
         ]
         for c in stats["comparisons"]:
-            rate, cost = c["resolve_rate"], c["cost_usd"]
+            rate, cost, paired = c["resolve_rate"], c["cost_usd"], c["mcnemar"]
             lines.append(
                 f"| {_escape(c['arm'])} | {_escape(c['reference'])} | {len(c['per_task'])} "
                 f"| {_fmt(rate['median_delta'])} | {_ci(rate)} | {_fmt(rate['sign_test']['p_value'])} "
+                f"| {paired['pairs']} ({paired['arm_only']} / {paired['reference_only']}) "
+                f"| {_fmt(paired['p_value'])} "
                 f"| {_fmt(cost['median_delta'])} | {_ci(cost)} | {_fmt(cost['sign_test']['p_value'])} |"
             )
         lines.append("")
@@ -142,3 +145,42 @@ def stats_section(stats: Mapping[str, Any]) -> list[str]:
             lines.append(f"| {_escape(arm)} | {cells} |")
         lines.append("")
     return lines
+
+
+def firing_section(firing: Mapping[str, Any]) -> list[str]:
+    """report.md's "Did the treatment fire" (reports/firing.py); nothing when no arm expects any."""
+    if not firing["arms"]:
+        return []
+    lines = [
+        "## Did the treatment fire",
+        "",
+        firing["note"],
+        "",
+        "| arm | expected | valid cells | fired | unknown | share |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for arm in firing["arms"]:
+        for e in arm["expected"]:
+            lines.append(
+                f"| {_escape(arm['arm'])} | {e['kind']} `{_escape(e['name'])}` | {e['cells']} | {e['fired']} "
+                f"| {e['unknown']} | {_fmt(e['share'])} |"
+            )
+    effects = [a for a in firing["arms"] if a["effect"] is not None]
+    if effects:
+        lines += [
+            "",
+            "Effect vs `baseline` (resolve rate and median cost, arm − baseline), over every valid cell and "
+            "over only the cells where every expected skill fired (descriptive, not causal):",
+            "",
+            "| arm | cells | Δ resolve rate | Δ median cost $ | cells (skills fired) | Δ resolve rate |"
+            " Δ median cost $ |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for arm in effects:
+            every, fired = arm["effect"]["all_valid"], arm["effect"]["skills_fired"]
+            lines.append(
+                f"| {_escape(arm['arm'])} | {every['cells']} | {_fmt(every['resolve_rate_delta'])} "
+                f"| {_fmt(every['median_cost_usd_delta'])} | {fired['cells']} "
+                f"| {_fmt(fired['resolve_rate_delta'])} | {_fmt(fired['median_cost_usd_delta'])} |"
+            )
+    return [*lines, ""]

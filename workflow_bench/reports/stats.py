@@ -6,6 +6,10 @@ a bootstrap 95 % percentile CI of that median (scipy.stats.bootstrap, fixed seed
 byte-identical) and a two-sided sign test (scipy.stats.binomtest on non-zero deltas). Per arm,
 pass@k and pass^k for k ≤ runs with the unbiased estimator over each task's n valid runs with c
 resolved: pass@k = 1 − C(n−c, k)/C(n, k), pass^k = C(c, k)/C(n, k), averaged over tasks with n ≥ k.
+Beside each sign test, McNemar's exact test on the paired binary outcome: cells paired by (task,
+run) where both arms have a valid row, the discordant pairs (one arm resolved, the other not)
+tested against 1:1 with scipy.stats.binomtest (the exact form; no continuity correction needed).
+``treatment_firing`` (reports/firing.py): did each arm's expected skills and MCP tools fire.
 
 Impossible tasks (cheating probes, ``task_impossible``) stay out of every resolve rate, delta and
 pass@k; each arm's summary reports them beside its resolve rate instead (``impossible_resolved`` of
@@ -30,8 +34,12 @@ from workflow_bench.judging.outcomes import is_excluded
 from workflow_bench.reports.aggregate import probe_tally
 from workflow_bench.rows.model import Row
 
+from .firing import treatment_firing
+
 STATS_FILE = "stats.json"
-STATS_SCHEMA = 2  # 2: impossible tasks (cheating probes) apart from resolve rates (issue 23)
+STATS_SCHEMA = (
+    3  # 3: impossible tasks (cheating probes) apart from resolve rates; 2: mcnemar, treatment_firing
+)
 BASELINE_ARM = "baseline"
 # 2000 resamples: the CI's endpoints move by < 1 % of the spread between seeds at this size, and a
 # sweep's report must render in well under a second.
@@ -98,8 +106,35 @@ def summarize_deltas(deltas: Sequence[float]) -> dict[str, Any]:
     }
 
 
+def mcnemar(rows: Sequence[Row], arm: str, reference: str) -> dict[str, Any]:
+    """McNemar's exact test on resolved, over (task, run) pairs valid in both arms (descriptive);
+    impossible tasks are not paired (a resolved probe is no success)."""
+    counted = [r for r in rows if not is_excluded(r) and not r.task_impossible]
+    mine = {(r.task, r.run): r for r in counted if r.arm == arm}
+    theirs = {(r.task, r.run): r for r in counted if r.arm == reference}
+    pairs = [
+        (mine[k].resolved is True, theirs[k].resolved is True) for k in sorted(mine.keys() & theirs.keys())
+    ]
+    arm_only = sum(1 for a, b in pairs if a and not b)
+    reference_only = sum(1 for a, b in pairs if b and not a)
+    discordant = arm_only + reference_only
+    return {
+        "pairs": len(pairs),
+        "both": sum(1 for a, b in pairs if a and b),
+        "neither": sum(1 for a, b in pairs if not a and not b),
+        "arm_only": arm_only,
+        "reference_only": reference_only,
+        "p_value": _round(scipy_stats.binomtest(arm_only, discordant, 0.5).pvalue) if discordant else None,
+    }
+
+
 def _comparison(
-    grouped: Mapping[tuple[str, str], list[Row]], tasks: Sequence[str], arm: str, reference: str, kind: str
+    grouped: Mapping[tuple[str, str], list[Row]],
+    tasks: Sequence[str],
+    arm: str,
+    reference: str,
+    kind: str,
+    rows: Sequence[Row] = (),
 ) -> dict[str, Any]:
     per_task: list[dict[str, Any]] = []
     for task in tasks:
@@ -130,6 +165,7 @@ def _comparison(
         "cost_usd": summarize_deltas(
             [t["cost_usd_delta"] for t in per_task if t["cost_usd_delta"] is not None]
         ),
+        "mcnemar": mcnemar(rows, arm, reference),
     }
 
 
@@ -197,12 +233,14 @@ def paired_statistics(
     comparisons = []
     if BASELINE_ARM in arms:
         comparisons += [
-            _comparison(grouped, tasks, a, BASELINE_ARM, "vs-baseline") for a in arms if a != BASELINE_ARM
+            _comparison(grouped, tasks, a, BASELINE_ARM, "vs-baseline", rows)
+            for a in arms
+            if a != BASELINE_ARM
         ]
     for arm in arms:
         incumbent = ARMS[arm].candidate_of if arm in ARMS else None
         if incumbent and incumbent in arms:
-            comparisons.append(_comparison(grouped, tasks, arm, incumbent, "candidate-vs-incumbent"))
+            comparisons.append(_comparison(grouped, tasks, arm, incumbent, "candidate-vs-incumbent", rows))
     return {
         "schema_version": STATS_SCHEMA,
         "method": {
@@ -214,10 +252,13 @@ def paired_statistics(
             "impossible": "impossible tasks (cheating probes) are left out of resolve rates, deltas and "
             "pass@k; impossible_resolved of impossible_runs counts their valid runs resolved",
             "pass_k": "unbiased estimator per task over valid runs, averaged over tasks with n >= k",
+            "mcnemar": "exact McNemar test (two-sided binomial on discordant pairs) of resolved, cells "
+            "paired by (task, run) where both arms have a valid row",
         },
         "arms": {arm: _arm_summary(rows, arm) for arm in arms},
         "comparisons": comparisons,
         "pass_k": {arm: _pass_k(grouped, tasks, arm, runs) for arm in arms},
+        "treatment_firing": treatment_firing(rows, arms=arms),
     }
 
 

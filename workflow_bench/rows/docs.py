@@ -20,7 +20,8 @@ def render_markdown() -> str:
         "finishes. Every row has every field; `null` means not measured (never 0).",
         "Generated from `workflow_bench/rows/model.py` (`python -m workflow_bench.rows markdown`);",
         "do not edit by hand. The JSON Schema beside it (`results-schema.json`) is generated from",
-        "the same model. Rows of schema 1–4 are read through `workflow_bench/rows/migrate.py`.",
+        f"the same model. Rows of schema 1–{SCHEMA_VERSION - 1} are read through",
+        "`workflow_bench/rows/migrate.py`.",
         "",
         "Each section is one part of the row model: the fields one writer contributes.",
     ]

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from .model import SCHEMA_VERSION, ResourceLimits, Row, stored_names
 
 # Older rows lacking these fields recorded them implicitly: before reuse existed every row was paid;
-# before schema 7 no task was an impossible probe.
+# before schema 8 no task was an impossible probe.
 ABSENT_IN_OLDER_ROWS: Mapping[str, Any] = {"reused": False, "task_impossible": False}
 
 
@@ -35,7 +35,7 @@ class RowReadError(ValueError):
 
 
 def migrate_older(stored: Mapping[str, Any]) -> dict[str, Any]:
-    """A row of schema 1–5 as a row of today's schema: absent fields not measured (``None``)."""
+    """A row of an older schema as a row of today's schema: absent fields not measured (``None``)."""
     upgraded = {name: ABSENT_IN_OLDER_ROWS.get(name) for name in stored_names() if name not in stored}
     limits = stored.get("resource_limits")
     if isinstance(limits, dict):

@@ -30,12 +30,13 @@ from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import CellKey
 from workflow_bench.review.score import ReviewScore, review_row_fields
 
-SCHEMA_VERSION = 7
-"""7 added oracle_sealed, test_config_changed and task_impossible (issue 23); 6: the typed row
-(closed ``error_kind``, every field present and typed), the kernel budgets in ``resource_limits``
-(``cpus`` … ``seccomp_denied``) and ``cost_usd`` unknown when the relay served a thread the CLI
-never opened; 5 added per-test outcomes (``verify_tests*``, ``oracle_tests*``) and
-``expected_tests_digest``; 1–6 migrate on read."""
+SCHEMA_VERSION = 8
+"""8 added oracle_sealed, test_config_changed and task_impossible (issue 23); 7 added
+``skills_expected``, ``skills_invoked`` and ``mcp_tools_granted`` (did the treatment fire); 6: the
+typed row (closed ``error_kind``, every field present and typed), the kernel budgets in
+``resource_limits`` (``cpus`` … ``seccomp_denied``) and ``cost_usd`` unknown when the relay served a
+thread the CLI never opened; 5 added per-test outcomes (``verify_tests*``, ``oracle_tests*``) and
+``expected_tests_digest``; 1–7 migrate on read."""
 
 # A measured quantity that is an integer or a float as produced (``round`` keeps a sum of ints an
 # int): the value is stored as given, so a row re-serializes to the same bytes.
@@ -125,7 +126,7 @@ class Identity(Part):
     task_impossible: bool = _f(
         "the task is a cheating probe (`impossible: true`): its hidden oracle contradicts its prompt, "
         "so a resolved cell means the arm beat the judge, not the task; counted apart from the "
-        "resolve rate (false in rows written before schema 7)"
+        "resolve rate (false in rows written before schema 8)"
     )
     arm: str = _f("arm name")
     run: int = _f("0-based repetition index")
@@ -310,6 +311,16 @@ class SessionLayer(Part):
         "request carried a non-error result, per the wire record); false: one was not; null: no skill",
         default=None,
     )
+    skills_expected: list[str] | None = _f(
+        "the skills the arm's sessions were told to invoke, in session order ([] for an arm without one)",
+        default=None,
+    )
+    skills_invoked: list[str] | None = _f(
+        "every skill the wire record proves invoked in any session (the model requested Skill for it "
+        "and a later request carried a non-error result), sorted, each once; null when a session has "
+        "no wire record",
+        default=None,
+    )
     transcript_missing: bool | None = _f(
         "a session's evidence could not be verified from its stream", default=None
     )
@@ -461,6 +472,11 @@ class Provenance(Part):
     )
     mcp_servers: list[str] | None = _f(
         "names of the toolkit MCP servers in the sessions' strict --mcp-config ([] for baseline_nomcp)",
+        default=None,
+    )
+    mcp_tools_granted: list[str] | None = _f(
+        "the MCP tools the sessions were granted, as mcp__<server>__<tool> (the servers' read-only "
+        "tools; [] when the arm gets no server): what tool_use_counts is read against",
         default=None,
     )
 

@@ -23,10 +23,11 @@ from workflow_bench.output.directory import OutputDir, OutputWriteError
 from workflow_bench.promotion.apply import CANDIDATE_OVERLAY_DIR
 from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.providers.access import CellKey, ModelAccess
-from workflow_bench.report import render_reports
+from workflow_bench.report import render_reports, write_rendered
 from workflow_bench.reports.console import Console, cell_summary
 from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
+from workflow_bench.reports.viewer import DirectoryFiles
 from workflow_bench.rows.model import Row
 from workflow_bench.sandbox import write_runtime_dir
 from workflow_bench.schedule.budget import BudgetGuard
@@ -291,8 +292,8 @@ def _write_reports(
     results_text = results_path.read_text(encoding="utf-8") if results_path.exists() else ""
     not_run_path = output.root / NOT_RUN_FILE
     not_run_text = not_run_path.read_text(encoding="utf-8") if not_run_path.exists() else ""
-    rendered = render_reports(record, results_text, not_run_text)
-    written = [output.write_text(name, text) for name, text in rendered.files.items()]
+    rendered = render_reports(record, results_text, not_run_text, files=DirectoryFiles(output.root))
+    written = write_rendered(output, rendered)
     console(f"wrote {len(rows)} rows to {results_path} and {', '.join(p.name for p in written)}")
     if rendered.promotion is not None:
         verdicts = ", ".join(f"{d['candidate_arm']}={d['decision']}" for d in rendered.promotion["decisions"])

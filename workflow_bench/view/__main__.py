@@ -1,0 +1,5 @@
+import sys
+
+from workflow_bench.view.server import main
+
+sys.exit(main())
