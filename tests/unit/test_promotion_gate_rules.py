@@ -523,3 +523,17 @@ def test_the_impossible_share_rule_has_its_boundary_at_the_policy_allowance() ->
     assert decide(POLICY, replace(ev, probes=None)).decision == PROMOTE  # negative control: no probe ran
     with pytest.raises(PolicyError):
         replace(POLICY.implementation, max_impossible_share_increase=1.5)
+
+
+def test_a_policy_recorded_before_the_probe_key_existed_reads_with_the_value_its_absence_meant() -> None:
+    """Sweeps recorded before cheating probes re-render and verify: the missing key meant 0."""
+    recorded = PromotionPolicy().to_json()
+    del recorded["implementation"]["max_impossible_share_increase"]
+    assert PromotionPolicy.from_json(recorded) == PromotionPolicy()
+    # Only keys added later are filled: an unknown key, or another missing one, is still refused.
+    with pytest.raises(PolicyError, match=r"unknown keys \['surprise'\]"):
+        surprise = {**recorded["implementation"], "surprise": 1}
+        PromotionPolicy.from_json({**recorded, "implementation": surprise})
+    del recorded["implementation"]["min_runs"]
+    with pytest.raises(PolicyError, match=r"missing keys \['min_runs'\]"):
+        PromotionPolicy.from_json(recorded)

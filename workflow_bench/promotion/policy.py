@@ -65,6 +65,12 @@ class ImplementationPolicy:
         _check_float("max_impossible_share_increase", self.max_impossible_share_increase, low=0.0, high=1.0)
 
 
+# Implementation-policy keys added after sweeps were first recorded, with the value a recorded
+# policy without them had: before cheating probes existed no share of impossible runs was
+# compared, so none could rise (sweeps recorded then re-render and verify as they were).
+ADDED_IMPLEMENTATION_KEYS: Mapping[str, Any] = {"max_impossible_share_increase": 0.0}
+
+
 @dataclass(frozen=True, slots=True)
 class ReviewPolicy:
     metric: str = "review_weighted_f1"
@@ -94,6 +100,9 @@ class PromotionPolicy:
     @classmethod
     def from_json(cls, raw: Any) -> PromotionPolicy:
         """Rebuild exactly; unknown, missing or mistyped keys raise `PolicyError`."""
+        if isinstance(raw, Mapping) and isinstance(raw.get("implementation"), Mapping):
+            # A policy recorded before a key existed carries the value its absence meant.
+            raw = {**raw, "implementation": {**ADDED_IMPLEMENTATION_KEYS, **raw["implementation"]}}
         top = _keys(raw, "policy", {"implementation", "review", "evidence_max_age_days"})
         impl = _keys(top["implementation"], "policy.implementation", set(ImplementationPolicy.__slots__))
         review = _keys(top["review"], "policy.review", set(ReviewPolicy.__slots__))
