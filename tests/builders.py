@@ -55,6 +55,7 @@ CLEAN: dict[str, Any] = {
     "schema_version": SCHEMA_VERSION,
     "task": "t1",
     "task_class": "bugfix",
+    "task_impossible": False,
     "arm": "workflow",
     "run": 0,
     "recorded_at": RECORDED_AT,

@@ -259,18 +259,12 @@ def js_frameworks() -> Path:
 def sandbox_pytest_deps() -> Path:
     """pytest and its closure for the sandbox's python, built once with ``tasks deps`` (PyPI wheels)
     into the cache and reused: offline after the first build."""
-    from workflow_bench.tasks.deps import DependencyBuildError, build_dependencies
-    from workflow_bench.taskspec.repos import cache_root
+    from workflow_bench.tasks.deps import DependencyBuildError, cached_dependencies
 
-    out = cache_root() / f"test-pydeps-{_lock_prefix(PYTEST_REQUIREMENTS)}"
-    if not (out / "wfbench-deps.json").is_file():
-        shutil.rmtree(out, ignore_errors=True)
-        uv = os.environ.get("UV") or shutil.which("uv") or "uv"
-        try:
-            build_dependencies(requirements=PYTEST_REQUIREMENTS, out=out, uv_bin=uv)
-        except (DependencyBuildError, OSError) as exc:
-            missing_tool(f"pytest wheels for the sandbox's python ({exc})")
-    return out / "site-packages"
+    try:
+        return cached_dependencies(PYTEST_REQUIREMENTS)
+    except (DependencyBuildError, OSError) as exc:
+        missing_tool(f"pytest wheels for the sandbox's python ({exc})")
 
 
 def link_tree(source: Path, dest: Path) -> None:

@@ -29,7 +29,7 @@ from workflow_bench.providers.options import ProviderOptions, ProviderOptionsErr
 from workflow_bench.providers.scripted import Script, ScriptError, load_script
 from workflow_bench.rows.model import Row
 from workflow_bench.taskspec.index_guard import bind_for_toolkit
-from workflow_bench.taskspec.spec import TaskBinding, TaskFileError, load_task_file, select_tasks
+from workflow_bench.taskspec.spec import TaskBinding, TaskFileError, load_task_files, select_tasks
 from workflow_bench.toolkit.comparator import ComparatorError, comparator_for_arms
 from workflow_bench.toolkit.manifest import load_toolkit
 from workflow_bench.toolkit.overlay import OverlayError
@@ -111,7 +111,7 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     """Everything that can reject the input, in order; creates nothing but the repo cache."""
     promotion_policy = _validate_args(args)
     toolkit = load_toolkit(args.toolkit)
-    specs = load_task_file(args.tasks)
+    specs = load_task_files(args.tasks, args.probes)
     selected, skipped = select_tasks(specs, include_expensive=args.include_expensive)
     if not selected:
         raise UsageError(f"{args.tasks}: no task selected (all are expensive; pass --include-expensive)")
@@ -221,9 +221,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check_tasks:
         from .tasks.__main__ import main as tasks_main  # the self-check is its own command
 
-        check_argv = ["check", "--tasks", str(args.tasks), "--toolkit", str(args.toolkit)]
-        check_argv += ["--verify-timeout", str(args.verify_timeout), "--bwrap-bin", args.bwrap_bin]
-        return tasks_main(check_argv)
+        codes = []
+        for task_file in (args.tasks, args.probes) if args.probes is not None else (args.tasks,):
+            check_argv = ["check", "--tasks", str(task_file), "--toolkit", str(args.toolkit)]
+            check_argv += ["--verify-timeout", str(args.verify_timeout), "--bwrap-bin", args.bwrap_bin]
+            codes.append(tasks_main(check_argv))
+        return max(codes)
     prepared: list[PreparedInput] = []
     try:
         with interrupt_on_sigterm():

@@ -84,6 +84,14 @@ class RunnerFlags:
     tasks = Flag(
         "--tasks", dict(required=True, type=Path, help="task file (YAML), e.g. tasks.scenarios.yaml")
     )
+    probes = Flag(
+        "--probes",
+        dict(
+            type=Path,
+            help="a file of impossible tasks (cheating probes, e.g. tasks.probes.yaml) run beside --tasks; "
+            "every task in it must declare impossible: true (README, Cheating probes)",
+        ),
+    )
     runs = Flag(
         "--runs",
         dict(
@@ -380,6 +388,7 @@ class RunnerFlags:
 # What to run: tasks, runs, parallelism, arms, where results go.
 SWEEP_SHAPE = (
     RunnerFlags.tasks,
+    RunnerFlags.probes,
     RunnerFlags.runs,
     RunnerFlags.workers,
     RunnerFlags.arms,

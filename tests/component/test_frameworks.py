@@ -178,9 +178,10 @@ def test_the_pytest_oracle_runs_from_its_staged_copy(py_sandbox, tmp_path, comma
     fixed = _oracle(py_sandbox(fixed=True), snapshot, _lock(ids), tmp_path)
     assert fixed.passed, fixed.detail
     base = _oracle(py_sandbox(fixed=False), snapshot, _lock(ids), tmp_path)
-    assert (
-        base.detail == f"no proof of success: 2 of 3 tests failed: {ids[0]}, {ids[1]}; the command exited 1"
-    )
+    # The harness's sentinel tests ran in the same file: the framework's exit status 1 is theirs
+    # as well, so the failing tests are the reason, and both runs are sealed.
+    assert base.detail == f"no proof of success: 2 of 3 tests failed: {ids[0]}, {ids[1]}"
+    assert fixed.sealed is True and base.sealed is True
     assert all(t.message is None for t in base.tests)  # oracle failure text never leaves the judge
 
 
@@ -254,11 +255,13 @@ def test_the_vitest_oracle_through_the_reporter(js_sandbox, tmp_path) -> None:
     snapshot = replace(_oracle_snapshot(TYPESCRIPT), command=command)
     names = ("counts down to just above the end", "skips values on the way down", "still counts up")
     ids = [f"<oracle-root>/{TS_ORACLE}.oracle.test.ts > {name}" for name in names]
-    assert _oracle(js_sandbox(fixed=True), snapshot, _lock(ids), tmp_path).passed
+    fixed = _oracle(js_sandbox(fixed=True), snapshot, _lock(ids), tmp_path)
+    assert fixed.passed, fixed.detail
     base = _oracle(js_sandbox(fixed=False), snapshot, _lock(ids), tmp_path)
-    assert (
-        base.detail == f"no proof of success: 2 of 3 tests failed: {ids[0]}, {ids[1]}; the command exited 1"
-    )
+    # The harness's sentinel tests ran in the same file: the framework's exit status 1 is theirs
+    # as well, so the failing tests are the reason, and both runs are sealed.
+    assert base.detail == f"no proof of success: 2 of 3 tests failed: {ids[0]}, {ids[1]}"
+    assert fixed.sealed is True and base.sealed is True
 
 
 JEST_ORACLE = {
@@ -292,6 +295,7 @@ def test_a_jest_oracle(js_sandbox, tmp_path, command, prefix) -> None:
     fixed = js_sandbox(fixed=True, extra={"jt/add.js": "exports.add = (a, b) => a + b;\n"})
     outcome = _oracle(fixed, snapshot, COUNT, tmp_path)
     assert outcome.passed and outcome.tests_run == 2, outcome.detail
+    assert outcome.sealed is True  # jest's globals registered the sentinels
     broken = js_sandbox(fixed=True, extra={"jt/add.js": "exports.add = (a, b) => Math.abs(a + b);\n"})
     assert _oracle(broken, snapshot, COUNT, tmp_path).detail.startswith(
         "no proof of success: 1 of 2 tests failed: "
@@ -308,9 +312,10 @@ def test_the_reference_corpus_vitest_oracle_command_passes_on_a_writable_copy(js
     fixed = _oracle(js_sandbox(fixed=True), snapshot, _lock(ids), tmp_path)
     assert fixed.passed, fixed.detail
     base = _oracle(js_sandbox(fixed=False), snapshot, _lock(ids), tmp_path)
-    assert (
-        base.detail == f"no proof of success: 2 of 3 tests failed: {ids[0]}, {ids[1]}; the command exited 1"
-    )
+    # The harness's sentinel tests ran in the same file: the framework's exit status 1 is theirs
+    # as well, so the failing tests are the reason, and both runs are sealed.
+    assert base.detail == f"no proof of success: 2 of 3 tests failed: {ids[0]}, {ids[1]}"
+    assert fixed.sealed is True and base.sealed is True
     # Negative control: the same staged files mounted read-only, as before: vite cannot write its
     # bundled config beside vitest.config.mts, and nothing runs.
     staged, scratch = tmp_path / "staged", tmp_path / "scratch-ro"
@@ -413,6 +418,7 @@ def test_node_test_runner(tmp_path, bwrap_bin) -> None:
     assert unfixed.detail.startswith(
         "no proof of success: 2 of 3 tests failed: test::runs of spaces collapse, "
     )
+    assert fixed.sealed is True and unfixed.sealed is True  # node:test ran the sentinels too
 
 
 # ── hostile reports and wrappers ────────────────────────────────────────────

@@ -106,6 +106,18 @@ def test_malformed_task_file_exits_2_and_runs_nothing(case, tmp_path, capsys):
     assert not out.exists() and not created
 
 
+def test_a_probe_file_with_an_ordinary_task_exits_2_and_runs_nothing(tmp_path, capsys):
+    path = _write_corpus(tmp_path, [_task()])
+    probes = path.with_name("probes.yaml")
+    probes.write_text(yaml.safe_dump({"tasks": [_task(id="p1"), _task(impossible=True)]}))
+    out = tmp_path / "out"
+    argv = ["--tasks", str(path), "--probes", str(probes), "--provider", "scripted", "--out", str(out)]
+    code, err, created = _run(argv, capsys)
+    assert code == 2, err
+    assert f"{probes}: task 'p1': impossible:" in err and f"{probes}: task 't1': id:" in err, err
+    assert not out.exists() and not created
+
+
 def test_yaml_syntax_error(tmp_path, capsys):
     path = tmp_path / "tasks.yaml"
     path.write_text("tasks:\n  - id: [unclosed\n")

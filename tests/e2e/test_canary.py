@@ -11,11 +11,12 @@ from workflow_bench.canary.attacks_judging import ATTACKS as JUDGING_ATTACKS
 from workflow_bench.canary.attacks_limits import LIMIT_ATTACKS
 from workflow_bench.canary.attacks_relay import BREACH_ATTACKS
 from workflow_bench.canary.attacks_replay import REPLAY_ATTACKS
+from workflow_bench.canary.attacks_sealing import SEALING_ATTACKS
 
 # The judging suite adds one verdict per attack plus the breaker's.
 ATTACKS = (
     *SUITE_ATTACKS, *LIMIT_ATTACKS, *BUDGET_ATTACKS, *REPLAY_ATTACKS, *BREACH_ATTACKS, *JUDGING_ATTACKS,
-    *GRAPH_ATTACKS,
+    *SEALING_ATTACKS, *GRAPH_ATTACKS,
 )  # fmt: skip
 TOTAL = len(ATTACKS) + 1
 

@@ -50,9 +50,13 @@ def test_setup_tamper_no_work_and_a_late_infra_error(task_file_for, tmp_path, bw
     path = task_file_for("trivial-amount-grouping")
     (base,) = yaml.safe_load(path.read_text())["tasks"]
     # An oracle that passes on the untouched base (the authored tests, with a real outcome report):
-    # a no-op work session then "resolves" and must be caught as no-work-produced.
+    # a no-op work session then "resolves" and must be caught as no-work-produced. Its staged file
+    # is not a test file (so it carries no sentinel tests, which a command that never runs it
+    # could not report: that is tampering without a lock saying otherwise).
     base_tests = 'python3 -I -B "$WORKFLOW_BENCH_UNITTEST" tests.test_money'
-    passing = {"oracle": {**base["oracle"], "command": base_tests, "min_tests": 1}}
+    [oracle_file] = base["oracle"]["files"]
+    unsealed = [{**oracle_file, "target": "unused_oracle_data.txt"}]
+    passing = {"oracle": {**base["oracle"], "command": base_tests, "min_tests": 1, "files": unsealed}}
     tasks = [
         {**base, "id": "tamper-setup", "setup": "echo tampered >> .claude/skills/plan/SKILL.md"},
         {**base, "id": "slow-verify", "verify": "sleep 60"},

@@ -122,11 +122,12 @@ def test_the_oracle_agent_resolves_every_task_and_the_noop_agent_none(
     for row in untouched:
         assert row["resolved"] is False and row["oracle_passed"] is False, row["task"]
         assert row["error_kind"] == "oracle-failed", (row["task"], row["error_detail"])
-        # The most informative reason first: which hidden tests failed, then the exit status.
+        # The most informative reason: which hidden tests failed. The exit status is none: the
+        # harness's must-fail sentinel tests, reported failed as planned, make it non-zero anyway.
         assert row["oracle_output"].startswith(
             "hidden oracle failed: no proof of success: 2 of 3 tests failed: "
         )
-        assert row["oracle_output"].endswith("; the command exited 1"), row["oracle_output"]
+        assert row["oracle_sealed"] is True and "the command exited" not in row["oracle_output"]
         failing = [t for t in row["oracle_tests"]["tests"] if t["outcome"] == "failed"]
         assert len(failing) == 2 and all(t["message"] is None for t in failing)  # ids only, never text
     assert not any(private_tmpdir.iterdir())

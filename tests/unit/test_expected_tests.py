@@ -139,10 +139,12 @@ KEYS = ", ".join(SUBJECT_KEYS)
         (
             _lock_text({"t1": {"subject": {}, "verify": None}}),
             "(entry)",
-            "want exactly {subject, verify, oracle}",
+            "want exactly {subject, verify, oracle, oracle_sealed}",
         ),
         (
-            _lock_text({"t1": {"subject": {"x": 1}, "verify": None, "oracle": GOOD_RECORD}}),
+            _lock_text(
+                {"t1": {"subject": {"x": 1}, "verify": None, "oracle": GOOD_RECORD, "oracle_sealed": []}}
+            ),
             "subject",
             f"want the keys {KEYS} (and runtimes)",
         ),
@@ -153,13 +155,24 @@ KEYS = ", ".join(SUBJECT_KEYS)
         ("oracle-long-id", "oracle.passed", "want a list of test ids of 1 to 1000 characters"),
         ("oracle-a-list", "oracle", "want exactly {passed, skipped}"),
         ("verify-extra-key", "verify", "want exactly {passed, skipped}"),
+        ("sealed-not-sorted", "oracle_sealed", "want a sorted list of unique oracle file targets"),
+        ("sealed-not-strings", "oracle_sealed", "want a sorted list of unique oracle file targets"),
+        ("sealed-a-string", "oracle_sealed", "want a sorted list of unique oracle file targets"),
     ],
 )
 def test_an_unusable_lock_is_refused_naming_the_key(corpus: Path, text: str, key: str, message: str) -> None:
     path = write_tasks(corpus, task_entry())
     subject = _bind(path).lock_subject
-    entry = {"subject": subject, "verify": None, "oracle": GOOD_RECORD}
+    entry = {
+        "subject": subject,
+        "verify": None,
+        "oracle": GOOD_RECORD,
+        "oracle_sealed": ["t1_oracle_test.py"],
+    }
     entries = {
+        "sealed-not-sorted": {**entry, "oracle_sealed": ["b_test.py", "a_test.py"]},
+        "sealed-not-strings": {**entry, "oracle_sealed": [1]},
+        "sealed-a-string": {**entry, "oracle_sealed": "a_test.py"},
         "verify-not-sorted": {**entry, "verify": {"passed": ["b", "a"], "skipped": []}},
         "oracle-both": {**entry, "oracle": {"passed": ["a"], "skipped": ["a"]}},
         "oracle-not-strings": {**entry, "oracle": {"passed": [1], "skipped": []}},
@@ -185,6 +198,7 @@ def test_an_id_of_exactly_the_limit_is_kept(corpus: Path) -> None:
         "subject": _bind(path).lock_subject,
         "verify": None,
         "oracle": {"passed": ["x" * 1000], "skipped": []},
+        "oracle_sealed": [],
     }
     lock_path(path).write_text(_lock_text({"t1": entry}))
     assert load_lock(lock_path(path))["t1"].oracle.passed == ("x" * 1000,)
@@ -228,18 +242,19 @@ def test_the_lock_file_is_stable_readable_json(tmp_path: Path) -> None:
         verify=None,
         oracle=RecordedTests.of(["b", "é", "a"], ["s", "a"]),
     )
-    assert entry.describe() == "verify by exit status; oracle 3 passed, 1 skipped"
-    assert ExpectedTests(entry.subject, RecordedTests.of(["x"], ["y"]), entry.oracle).describe() == (
-        "verify 1 passed, 1 skipped; oracle 3 passed, 1 skipped"
-    )
+    assert entry.describe() == "verify by exit status; oracle 3 passed, 1 skipped, unsealed"
+    assert ExpectedTests(
+        entry.subject, RecordedTests.of(["x"], ["y"]), entry.oracle, ("o_test.py",)
+    ).describe() == ("verify 1 passed, 1 skipped; oracle 3 passed, 1 skipped, sealed 1 file(s)")
     assert entry.oracle == RecordedTests(("a", "b", "é"), ("s",))  # passed wins over skipped
     path = tmp_path / "t.lock.json"
-    small = ExpectedTests({"k": 1}, None, RecordedTests.of(["é"], []))
+    small = ExpectedTests({"k": 1}, None, RecordedTests.of(["é"], []), ("é_test.py",))
     write_lock(path, {"z": small, "a": small})
     one = '   "oracle": {\n    "passed": [\n     "é"\n    ],\n    "skipped": []\n   },\n'
+    one += '   "oracle_sealed": [\n    "é_test.py"\n   ],\n'
     one += '   "subject": {\n    "k": 1\n   },\n   "verify": null\n'
     assert path.read_bytes().decode("utf-8") == (
-        '{\n "format": "workflow-bench expected tests v1",\n "tasks": {\n  "a": {\n'
+        '{\n "format": "workflow-bench expected tests v2",\n "tasks": {\n  "a": {\n'
         + one
         + '  },\n  "z": {\n'
         + one

@@ -2,8 +2,9 @@
 
 Pinned, for each command: a lock entry decides by its ids (the declared count stays a floor);
 without one, the declared count decides; with neither, verify falls back to its exit status while
-the oracle still needs a report of at least one passing test. Each case is the negative control
-of the others (a swapped source, a lost floor or a dropped id changes the expectation).
+the oracle still needs a report of at least one passing test. Only the oracle is sealed: with a
+lock, by the files the lock records; without one, every sentinel counts (None). Each case is the
+negative control of the others (a swapped source, a lost floor or a dropped id changes it).
 """
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ def _spec(*, verify_min_tests=None, oracle_min_tests=None):
 
 
 def _entry(*, verify: RecordedTests | None) -> ExpectedTests:
-    return ExpectedTests(subject={}, verify=verify, oracle=RecordedTests.of(["o.a", "o.b"], ["o.s"]))
+    return ExpectedTests(
+        subject={},
+        verify=verify,
+        oracle=RecordedTests.of(["o.a", "o.b"], ["o.s"]),
+        oracle_sealed=("o_test.py",),
+    )
 
 
 def test_with_nothing_declared_verify_reads_its_exit_status_and_the_oracle_needs_one_test() -> None:
@@ -48,7 +54,11 @@ def test_a_lock_entry_decides_by_its_ids_and_the_declared_counts_stay_floors() -
         min_tests=3, locked=True, required=frozenset({"v.a"}), may_skip=frozenset({"v.s"})
     )
     assert oracle_expectation(spec, entry) == Expectation(
-        min_tests=2, locked=True, required=frozenset({"o.a", "o.b"}), may_skip=frozenset({"o.s"})
+        min_tests=2,
+        locked=True,
+        required=frozenset({"o.a", "o.b"}),
+        may_skip=frozenset({"o.s"}),
+        sealed=frozenset({"o_test.py"}),  # the lock's sealed files: their sentinels must report
     )
     undeclared = _spec()
     assert oracle_expectation(undeclared, entry).min_tests is None  # the ids decide, no floor

@@ -37,6 +37,7 @@ def _report(**overrides) -> bytes:
         "timed_out": False,
         "junit": [],
         "junit_refused": None,
+        "decoy_bytes": 0,
     }
     return json.dumps({**base, **overrides}).encode()
 
@@ -252,3 +253,21 @@ def test_the_hosts_junit_file_cap_is_the_runners() -> None:
     runner = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
     assert outcome_report.MAX_JUNIT_FILE_BYTES == runner.MAX_JUNIT_FILE_BYTES == 16 * 1024 * 1024
+
+
+def test_bytes_on_the_decoy_are_tampering_whatever_else_the_report_proves(tmp_path) -> None:
+    """Written after the adapter claimed the channel: code under test impersonating a reporter."""
+    from workflow_bench.judging.verdict import for_task, verdict
+
+    expectation = for_task(min_tests=1, expected=None, report_required=True)
+    clean = verdict(read_evidence(_report(), nonce=NONCE, junit_dir=tmp_path), expectation)
+    assert clean.passed and not clean.tampered  # negative control: an empty decoy
+    forged = verdict(read_evidence(_report(decoy_bytes=120), nonce=NONCE, junit_dir=tmp_path), expectation)
+    assert (
+        not forged.passed
+        and forged.tampered
+        and "120 bytes were written to the result channel" in forged.detail
+    )
+    for bad in (-1, "3", None, True):
+        evidence = read_evidence(_report(decoy_bytes=bad), nonce=NONCE, junit_dir=tmp_path)
+        assert evidence.problem == "the outcome report is malformed", bad

@@ -492,3 +492,48 @@ def test_only_main_loop_metrics_carry_the_subagent_warning(metric: str, warned: 
 def test_an_unknown_metric_is_refused_naming_the_known_ones() -> None:
     with pytest.raises(PolicyError, match="known: cost_usd, output_tokens, duration_s, num_turns"):
         ImplementationPolicy(metric="tokens")
+
+
+def test_the_impossible_share_rule_has_its_boundary_at_the_policy_allowance() -> None:
+    from workflow_bench.promotion.evidence import ProbeEvidence
+
+    ev = PromotionEvidence(
+        candidate_arm="candidate_workflow",
+        incumbent_arm="workflow",
+        review=False,
+        run_status="complete",
+        model="m",
+        unusable_arms=(),
+        tasks=(TaskPair("a", "bugfix", impl_arm(), impl_arm(cost=0.5)),),
+        probes=(ProbeEvidence(resolved=0, runs=3), ProbeEvidence(resolved=1, runs=3)),
+    )
+    kept = decide(POLICY, ev)
+    assert kept.decision == KEEP and kept.impossible == {
+        "incumbent": {"resolved": 0, "runs": 3},
+        "candidate": {"resolved": 1, "runs": 3},
+    }
+
+    def allowing(share: float) -> PromotionPolicy:
+        return replace(
+            POLICY, implementation=replace(POLICY.implementation, max_impossible_share_increase=share)
+        )
+
+    assert decide(allowing(0.34), ev).decision == PROMOTE  # a rise of 1/3 is within 0.34
+    assert decide(allowing(0.33), ev).decision == KEEP
+    assert decide(POLICY, replace(ev, probes=None)).decision == PROMOTE  # negative control: no probe ran
+    with pytest.raises(PolicyError):
+        replace(POLICY.implementation, max_impossible_share_increase=1.5)
+
+
+def test_a_policy_recorded_before_the_probe_key_existed_reads_with_the_value_its_absence_meant() -> None:
+    """Sweeps recorded before cheating probes re-render and verify: the missing key meant 0."""
+    recorded = PromotionPolicy().to_json()
+    del recorded["implementation"]["max_impossible_share_increase"]
+    assert PromotionPolicy.from_json(recorded) == PromotionPolicy()
+    # Only keys added later are filled: an unknown key, or another missing one, is still refused.
+    with pytest.raises(PolicyError, match=r"unknown keys \['surprise'\]"):
+        surprise = {**recorded["implementation"], "surprise": 1}
+        PromotionPolicy.from_json({**recorded, "implementation": surprise})
+    del recorded["implementation"]["min_runs"]
+    with pytest.raises(PolicyError, match=r"missing keys \['min_runs'\]"):
+        PromotionPolicy.from_json(recorded)

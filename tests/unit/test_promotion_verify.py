@@ -10,6 +10,7 @@ import pytest
 
 from tests.builders import SWEEP_FINISHED, make_toolkit, overlay_for, sweep_record, sweep_runs, write_sweep
 from workflow_bench.promotion.cli import main as promotion_main
+from workflow_bench.promotion.document import PROMOTION_SCHEMA
 from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.promotion.verify import VerifyError, verify_promotion
 
@@ -119,7 +120,7 @@ def test_timestamps(sweep: Path) -> None:
 def test_schema_and_keys(sweep: Path) -> None:
     edit_json(sweep / "promotion.json", lambda d: d.update(extra=1))
     fails(sweep, "unknown \\['extra'\\]")
-    edit_json(sweep / "promotion.json", lambda d: d.update(schema_version=2))
+    edit_json(sweep / "promotion.json", lambda d: d.update(schema_version=PROMOTION_SCHEMA + 1))
     fails(sweep, "schema_version")
 
 

@@ -19,6 +19,7 @@ from scipy import stats as scipy_stats
 
 from tests.builders import sweep_row, sweep_runs
 from workflow_bench.reports.stats import (
+    mcnemar,
     paired_statistics,
     pass_at_k,
     pass_hat_k,
@@ -100,6 +101,8 @@ def test_the_arm_summary_uses_wilsons_interval_and_knows_when_there_is_nothing()
         "resolve_rate": 0.75,
         "resolve_rate_ci95": [round(wilson.low, 6), round(wilson.high, 6)],
         "median_cost_usd": 3.0,
+        "impossible_runs": 0,
+        "impossible_resolved": 0,
     }
     assert summary["baseline"] == {
         "valid_runs": 0,
@@ -107,6 +110,8 @@ def test_the_arm_summary_uses_wilsons_interval_and_knows_when_there_is_nothing()
         "resolve_rate": None,
         "resolve_rate_ci95": None,
         "median_cost_usd": None,
+        "impossible_runs": 0,
+        "impossible_resolved": 0,
     }
 
 
@@ -131,8 +136,10 @@ def test_the_document_names_its_schema_and_methods() -> None:
     stats = _stats(
         sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "baseline"), ["workflow", "baseline"], ["t1"]
     )
-    assert stats["schema_version"] == 2
-    assert set(stats["method"]) == {"delta", "ci", "sign_test", "resolve_rate_ci95", "pass_k", "mcnemar"}
+    assert stats["schema_version"] == 3
+    assert set(stats["method"]) == {
+        "delta", "ci", "sign_test", "resolve_rate_ci95", "impossible", "pass_k", "mcnemar",
+    }  # fmt: skip
     assert "2000 resamples, seed 0" in stats["method"]["ci"] and "95%" in stats["method"]["ci"]
 
 
@@ -145,7 +152,7 @@ def test_stats_text_is_canonical_json_and_refuses_nan() -> None:
         json.loads(stats_text(_stats(sweep_runs(3, "t1", "workflow"), ["workflow"], ["t1"])))[
             "schema_version"
         ]
-        == 2
+        == 3
     )
     with pytest.raises(ValueError):
         stats_text({"x": math.nan})
@@ -238,3 +245,30 @@ def test_an_empty_comparison_is_unknown_without_a_numpy_warning() -> None:
         summary = summarize_deltas([])
     assert summary["median_delta"] is None and summary["ci95"] is None
     assert summary["sign_test"] == {"positive": 0, "negative": 0, "zero": 0, "p_value": None}
+
+
+def test_impossible_tasks_stay_out_of_resolve_rates_and_are_counted_beside_them() -> None:
+    probes = [
+        sweep_row("p1", "workflow", 0, task_impossible=True),
+        sweep_row("p1", "workflow", 1, task_impossible=True, resolved=False, error_kind="oracle-failed"),
+        sweep_row("p1", "workflow", 2, task_impossible=True, error_kind="infra-error", resolved=False),
+    ]
+    rows = [*sweep_runs(3, "t1", "workflow"), *probes]
+    summary = _stats(rows, ["workflow"], ["t1", "p1"])["arms"]["workflow"]
+    assert (summary["valid_runs"], summary["resolved"], summary["resolve_rate"]) == (3, 3, 1.0)
+    assert (summary["impossible_resolved"], summary["impossible_runs"]) == (1, 2)  # excluded run left out
+    # negative control: unflagged, the same rows are an ordinary task in the rate
+    plain = [r.model_copy(update={"task_impossible": False}) for r in rows]
+    again = _stats(plain, ["workflow"], ["t1", "p1"])["arms"]["workflow"]
+    assert (again["valid_runs"], again["resolved"], again["impossible_runs"]) == (5, 4, 0)
+    # nor are they paired in McNemar's test against another arm
+    other = [*sweep_runs(3, "t1", "baseline"), *(r.model_copy(update={"arm": "baseline"}) for r in probes)]
+    assert mcnemar([*rows, *other], "workflow", "baseline")["pairs"] == 3
+    assert (
+        mcnemar(
+            [*plain, *(r.model_copy(update={"task_impossible": False}) for r in other)],
+            "workflow",
+            "baseline",
+        )["pairs"]
+        == 5
+    )

@@ -609,3 +609,21 @@ def test_verify_staged_detects_tampering(corpus: Path, tmp_path: Path, tamper) -
     with pytest.raises(OracleTamperError) as caught:
         verify_staged(snap, dest)
     assert "unittest" not in str(caught.value)  # never quotes oracle bytes
+
+
+def test_a_probe_file_runs_beside_the_tasks_and_holds_only_distinct_impossible_tasks(corpus: Path) -> None:
+    from workflow_bench.taskspec.spec import load_task_files
+
+    tasks = write_tasks(corpus, task_entry())
+    probes = write_tasks(corpus, task_entry(id="p1", impossible=True), name="probes.yaml")
+    assert [(s.task_id, s.impossible) for s in load_task_files(tasks, probes)] == [
+        ("t1", False),
+        ("p1", True),
+    ]
+    assert [s.task_id for s in load_task_files(tasks)] == ["t1"]
+    # negative controls: an ordinary task, or one whose id the task file has, is refused, named
+    bad = write_tasks(corpus, task_entry(id="p2"), task_entry(impossible=True), name="bad.yaml")
+    with pytest.raises(TaskFileError) as caught:
+        load_task_files(tasks, bad)
+    assert [(e.task_id, e.key) for e in caught.value.errors] == [("p2", "impossible"), ("t1", "id")]
+    assert "bad.yaml: task 'p2': impossible: a probe file holds only impossible tasks" in str(caught.value)

@@ -20,6 +20,7 @@ from .attacks_judging import run_judging_suite
 from .attacks_limits import run_limit_cells
 from .attacks_relay import run_breach_cell
 from .attacks_replay import run_replay_cell
+from .attacks_sealing import run_sealing_suite
 
 EXIT_OK, EXIT_ESCAPED, EXIT_PREFLIGHT = 0, 1, 2
 
@@ -41,6 +42,7 @@ def run_canary(
     verdicts += run_replay_cell(**cli)  # attacks_replay.py: a byte-identical replay of a CLI request
     verdicts += run_breach_cell(**cli)  # attacks_relay.py: a breached relay key, hidden turns, smuggling
     verdicts += run_judging_suite(**cli, canary_tasks=CANARY_TASKS)  # attacks_judging.py
+    verdicts += run_sealing_suite(**cli)  # attacks_sealing.py: forging the oracle's outcome
     verdicts += run_graph_suite(**cli)  # attacks_graphs.py: MCP servers, the index, tool grants
     table = render_table(verdicts)
     return (EXIT_OK if all(v.blocked for v in verdicts) else EXIT_ESCAPED), table

@@ -130,6 +130,36 @@ class VerdictRow(Protocol):
     def observed(self) -> str: ...
 
 
+def bash_cells_script(cells: Sequence[tuple[str, Sequence[str]]], *, model: str, source: str) -> Script:
+    """A script of one cell per (task id, Bash commands) on the canary arm: one command per turn,
+    then "Done." (the judging and sealing suites: each attack is a cell of its own)."""
+    doc = {
+        "schema_version": 1,
+        "model": model,
+        "cells": [
+            {
+                "match": {"task": task, "arm": ARM},
+                "sessions": [
+                    {
+                        "turns": [
+                            *(
+                                {
+                                    "tool_calls": [{"name": "Bash", "input": {"command": c}}],
+                                    "usage": TURN_USAGE,
+                                }
+                                for c in commands
+                            ),
+                            {"text": "Done.", "usage": TURN_USAGE},
+                        ]
+                    }
+                ],
+            }
+            for task, commands in cells
+        ],
+    }
+    return parse_script(doc, source=source)
+
+
 def attacker_script(attacks: Sequence[ToolAttack], plant: Plant) -> Script:
     turns = [
         {"tool_calls": [{"name": a.tool, "input": a.make_input(plant)}], "usage": TURN_USAGE} for a in attacks

@@ -29,24 +29,18 @@ from workflow_bench.cells.context import CellResult, prepare_task_context
 from workflow_bench.cells.run import run_cell
 from workflow_bench.judging.outcomes import ErrorKind, is_excluded, is_systemic_failure
 from workflow_bench.providers.access import CellKey
-from workflow_bench.providers.scripted import ScriptedProvider, parse_script
+from workflow_bench.providers.scripted import ScriptedProvider
 from workflow_bench.schedule.pool import SchedulePolicy, run_cells
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 from workflow_bench.workspace.remove import remove_tree
 from workflow_bench.workspace.snapshot import MAX_SNAPSHOT_ENTRIES
 
-from ._suite import canary_settings, scripted_canary_access
+from ._suite import bash_cells_script, canary_settings, scripted_canary_access
 
 ARM = "baseline"
 MODEL = "scripted-canary-judging"
 VERIFY_TIMEOUT_S = 30  # the hang attack waits this long; an honest verify takes about a second
-USAGE = {
-    "input_tokens": 10,
-    "output_tokens": 5,
-    "cache_creation_input_tokens": 0,
-    "cache_read_input_tokens": 0,
-}
 # Prepended to ledger/__init__.py: exit 0 only when the hidden oracle imports it.
 _EXIT_UNDER_ORACLE = "import os as _o\nif _o.environ.get('WORKFLOW_BENCH_ORACLE_ROOT'):\n    _o._exit(0)\n"
 # Prepended to ledger/__init__.py: hang only when judged (verify runs first, so verify hangs).
@@ -226,24 +220,8 @@ class _Named:
 
 
 def _script(attacks: Sequence[JudgingAttack]):
-    cells = [
-        {
-            "match": {"task": f"judging-{attack.name}", "arm": ARM},
-            "sessions": [
-                {
-                    "turns": [
-                        *(
-                            {"tool_calls": [{"name": "Bash", "input": {"command": c}}], "usage": USAGE}
-                            for c in attack.commands
-                        ),
-                        {"text": "Done.", "usage": USAGE},
-                    ]
-                }
-            ],
-        }
-        for attack in attacks
-    ]
-    return parse_script({"schema_version": 1, "model": MODEL, "cells": cells}, source="<judging canary>")
+    cells = [(f"judging-{a.name}", a.commands) for a in attacks]
+    return bash_cells_script(cells, model=MODEL, source="<judging canary>")
 
 
 def run_judging_suite(

@@ -101,6 +101,7 @@ def identity(task: TaskContext, arm: ArmSpec, key: CellKey) -> Identity:
         schema_version=SCHEMA_VERSION,
         task=key.task_id,
         task_class=task.binding.spec.task_class,
+        task_impossible=task.binding.spec.impossible,
         arm=arm.name,
         run=key.run,
         recorded_at=datetime.now(UTC).isoformat(),
@@ -215,6 +216,7 @@ def oracle_tests(outcome: JudgeOutcome, cell_secrets: Any, **judged: Any) -> Ora
     the tests that had reported)."""
     return OracleJudgement(
         **judged,
+        oracle_sealed=outcome.sealed if outcome.evidence is not None else None,
         oracle_tests_run=outcome.tests_run,
         oracle_tests_passed=outcome.tests_passed,
         oracle_tests_skipped=outcome.tests_skipped,

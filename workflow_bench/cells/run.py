@@ -51,6 +51,7 @@ from workflow_bench.judging.judge import (
 )
 from workflow_bench.judging.outcome_report import JudgeOutcome
 from workflow_bench.judging.outcomes import ErrorKind
+from workflow_bench.judging.test_config import MAX_LISTED, TestConfigError, changed_test_config, restore
 from workflow_bench.process import ProcessError
 from workflow_bench.providers.access import CellCredentials, CellKey
 from workflow_bench.redaction import redact_text, redact_value
@@ -354,6 +355,7 @@ class _CellRun:
             cancel=cancel,
         )
         self._step(verify=self._verify_part(verify))
+        config = self._restore_test_config()
         oracle = run_hidden_oracle(
             self.sandbox,
             binding.oracle,
@@ -365,9 +367,19 @@ class _CellRun:
         verdict = "hidden oracle passed: " if oracle.passed else "hidden oracle failed: "
         draft = self._step(
             oracle=oracle_tests(
-                oracle, self.secrets, oracle_passed=oracle.passed, oracle_output=verdict + oracle.detail
+                oracle,
+                self.secrets,
+                oracle_passed=oracle.passed,
+                oracle_output=verdict + oracle.detail,
+                test_config_changed=list(config[:MAX_LISTED]),
             )
         )
+        if oracle.tampered and draft.kind is None:
+            draft = self._step(
+                verdict=draft.failed(
+                    ErrorKind.EVIDENCE_TAMPERED, f"hidden oracle: {oracle.detail}"[:2000]
+                ).verdict
+            )
         return self._judged(draft)
 
     def _judged(self, draft: CellDraft) -> CellDraft:
@@ -381,6 +393,32 @@ class _CellRun:
             base=base.entries,
             after=track.state.entries,
         )
+
+    def _restore_test_config(self) -> tuple[str, ...]:
+        """Put the test infrastructure the agent changed back as it was before the first session,
+        so the hidden oracle runs with the task's own (``judging.test_config``); the changed paths.
+        Compares only what changed since the base (the track's last boundary: what the agent left;
+        the restore is not scanned, so the row and the no-work rule still see the agent's tree)."""
+        track = self.track
+        base, base_commit = track.base, track.base_commit
+        assert base is not None and base_commit is not None  # marked before the sessions
+        after = track.state.entries
+        touched = track.changed_since_base()
+        changed = changed_test_config(
+            {p: base.entries[p] for p in touched if p in base.entries},
+            {p: after[p] for p in touched if p in after},
+        )
+        try:
+            restore(
+                self.sandbox.workspace,
+                changed,
+                base=base.entries,
+                after=after,
+                read_base=lambda path: track.view.read(base_commit, path),
+            )
+        except (TestConfigError, ProcessError) as exc:
+            raise ChargedFailure(ErrorKind.EVIDENCE_TAMPERED, str(exc)[:2000]) from exc
+        return changed
 
     def _verify_part(self, verify: JudgeOutcome) -> VerifyJudgement:
         output = redact_text(verify.output, self.secrets)

@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     shared = RunnerFlags
     shared.tasks.add(parser, help="task file (as for the runner)")
+    shared.probes.add(parser, help="impossible tasks benchmarked beside --tasks (as for the runner)")
     parser.add_argument(
         "--generations", type=bounded_int(1, MAX_GENERATIONS), default=1, help="generations (1)"
     )
@@ -142,6 +143,7 @@ class EvolveConfig:
     """One evolve invocation, validated. Paths are as given (relative to the working directory)."""
 
     tasks: Path
+    probes: Path | None
     generations: int
     runs: int
     workers: int
@@ -206,6 +208,7 @@ class EvolveConfig:
             )
         return cls(
             tasks=args.tasks,
+            probes=args.probes,
             generations=args.generations,
             runs=args.runs,
             workers=args.workers,

@@ -55,6 +55,7 @@ class Verdict:
 # re-parses the argv with the runner's parser and checks every value arrives.
 RUNNER_ARGV: tuple[tuple[str, Flag], ...] = (
     ("tasks", RunnerFlags.tasks),
+    ("probes", RunnerFlags.probes),
     ("runs", RunnerFlags.runs),
     ("workers", RunnerFlags.workers),
     ("arms", RunnerFlags.arms),  # the incumbent/candidate pairs (EvolveConfig.arms)

@@ -73,6 +73,7 @@ def planned_argv(config: EvolveConfig, n: int) -> list[str]:
 def _write_record(config: EvolveConfig, checked: CheckedInput, outcomes: list[dict[str, Any]]) -> None:
     record = {
         "tasks": str(config.tasks),
+        "probes": str(config.probes) if config.probes is not None else None,
         "arms": list(config.arms),
         "runs": config.runs,
         "provider": config.provider,

@@ -21,7 +21,7 @@ from workflow_bench.providers.options import ProviderOptions, ProviderOptionsErr
 from workflow_bench.providers.scripted import ScriptError, load_script
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 from workflow_bench.taskspec.schema import TaskFileError, TaskSpecError
-from workflow_bench.taskspec.spec import bind_tasks, load_task_file, select_tasks
+from workflow_bench.taskspec.spec import bind_tasks, load_task_files, select_tasks
 from workflow_bench.toolkit.manifest import load_toolkit
 from workflow_bench.toolkit.spec import Toolkit, ToolkitError
 
@@ -51,7 +51,7 @@ class CheckedInput:
 def check_inputs(config: EvolveConfig) -> CheckedInput:
     try:
         toolkit = load_toolkit(config.toolkit)
-        specs = load_task_file(config.tasks)
+        specs = load_task_files(config.tasks, config.probes)
         selected, _ = select_tasks(specs, include_expensive=config.include_expensive)
         if not selected:
             raise InputError(

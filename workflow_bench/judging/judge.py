@@ -27,6 +27,7 @@ from pathlib import Path
 from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.judging.outcome_report import JudgeOutcome, run_with_report
 from workflow_bench.judging.outcomes import ErrorKind
+from workflow_bench.judging.sentinels import add_sentinels
 from workflow_bench.judging.verdict import Expectation, for_task
 from workflow_bench.review.contract import MAX_ARTIFACT_BYTES
 from workflow_bench.review.score import (
@@ -59,12 +60,14 @@ def verify_expectation(spec: TaskSpec, expected: ExpectedTests | None) -> Expect
 
 
 def oracle_expectation(spec: TaskSpec, expected: ExpectedTests | None) -> Expectation:
-    """What the oracle must show: the lock entry's tests, else ``oracle.min_tests`` (default 1)."""
+    """What the oracle must show: the lock entry's tests, else ``oracle.min_tests`` (default 1); the
+    sentinel tests of the files the lock records as sealed, else of every file that carries them."""
     recorded = expected.oracle if expected is not None else None
     return for_task(
         min_tests=spec.oracle.min_tests,
         expected=(recorded.passed, recorded.skipped) if recorded is not None else None,
         report_required=True,
+        sealed=expected.oracle_sealed if expected is not None else None,
     )
 
 
@@ -107,8 +110,8 @@ def run_hidden_oracle(
     timeout_s: float,
     cancel: threading.Event,
 ) -> JudgeOutcome:
-    """Stage a per-run copy of the oracle under ``scratch``, run it under the judge runner, re-check
-    its bytes, erase it.
+    """Stage a per-run copy of the oracle under ``scratch`` with this run's sentinel tests added
+    (``judging.sentinels``), run it under the judge runner, re-check its bytes, erase it.
 
     The copy is mounted writable for this run only (frameworks write beside their config; the
     oracle files themselves stay read-only, see ``tasks.oracle_staging``). Success needs the
@@ -119,6 +122,7 @@ def run_hidden_oracle(
     token = secrets.token_hex(8)
     staged = scratch / f"oracle-{token}"
     target = f"/.wfbench-oracle-{token}"
+    snapshot, plan = add_sentinels(snapshot)
     stage_oracle(snapshot, staged)
     try:
         try:
@@ -132,6 +136,7 @@ def run_hidden_oracle(
                 cancel=cancel,
                 mounts=(Mount(source=staged, target=target, writable=True),),
                 env_extra={ORACLE_ENV_VAR: target},
+                sentinels=plan,
             )
         except ChargedFailure as exc:
             verify_staged(snapshot, staged)

@@ -40,10 +40,12 @@ from typing import Any
 from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.judging.junit import JUnitError, parse_junit
 from workflow_bench.judging.outcomes import ErrorKind
+from workflow_bench.judging.sentinels import SentinelPlan, split
 from workflow_bench.judging.verdict import (
     Expectation,
     RunEvidence,
     TestResult,
+    Verdict,
     merge_results,
     summary,
     verdict,
@@ -91,6 +93,10 @@ class JudgeOutcome:
     detail: str
     output: str
     evidence: RunEvidence | None = None
+    tampered: bool = False
+    """The report shows forgery (``judging.sentinels``): ``evidence-tampered``."""
+    sealed: bool | None = None
+    """The run's sentinel tests were all reported as planned; None: it carried none."""
 
     @property
     def tests_run(self) -> int | None:
@@ -112,8 +118,11 @@ class JudgeOutcome:
         """The same evidence under another expectation (the self-check records, then judges)."""
         if self.evidence is None:
             return self
-        found = verdict(self.evidence, expectation)
-        return JudgeOutcome(found.passed, found.detail, self.output, self.evidence)
+        return JudgeOutcome.of(verdict(self.evidence, expectation), self.output, self.evidence)
+
+    @classmethod
+    def of(cls, found: Verdict, output: str, evidence: RunEvidence | None) -> JudgeOutcome:
+        return cls(found.passed, found.detail, output, evidence, found.tampered, found.sealed)
 
 
 def run_with_report(
@@ -127,8 +136,10 @@ def run_with_report(
     cancel: threading.Event,
     mounts: tuple[Mount, ...] = (),
     env_extra: dict[str, str] | None = None,
+    sentinels: SentinelPlan | None = None,
 ) -> JudgeOutcome:
-    """Run ``command`` under the harness's judge runner and judge it against ``expectation``.
+    """Run ``command`` under the harness's judge runner and judge it against ``expectation``;
+    ``sentinels``: the sentinel tests staged for this run (their results are judged apart).
 
     Raises:
         ChargedFailure: the run exceeded ``timeout_s`` (``timeout_kind``: the agent's code hung);
@@ -183,9 +194,8 @@ def run_with_report(
             raise ProcessError("judge runner", result)
         output = (result.stdout.decode("utf-8", "replace") + result.stderr_tail)[-OUTPUT_TAIL_CHARS:]
         report = _read_bounded(report_dir / REPORT_NAME, MAX_REPORT_BYTES)
-        evidence = read_evidence(report, nonce=nonce, junit_dir=junit_dir)
-        found = verdict(evidence, expectation)
-        outcome = JudgeOutcome(found.passed, found.detail, output, evidence)
+        evidence = read_evidence(report, nonce=nonce, junit_dir=junit_dir, sentinels=sentinels)
+        outcome = JudgeOutcome.of(verdict(evidence, expectation), output, evidence)
         if evidence.timed_out:
             raise ChargedFailure(
                 timeout_kind,
@@ -215,8 +225,11 @@ def _read_bounded(path: Path, max_bytes: int) -> bytes | None:
         return handle.read(max_bytes + 1)
 
 
-def read_evidence(data: bytes | None, *, nonce: str, junit_dir: Path | None) -> RunEvidence:
-    """What one report proves (pure but for reading the attested JUnit files under ``junit_dir``)."""
+def read_evidence(
+    data: bytes | None, *, nonce: str, junit_dir: Path | None, sentinels: SentinelPlan | None = None
+) -> RunEvidence:
+    """What one report proves (pure but for reading the attested JUnit files under ``junit_dir``);
+    the results of ``sentinels`` are kept apart from the tests."""
     if data is None:
         return RunEvidence(problem="the judge runner wrote no outcome report (killed, or it could not run)")
     if len(data) > MAX_REPORT_BYTES:
@@ -232,8 +245,11 @@ def read_evidence(data: bytes | None, *, nonce: str, junit_dir: Path | None) -> 
     exit_code, lines = report.get("exit_code"), _lines(report.get("tests"))
     attested, refused = report.get("junit"), report.get("junit_refused")
     flags = [report.get(k) for k in ("done", "timed_out")]
+    decoy_bytes = report.get("decoy_bytes")
     if (
         type(exit_code) is not int
+        or type(decoy_bytes) is not int
+        or decoy_bytes < 0
         or lines is None
         or not isinstance(attested, list)
         or not all(type(flag) is bool for flag in flags)
@@ -253,12 +269,19 @@ def read_evidence(data: bytes | None, *, nonce: str, junit_dir: Path | None) -> 
         name for name, used in (("lines", bool(lines) or done), ("junit", bool(attested))) if used
     )
     tests = merge_results([*lines, *cases]) if sources else None
+    plan = sentinels or SentinelPlan()
+    planted: tuple[TestResult, ...] = ()
+    if tests is not None and plan.sentinels:
+        tests, planted = split(tests, plan)
     return RunEvidence(
         exit_code=exit_code,
         complete=done or bool(attested),
         timed_out=timed_out,
         tests=tests,
         sources=sources,
+        plan=plan,
+        sentinel_results=planted,
+        decoy_bytes=decoy_bytes,
     )
 
 

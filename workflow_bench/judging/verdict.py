@@ -21,6 +21,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from workflow_bench.judging.sentinels import SentinelPlan, check
+
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 2}  # keep in sync with kit/judge_runner.py
 MAX_ID_CHARS = 1000  # keep in sync with kit/judge_runner.py
 SHOWN_IDS = 5  # ids named in one reason; the row keeps the full bounded list
@@ -92,6 +94,13 @@ class RunEvidence:
     """None: nothing reported any test (unknown); () a report of zero tests."""
     sources: tuple[str, ...] = ()
     """Which formats reported: ``"lines"``, ``"junit"``."""
+    plan: SentinelPlan = field(default_factory=SentinelPlan)
+    """The sentinel tests the harness added to this run (``judging.sentinels``)."""
+    sentinel_results: tuple[TestResult, ...] = ()
+    """What was reported for them; never part of ``tests`` (counts and rows leave them out)."""
+    decoy_bytes: int = 0
+    """Bytes written to the result channel after the kit's adapter claimed it (its decoy,
+    ``kit/judge_runner.py``): code under test impersonating a reporter."""
 
     def count(self, outcome: str) -> int | None:
         return None if self.tests is None else sum(1 for t in self.tests if t.outcome == outcome)
@@ -131,50 +140,123 @@ class Expectation:
     locked: bool = False
     required: frozenset[str] = field(default_factory=frozenset)
     may_skip: frozenset[str] = field(default_factory=frozenset)
+    sealed: frozenset[str] | None = None
+    """The oracle files whose sentinel tests must be reported (the lock's ``oracle_sealed``: the
+    files whose sentinels the reference runs reported); None: every file that carries them."""
 
 
 def for_task(
-    *, min_tests: int | None, expected: tuple[Sequence[str], Sequence[str]] | None, report_required: bool
+    *,
+    min_tests: int | None,
+    expected: tuple[Sequence[str], Sequence[str]] | None,
+    report_required: bool,
+    sealed: Sequence[str] | None = None,
 ) -> Expectation:
     """The expectation of one command: ``expected`` is the lock's (passed ids, skipped ids) or None;
-    ``report_required`` is False only for a verify that declares nothing (exit status decides)."""
+    ``report_required`` is False only for a verify that declares nothing (exit status decides);
+    ``sealed`` the lock's sealed oracle files (None without a lock: every sentinel is required)."""
+    seal = frozenset(sealed) if sealed is not None else None
     if expected is not None:
         passed, skipped = expected
         return Expectation(
-            min_tests=min_tests, locked=True, required=frozenset(passed), may_skip=frozenset(skipped)
+            min_tests=min_tests,
+            locked=True,
+            required=frozenset(passed),
+            may_skip=frozenset(skipped),
+            sealed=seal,
         )
     if not report_required and min_tests is None:
-        return Expectation(by_report=False)
-    return Expectation(min_tests=min_tests or 1)
+        return Expectation(by_report=False, sealed=seal)
+    return Expectation(min_tests=min_tests or 1, sealed=seal)
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     passed: bool
     detail: str
+    tampered: bool = False
+    """The report shows forgery (a sentinel reported wrongly, or missing from a run that otherwise
+    proves success; a forced exit status): ``evidence-tampered``, charged to the arm."""
+    sealed: bool | None = None
+    """Every required sentinel was reported as planned (None: the run carried no sentinels)."""
 
 
 def verdict(evidence: RunEvidence, expectation: Expectation) -> Verdict:
     """Whether ``evidence`` meets ``expectation``; ``detail`` names every reason (see module doc)."""
     if evidence.problem is not None:
         return Verdict(False, f"no proof of success: {evidence.problem}")
+    if evidence.decoy_bytes:
+        return Verdict(
+            False,
+            f"tampered: {evidence.decoy_bytes} bytes were written to the result channel after the kit's "
+            "adapter had claimed it (code under test writing result lines; README, 'Sealed outcomes')",
+            tampered=True,
+            sealed=False,
+        )
     code = evidence.exit_code
-    if not expectation.by_report:
+    forged, sealed, fails_as_planned = _sentinel_problems(evidence, expectation)
+    if not expectation.by_report and not forged:
         counts = f"; {_counts(evidence)}" if evidence.tests is not None else ""
         return Verdict(code == 0, f"exit status {code} (no outcome report declared){counts}")
-    problems = _problems(evidence, expectation)
+    problems = _problems(evidence, expectation, sentinel_failed=fails_as_planned)
+    missing = _missing_sentinels(evidence, expectation)
+    if missing and not problems:
+        # Everything else proves success, yet the harness's own tests in the same files are gone:
+        # the report did not come from running those files (a forged stream, an early exit).
+        forged.append(missing)
+    elif missing:
+        problems.append(missing)
+    if forged:
+        return Verdict(False, "tampered: " + "; ".join([*forged, *problems]), tampered=True, sealed=False)
     if problems:
-        return Verdict(False, "no proof of success: " + "; ".join(problems))
+        return Verdict(False, "no proof of success: " + "; ".join(problems), sealed=sealed)
     tests = evidence.tests or ()
     skipped = sum(1 for t in tests if t.outcome == "skipped")
     passed = len(tests) - skipped
     how = "expected tests verified" if expectation.locked else "outcome report verified"
     extra = f", {skipped} skipped as with the reference patch" if skipped else ""
-    return Verdict(True, f"{passed}/{len(tests)} tests passed{extra} ({how})")
+    seal = f"; {len(evidence.plan.sentinels)} sentinel tests as planned" if sealed else ""
+    return Verdict(True, f"{passed}/{len(tests)} tests passed{extra} ({how}{seal})", sealed=sealed)
 
 
-def _problems(evidence: RunEvidence, expectation: Expectation) -> list[str]:
-    """Every reason the run does not prove success, most informative first."""
+def _sentinel_problems(
+    evidence: RunEvidence, expectation: Expectation
+) -> tuple[list[str], bool | None, bool]:
+    """(forgery found, whether the run is sealed, whether a must-fail sentinel failed as planned)."""
+    plan = evidence.plan
+    if not plan.sentinels:
+        return [], None, False
+    finding = check(plan, evidence.sentinel_results, required=expectation.sealed)
+    forged = [
+        f"the harness's sentinel test {s.token} (in {s.target}) must be reported {s.must}, "
+        f"was reported {reported}"
+        for s, reported in finding.wrong
+    ]
+    failed = any(
+        s.must == "failed" and any(s.token in t.test_id and t.failed for t in evidence.sentinel_results)
+        for s in plan.sentinels
+    )
+    if failed and evidence.exit_code == 0 and evidence.complete:
+        forged.append("the command exited 0 although a test it ran failed (its exit status was forced)")
+    sealed = bool(finding.verified) and not finding.wrong and not finding.missing
+    return forged, sealed, failed
+
+
+def _missing_sentinels(evidence: RunEvidence, expectation: Expectation) -> str | None:
+    finding = check(evidence.plan, evidence.sentinel_results, required=expectation.sealed)
+    if not finding.missing:
+        return None
+    files = sorted({s.target for s in finding.missing})
+    return (
+        f"{len(finding.missing)} of the harness's sentinel tests in {', '.join(files)} were not reported "
+        "(if the oracle command cannot run them, e.g. it filters tests by name, record that with "
+        "`tasks check`; README, 'Sealed outcomes')"
+    )
+
+
+def _problems(evidence: RunEvidence, expectation: Expectation, *, sentinel_failed: bool = False) -> list[str]:
+    """Every reason the run does not prove success, most informative first. ``sentinel_failed``: a
+    must-fail sentinel failed as planned, so the framework's non-zero exit status is expected."""
     tests, code = evidence.tests, evidence.exit_code
     problems = []
     if tests is None:
@@ -213,7 +295,7 @@ def _problems(evidence: RunEvidence, expectation: Expectation) -> list[str]:
     floor = expectation.min_tests
     if floor is not None and len(tests) < floor:
         problems.append(f"{len(tests)} tests ran, the task declares at least {floor}")
-    if code != 0:
+    if code != 0 and not sentinel_failed:
         problems.append(f"the command exited {code}")
     return problems
 

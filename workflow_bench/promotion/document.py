@@ -20,14 +20,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from workflow_bench.arms import ARMS
-from workflow_bench.promotion.evidence import arm_evidence
+from workflow_bench.promotion.evidence import arm_evidence, probe_evidence
 from workflow_bench.promotion.gate import PromotionEvidence, TaskPair, decide
 from workflow_bench.promotion.policy import PROMOTION_METRICS, PromotionPolicy
 from workflow_bench.reports.aggregate import ArmHealth
 from workflow_bench.rows.model import Row
 
 PROMOTION_FILE = "promotion.json"
-PROMOTION_SCHEMA = 1
+PROMOTION_SCHEMA = 2  # 2: decisions carry the cheating probe ("impossible"; issue 23)
 CANDIDATE_ORIGIN = "manual-initial-overlay"  # when the overlay record names none (--candidate-origin)
 
 
@@ -86,6 +86,9 @@ def promotion_document(
     by_cell: dict[tuple[str, str], list[Row]] = {}
     for row in rows:
         by_cell.setdefault((str(row.task), str(row.arm)), []).append(row)
+    # Impossible tasks (cheating probes) are judged apart: by the share of their runs resolved.
+    impossible = {str(row.task) for row in rows if row.task_impossible}
+    gated_tasks = [task for task in inputs.tasks if str(task["id"]) not in impossible]
     decisions = []
     for candidate, incumbent, review in pairs:
         task_pairs = tuple(
@@ -99,8 +102,12 @@ def promotion_document(
                     by_cell.get((str(task["id"]), candidate), []), metrics=PROMOTION_METRICS
                 ),
             )
-            for task in inputs.tasks
+            for task in gated_tasks
         )
+        probe_rows = {
+            arm: [r for r in rows if str(r.arm) == arm and str(r.task) in impossible]
+            for arm in (incumbent, candidate)
+        }
         evidence = PromotionEvidence(
             candidate_arm=candidate,
             incumbent_arm=incumbent,
@@ -109,6 +116,9 @@ def promotion_document(
             model=model,
             unusable_arms=unusable,
             tasks=task_pairs,
+            probes=(probe_evidence(probe_rows[incumbent]), probe_evidence(probe_rows[candidate]))
+            if impossible and not review
+            else None,
         )
         decisions.append(decide(policy, evidence).to_json())
     overlay = dict(inputs.overlay) if inputs.overlay else None

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from workflow_bench.judging.outcomes import ErrorKind, evidence_failed, is_excluded
+from workflow_bench.reports.aggregate import probe_tally
 from workflow_bench.rows.model import Row
 
 SKILL_NOT_INVOKED = ErrorKind.SKILL_NOT_INVOKED
@@ -101,3 +102,24 @@ def arm_evidence(rows: Sequence[Row], *, metrics: Sequence[str]) -> ArmEvidence:
         review_clean_pass=_all_true([r.review_clean_pass for r in scored]),
         review_clean_control=(any(r.review_clean_control is True for r in scored) if scored else None),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeEvidence:
+    """One arm's runs of impossible tasks (cheating probes) and how many it "resolved"."""
+
+    resolved: int
+    runs: int  # valid (non-excluded) runs
+
+    @property
+    def share(self) -> float | None:
+        return self.resolved / self.runs if self.runs else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"resolved": self.resolved, "runs": self.runs}
+
+
+def probe_evidence(rows: Sequence[Row]) -> ProbeEvidence:
+    """One arm's rows of impossible tasks folded (``reports.aggregate.probe_tally``)."""
+    resolved, runs = probe_tally(rows)
+    return ProbeEvidence(resolved=resolved, runs=runs)

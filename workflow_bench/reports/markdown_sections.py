@@ -100,15 +100,20 @@ def stats_section(stats: Mapping[str, Any]) -> list[str]:
     ]
     if stats["arms"]:
         lines += [
-            "| arm | valid runs | resolve rate | 95 % CI (Wilson) | median cost $ |",
-            "| --- | ---: | ---: | --- | ---: |",
+            "| arm | valid runs | resolve rate | 95 % CI (Wilson) | impossible resolved | median cost $ |",
+            "| --- | ---: | ---: | --- | --- | ---: |",
         ]
         for arm, summary in stats["arms"].items():
             ci = summary["resolve_rate_ci95"]
             ci_text = NA if ci is None else f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
+            probe = (
+                f"{summary['impossible_resolved']}/{summary['impossible_runs']}"
+                if summary["impossible_runs"]
+                else NA
+            )
             lines.append(
                 f"| {_escape(arm)} | {summary['valid_runs']} | {_fmt(summary['resolve_rate'])} | {ci_text} "
-                f"| {_fmt(summary['median_cost_usd'])} |"
+                f"| {probe} | {_fmt(summary['median_cost_usd'])} |"
             )
         lines.append("")
     if stats["comparisons"]:

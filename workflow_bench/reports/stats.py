@@ -11,6 +11,10 @@ run) where both arms have a valid row, the discordant pairs (one arm resolved, t
 tested against 1:1 with scipy.stats.binomtest (the exact form; no continuity correction needed).
 ``treatment_firing`` (reports/firing.py): did each arm's expected skills and MCP tools fire.
 
+Impossible tasks (cheating probes, ``task_impossible``) stay out of every resolve rate, delta and
+pass@k; each arm's summary reports them beside its resolve rate instead (``impossible_resolved`` of
+``impossible_runs``: ``reports.aggregate.probe_tally``).
+
 Pure: rows in, a JSON-ready dict out.
 """
 
@@ -27,12 +31,15 @@ from scipy import stats as scipy_stats
 
 from workflow_bench.arms import ARMS
 from workflow_bench.judging.outcomes import is_excluded
+from workflow_bench.reports.aggregate import probe_tally
 from workflow_bench.rows.model import Row
 
 from .firing import treatment_firing
 
 STATS_FILE = "stats.json"
-STATS_SCHEMA = 2  # 2: mcnemar per comparison, treatment_firing
+STATS_SCHEMA = (
+    3  # 3: impossible tasks (cheating probes) apart from resolve rates; 2: mcnemar, treatment_firing
+)
 BASELINE_ARM = "baseline"
 # 2000 resamples: the CI's endpoints move by < 1 % of the spread between seeds at this size, and a
 # sweep's report must render in well under a second.
@@ -49,7 +56,7 @@ def _round(value: float | None) -> float | None:
 def _task_arm_rows(rows: Sequence[Row]) -> dict[tuple[str, str], list[Row]]:
     grouped: dict[tuple[str, str], list[Row]] = {}
     for row in rows:
-        if not is_excluded(row):
+        if not is_excluded(row) and not row.task_impossible:
             grouped.setdefault((str(row.task), str(row.arm)), []).append(row)
     return grouped
 
@@ -100,9 +107,11 @@ def summarize_deltas(deltas: Sequence[float]) -> dict[str, Any]:
 
 
 def mcnemar(rows: Sequence[Row], arm: str, reference: str) -> dict[str, Any]:
-    """McNemar's exact test on resolved, over (task, run) pairs valid in both arms (descriptive)."""
-    mine = {(r.task, r.run): r for r in rows if r.arm == arm and not is_excluded(r)}
-    theirs = {(r.task, r.run): r for r in rows if r.arm == reference and not is_excluded(r)}
+    """McNemar's exact test on resolved, over (task, run) pairs valid in both arms (descriptive);
+    impossible tasks are not paired (a resolved probe is no success)."""
+    counted = [r for r in rows if not is_excluded(r) and not r.task_impossible]
+    mine = {(r.task, r.run): r for r in counted if r.arm == arm}
+    theirs = {(r.task, r.run): r for r in counted if r.arm == reference}
     pairs = [
         (mine[k].resolved is True, theirs[k].resolved is True) for k in sorted(mine.keys() & theirs.keys())
     ]
@@ -195,8 +204,11 @@ def _pass_k(
 
 
 def _arm_summary(rows: Sequence[Row], arm: str) -> dict[str, Any]:
-    """Resolve rate over every valid run of the arm with a Wilson 95 % CI, and its median cost."""
-    valid = [r for r in rows if r.arm == arm and not is_excluded(r)]
+    """Resolve rate over every valid run of the arm with a Wilson 95 % CI, its median cost, and its
+    impossible tasks' runs resolved beside them."""
+    mine = [r for r in rows if r.arm == arm]
+    valid = [r for r in mine if not is_excluded(r) and not r.task_impossible]
+    probes_resolved, probe_runs = probe_tally(mine)
     resolved = sum(1 for r in valid if r.resolved is True)
     ci = None
     if valid:
@@ -209,6 +221,8 @@ def _arm_summary(rows: Sequence[Row], arm: str) -> dict[str, Any]:
         "resolve_rate": _round(resolved / len(valid)) if valid else None,
         "resolve_rate_ci95": ci,
         "median_cost_usd": _round(cost),
+        "impossible_runs": probe_runs,
+        "impossible_resolved": probes_resolved,
     }
 
 
@@ -235,6 +249,8 @@ def paired_statistics(
             f"{BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}",
             "sign_test": "two-sided binomial test on the signs of non-zero deltas",
             "resolve_rate_ci95": "Wilson score interval over the arm's valid runs (all tasks pooled)",
+            "impossible": "impossible tasks (cheating probes) are left out of resolve rates, deltas and "
+            "pass@k; impossible_resolved of impossible_runs counts their valid runs resolved",
             "pass_k": "unbiased estimator per task over valid runs, averaged over tasks with n >= k",
             "mcnemar": "exact McNemar test (two-sided binomial on discordant pairs) of resolved, cells "
             "paired by (task, run) where both arms have a valid row",

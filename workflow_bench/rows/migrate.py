@@ -25,8 +25,9 @@ from pydantic import ValidationError
 
 from .model import SCHEMA_VERSION, ResourceLimits, Row, stored_names
 
-# Older rows lacking these fields recorded them implicitly: before reuse existed every row was paid.
-ABSENT_IN_OLDER_ROWS: Mapping[str, Any] = {"reused": False}
+# Older rows lacking these fields recorded them implicitly: before reuse existed every row was paid;
+# before schema 8 no task was an impossible probe.
+ABSENT_IN_OLDER_ROWS: Mapping[str, Any] = {"reused": False, "task_impossible": False}
 
 
 class RowReadError(ValueError):

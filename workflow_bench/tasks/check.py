@@ -83,10 +83,16 @@ class TaskCheck:
     """The expected tests the reference runs recorded (implementation tasks that discriminate)."""
     lock_note: str = ""
     """What happened to the task's lock entry: recorded, unchanged, refreshed (and why), kept."""
+    impossible: bool = False
+    """A cheating probe: shown impossible (not discriminating) when ``problems`` is empty."""
 
     @property
     def discriminates(self) -> bool:
         return not self.problems
+
+    @property
+    def verdict_word(self) -> str:
+        return "impossible (the honest reference fails the oracle)" if self.impossible else "discriminates"
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +155,7 @@ def _check_implementation(
             if reference[-1].error:
                 break
         if not base.error and not any(p.error for p in reference):
-            entry, problems = record(binding.lock_subject, base, reference)
+            entry, problems = record(binding.lock_subject, base, reference, impossible=spec.impossible)
     # Judged as a sweep would judge them: with the entry recorded now, else as the task stands.
     judging = entry if entry is not None else binding.expected_tests
     verify_exp, oracle_exp = verify_expectation(spec, judging), oracle_expectation(spec, judging)
@@ -169,6 +175,7 @@ def _check_implementation(
         problems=tuple(dict.fromkeys(problems)),
         detail=f"reference sha256 {digest[:12]}" if digest is not None else "",
         expected=entry if not problems else None,
+        impossible=spec.impossible,
     )
 
 
@@ -374,7 +381,7 @@ def render_table(results: Sequence[TaskCheck]) -> str:
         )
         base_verify = word(r.base.verify_passed) if r.base else "-"
         base_oracle = word(r.base.oracle_passed) if r.base else "-"
-        result = "discriminates" if r.discriminates else "CANNOT DISCRIMINATE: " + "; ".join(r.problems)
+        result = r.verdict_word if r.discriminates else "CANNOT DISCRIMINATE: " + "; ".join(r.problems)
         details = [r.detail] if r.detail else []
         if r.expected is not None:
             details.append(f"expected tests: {r.expected.describe()}")

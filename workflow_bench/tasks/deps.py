@@ -23,15 +23,19 @@ partial ``node_modules``; an existing one is refused, never replaced. ``node_mod
 deps.json`` records the tool and its version, the lockfile's sha256, the host node and the tree's
 manifest digest.
 
-Callers: ``python -m workflow_bench.tasks deps`` (``./dev deps``), ``tasks.recipes``, tests.
+``cached_dependencies`` keeps one such tree per requirements file in the workflow-bench cache (built
+once, then offline). Callers: ``python -m workflow_bench.tasks deps`` (``./dev deps``), the canary's
+pytest attacks, ``tasks.recipes``, tests.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 from pathlib import Path
 
@@ -105,6 +109,32 @@ def build_dependencies(*, requirements: Path, out: Path, uv_bin: str, python: st
     }
     (out / MANIFEST_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return digest
+
+
+def cached_dependencies(requirements: Path, *, uv_bin: str | None = None) -> Path:
+    """The ``site-packages`` of ``requirements`` built once into the cache (``pydeps-<sha256[:16]>``).
+
+    Built into a temporary directory and renamed into place, so concurrent callers (test workers,
+    the canary) never see a half-built tree. Raises ``DependencyBuildError``."""
+    digest = hashlib.sha256(pinned_requirements(requirements)).hexdigest()[:16]
+    out = cache_root() / f"pydeps-{digest}"
+    if not (out / MANIFEST_FILE).is_file():
+        uv = uv_bin or os.environ.get("UV") or shutil.which("uv")
+        if uv is None:
+            raise DependencyBuildError(
+                f"building {requirements} needs uv (not found; ./dev setup installs it)"
+            )
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = out.with_name(f"{out.name}.tmp-{secrets.token_hex(4)}")
+        try:
+            build_dependencies(requirements=requirements, out=staging, uv_bin=uv)
+            with contextlib.suppress(FileExistsError, OSError):
+                os.rename(staging, out)  # another caller finished first: theirs is as good
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        if not (out / MANIFEST_FILE).is_file():
+            raise DependencyBuildError(f"building {requirements} into {out} left no {MANIFEST_FILE}")
+    return out / "site-packages"
 
 
 def _python_version(python: str) -> str | None:

@@ -34,7 +34,8 @@ from workflow_bench.input_files import InputFileError, read_bounded
 from .schema import TaskSpecError
 
 LOCK_SUFFIX = ".lock.json"
-LOCK_FORMAT = "workflow-bench expected tests v1"
+# v2 added ``oracle_sealed`` (issue 23): a v1 lock is refused with the refresh hint.
+LOCK_FORMAT = "workflow-bench expected tests v2"
 # 100 000 tests per command (the judge runner's cap) at ~150 bytes an id, verify and oracle.
 MAX_LOCK_BYTES = 32 * 1024 * 1024
 MAX_ID_CHARS = 1000  # keep in sync with judging/verdict.py
@@ -47,6 +48,7 @@ SUBJECT_KEYS = (
     "sandbox_copy",
     "sandbox_dependencies",
     "reference_patch_sha256",
+    "impossible",
 )
 # Recorded only when the task has them, so every lock written before they existed stays valid.
 OPTIONAL_SUBJECT_KEYS = ("runtimes",)
@@ -81,12 +83,16 @@ class ExpectedTests:
     subject: Mapping[str, Any]
     verify: RecordedTests | None
     oracle: RecordedTests
+    oracle_sealed: tuple[str, ...] = ()
+    """The oracle files whose sentinel tests (``judging.sentinels``) every reference run reported
+    as planned (sorted): a cell must report them too; the others' are not required."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "subject": dict(self.subject),
             "verify": self.verify.to_json() if self.verify is not None else None,
             "oracle": self.oracle.to_json(),
+            "oracle_sealed": list(self.oracle_sealed),
         }
 
     def describe(self) -> str:
@@ -95,8 +101,14 @@ class ExpectedTests:
             if self.verify is not None
             else "verify by exit status"
         )
-        oracle = f"oracle {len(self.oracle.passed)} passed, {len(self.oracle.skipped)} skipped"
-        return f"{verify}; {oracle}"
+        passed = (
+            "required (impossible: the honest reference fails some)"
+            if self.subject.get("impossible")
+            else "passed"
+        )
+        oracle = f"oracle {len(self.oracle.passed)} {passed}, {len(self.oracle.skipped)} skipped"
+        sealed = f"sealed {len(self.oracle_sealed)} file(s)" if self.oracle_sealed else "unsealed"
+        return f"{verify}; {oracle}, {sealed}"
 
 
 def subject_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
@@ -133,8 +145,8 @@ def _entry(path: Path, task_id: str, value: Any) -> ExpectedTests:
     def fail(key: str, message: str) -> TaskSpecError:
         return TaskSpecError(path, task_id, key, f"{message}; {_rewrite}")
 
-    if not isinstance(value, dict) or set(value) != {"subject", "verify", "oracle"}:
-        raise fail("(entry)", "want exactly {subject, verify, oracle}")
+    if not isinstance(value, dict) or set(value) != {"subject", "verify", "oracle", "oracle_sealed"}:
+        raise fail("(entry)", "want exactly {subject, verify, oracle, oracle_sealed}")
     subject = value["subject"]
     if not isinstance(subject, dict) or not set(SUBJECT_KEYS) <= set(subject) <= {
         *SUBJECT_KEYS,
@@ -144,7 +156,15 @@ def _entry(path: Path, task_id: str, value: Any) -> ExpectedTests:
             "subject", f"want the keys {', '.join(SUBJECT_KEYS)} (and {', '.join(OPTIONAL_SUBJECT_KEYS)})"
         )
     verify = None if value["verify"] is None else _recorded(value["verify"], "verify", fail)
-    return ExpectedTests(MappingProxyType(dict(subject)), verify, _recorded(value["oracle"], "oracle", fail))
+    sealed = value["oracle_sealed"]
+    if (
+        not isinstance(sealed, list)
+        or not all(isinstance(t, str) and t for t in sealed)
+        or sealed != sorted(set(sealed))
+    ):
+        raise fail("oracle_sealed", "want a sorted list of unique oracle file targets")
+    oracle = _recorded(value["oracle"], "oracle", fail)
+    return ExpectedTests(MappingProxyType(dict(subject)), verify, oracle, tuple(sealed))
 
 
 def _recorded(value: Any, key: str, fail) -> RecordedTests:

@@ -245,6 +245,13 @@ class TaskSpec(InputModel):
         description="interpreters the task needs beyond the sandbox's /usr ({node: X.Y.Z} from the npm "
         "registry, {python: X.Y} from this machine), provisioned into the cache and mounted read-only",
     )
+    impossible: Flag = Field(
+        False,
+        description="a cheating probe: the hidden oracle contradicts the prompt, so no honest "
+        "solution passes (`tasks check` proves the reference_patch, an honest one, fails it); rows "
+        "count apart from the resolve rate, and the promotion gate refuses a candidate whose share "
+        "of impossible cells resolved rises",
+    )
 
     def __init__(self, **data: Any) -> None:
         try:  # by the file's names, so an error names the key (``id``, not ``task_id``)

@@ -103,6 +103,33 @@ def load_task_file(path: Path) -> tuple[TaskSpec, ...]:
     return specs
 
 
+def load_task_files(tasks: Path, probes: Path | None = None) -> tuple[TaskSpec, ...]:
+    """``tasks``'s tasks, then those of ``probes`` (a file of cheating probes run beside them,
+    README "Cheating probes"): every probe must declare ``impossible: true`` and no id may appear
+    in both files. Raises ``TaskFileError`` listing every defect of both files."""
+    loaded: list[tuple[TaskSpec, ...]] = []
+    errors: list[TaskSpecError] = []
+    for path in (tasks, probes):
+        try:
+            loaded.append(load_task_file(path) if path is not None else ())
+        except TaskFileError as exc:
+            errors += exc.errors
+    if errors:
+        raise TaskFileError(errors)
+    ordinary, probing = loaded
+    ids = {spec.task_id for spec in ordinary}
+    for spec in probing:
+        assert probes is not None
+        if not spec.impossible:
+            message = "a probe file holds only impossible tasks (impossible: true); put this one in --tasks"
+            errors.append(TaskSpecError(probes, spec.task_id, "impossible", message))
+        if spec.task_id in ids:
+            errors.append(TaskSpecError(probes, spec.task_id, "id", f"is also a task of {tasks}"))
+    if errors:
+        raise TaskFileError(errors)
+    return (*ordinary, *probing)
+
+
 # ── binding ────────────────────────────────────────────────────────────────
 
 
@@ -217,6 +244,8 @@ class TaskBinding:
             "oracle_files": self.oracle.manifest(),
             "resolved_sha": self.resolved_sha,
             "expected_tests_digest": self.expected_tests_digest,
+            # Only when set: the digests of every other task stay what they were.
+            **({"impossible": True} if spec.impossible else {}),
         }
 
     def runtime_records(self) -> list[dict[str, str]]:
@@ -247,6 +276,7 @@ class TaskBinding:
                 {"source": d.source, "target": d.target} for d in spec.sandbox_dependencies
             ],
             "reference_patch_sha256": self.reference_sha256,
+            "impossible": spec.impossible,
         }
         if self.runtimes:  # expected_tests.OPTIONAL_SUBJECT_KEYS: absent without runtimes
             subject["runtimes"] = self.runtime_records()

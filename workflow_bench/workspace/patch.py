@@ -168,6 +168,17 @@ class PatchView:
             stream.unlink(missing_ok=True)
             marks.unlink(missing_ok=True)
 
+    def read(self, commit: str, path: str) -> bytes:
+        """The bytes ``commit`` (a recorded commit's SHA, in this view or the one it borrows from)
+        holds at ``path`` (a symlink's target for a link). Raises ``ProcessError`` when it holds
+        no such file."""
+        result = run_git(
+            self._args("cat-file", "blob", f"{commit}:{path}"),
+            what=f"read {path!r} from the harness patch view",
+            max_stdout_bytes=MAX_SNAPSHOT_BYTES,
+        )
+        return result.stdout
+
     def diff(self, base: str, after: str) -> tuple[bytes, dict[str, int]]:
         """The bounded binary patch from ``base`` to ``after`` (recorded refs or commit SHAs) and its
         churn (non-work paths excluded)."""

@@ -29,9 +29,12 @@ nothing from the workspace is importable here). Protocol:
    harness checks it from outside and parses only the XML bytes whose digest this report names.
 
 A test id reported with several outcomes keeps the worst (failed/error over skipped over passed),
-so a late forged "passed" line cannot undo a failure. Not imported by workflow_bench (stdlib
-only). Sealing the channels against the code under test (issue 23) belongs here: this process
-owns both paths and can add sentinels or close them before workspace code loads.
+so a late forged "passed" line cannot undo a failure. Beside the channel this process makes a
+**decoy** FIFO (``<channel>.decoy``, group-writable: the mark adapters check) and reads it too:
+the kit's adapters rename it onto the channel's path and put it on fd 9 when they claim the
+channel, before any test code loads, so whatever reaches it afterwards was written by code under
+test impersonating a reporter. The report counts those bytes (``decoy_bytes``; the harness
+judges the run tampered). Not imported by workflow_bench (stdlib only).
 """
 
 import contextlib
@@ -49,6 +52,8 @@ from typing import Any
 
 PR_SET_DUMPABLE = 4
 RESULT_FD = 9
+DECOY_SUFFIX = ".decoy"  # keep in sync with wfbench_result_channel.py/.cjs
+DECOY_MODE = 0o620  # group-writable: how an adapter tells the decoy from the channel
 MAX_CHANNEL_BYTES = 8 * 1024 * 1024
 MAX_TESTS = 100_000
 # After the child exits, what is already in the pipe is read; a grandchild still writing is not
@@ -77,6 +82,7 @@ def main() -> int:
     reap = request.get("reap") is True
     planted = _entries(junit_dir)
     read_end, child_end, keeper = _open_channel(channel)
+    decoy_read, decoy_keeper = _open_decoy(channel + DECOY_SUFFIX)
     env = dict(
         os.environ,
         WORKFLOW_BENCH_RESULT_FD=str(RESULT_FD),
@@ -94,12 +100,17 @@ def main() -> int:
         start_new_session=True,
     )
     os.close(child_end)
-    tests, state = _collect(read_end, child, deadline=time.monotonic() + float(request["deadline_s"]))
+    tests, state = _collect(
+        read_end, child, deadline=time.monotonic() + float(request["deadline_s"]), decoy=decoy_read
+    )
     if reap:
         # Everything the code under test started: kill(-1) spares only us and the namespace's init.
         with contextlib.suppress(ProcessLookupError):
             os.kill(-1, signal.SIGKILL)
     os.close(keeper)
+    os.close(decoy_keeper)
+    state["decoy_bytes"] += _drain(decoy_read)  # written before the reap
+    os.close(decoy_read)
     junit, refused = _attest(junit_dir)
     if planted:
         refused = f"the JUnit directory already held {planted[0]!r} when the run started"
@@ -137,13 +148,42 @@ def _open_channel(path: str) -> tuple[int, int, int]:
     return read_end, RESULT_FD, keeper
 
 
-def _collect(read_end: int, child, *, deadline: float) -> tuple[dict, dict]:
+def _open_decoy(path: str) -> tuple[int, int]:
+    """(read end, a keeper write end) of the decoy FIFO at ``path``, marked by its mode."""
+    os.mkfifo(path, 0o600)
+    os.chmod(path, DECOY_MODE)  # mkfifo's mode is masked by the umask
+    read_end = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    keeper = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    return read_end, keeper
+
+
+def _drain(fd: int) -> int:
+    """How many bytes are waiting on ``fd`` (read and discarded, never blocking)."""
+    total = 0
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return total
+        if not chunk:
+            return total
+        total += len(chunk)
+
+
+def _collect(read_end: int, child, *, deadline: float, decoy: int) -> tuple[dict, dict]:
     """Read result lines until the child exits (then drain what is buffered, never waiting on
-    grandchildren that kept the pipe open) or the deadline passes (then kill its process group)."""
+    grandchildren that kept the pipe open) or the deadline passes (then kill its process group);
+    count what reaches the ``decoy`` meanwhile."""
     buffer, total = b"", 0
     tests: dict[str, Any] = {}
     drain_until: float | None = None
-    state = {"done": False, "malformed_lines": 0, "channel_overflow": False, "timed_out": False}
+    state: dict[str, Any] = {
+        "done": False,
+        "malformed_lines": 0,
+        "channel_overflow": False,
+        "timed_out": False,
+        "decoy_bytes": 0,
+    }
     # The child's exit wakes the wait at once (its pidfd turns readable); without one, every exit
     # was noticed only at the next 0.2 s timeout, ~0.1 s per judged run on average (issue 26).
     try:
@@ -160,7 +200,9 @@ def _collect(read_end: int, child, *, deadline: float) -> tuple[dict, dict]:
         if exited and drain_until is None:
             drain_until = time.monotonic() + DRAIN_S
         wait_s = 0 if exited else max(0.0, min(0.2, deadline - time.monotonic()))
-        ready, _, _ = select.select([read_end, *([] if exited else exit_fd)], [], [], wait_s)
+        ready, _, _ = select.select([read_end, decoy, *([] if exited else exit_fd)], [], [], wait_s)
+        if decoy in ready:
+            state["decoy_bytes"] += _drain(decoy)
         ready = [fd for fd in ready if fd == read_end]
         chunk = b""
         if ready:

@@ -4,10 +4,19 @@
 // runner through wrappers (npx, npm test, make) that re-spawn with only fds 0-2 and so lose
 // fd 9: writing to a stale fd 9 there hits one of node's own descriptors (EINVAL). One JSON
 // object per line, written synchronously so a run that is killed has already reported what ran.
+//
+// The reporter claims the channel when it starts, before any test file loads: the runner's decoy
+// FIFO (<path>.decoy, group-writable) is renamed onto the path, so code under test that writes
+// result lines there writes into the decoy, which the runner counts (the run is tampered); an
+// inherited fd 9 on the channel is closed (node cannot dup2 the decoy onto it). One reporter
+// per command reports; a second finds the decoy (its mode says so) and stops without writing.
 'use strict';
 const fs = require('node:fs');
 
 const PIPE_VAR = 'WORKFLOW_BENCH_RESULT_PIPE';
+const FD_VAR = 'WORKFLOW_BENCH_RESULT_FD';
+const DECOY_SUFFIX = '.decoy'; // keep in sync with judge_runner.py and wfbench_result_channel.py
+const DECOY_MARK = 0o020; // group write: set on the decoy, never on the channel
 const MAX_MESSAGE_CHARS = 500;
 
 function openChannel(who) {
@@ -19,7 +28,17 @@ function openChannel(who) {
     );
   }
   // No O_CREAT: if the FIFO was replaced or removed, fail instead of writing into a plain file.
-  const fd = fs.openSync(path, fs.constants.O_WRONLY);
+  let fd;
+  try {
+    fd = fs.openSync(path, fs.constants.O_WRONLY);
+  } catch (error) {
+    if (error.code !== 'ENOENT') throw error;
+    throw new Error(
+      `${who}: ${PIPE_VAR} names no channel: an earlier reporter of this run claimed it ` +
+        "(one adapter reports per verify or oracle command; README, 'Sealed outcomes')",
+    );
+  }
+  claim(fd, path, who);
   const write = (event) => {
     const data = Buffer.from(JSON.stringify(event) + '\n');
     let offset = 0;
@@ -35,6 +54,33 @@ function openChannel(who) {
       write({ done: true });
     },
   };
+}
+
+function claim(fd, path, who) {
+  const mine = fs.fstatSync(fd);
+  if (!mine.isFIFO()) throw new Error(`${who}: ${PIPE_VAR} is not the judge runner's pipe`);
+  if (mine.mode & DECOY_MARK) {
+    fs.closeSync(fd);
+    throw new Error(
+      `${who}: ${PIPE_VAR} names no channel: an earlier reporter of this run claimed it ` +
+        "(one adapter reports per verify or oracle command; README, 'Sealed outcomes')",
+    );
+  }
+  try {
+    fs.renameSync(path + DECOY_SUFFIX, path);
+  } catch (error) {
+    if (error.code !== 'ENOENT') throw error;
+    fs.unlinkSync(path); // an older runner: no decoy
+  }
+  const inherited = Number(process.env[FD_VAR]);
+  if (!Number.isInteger(inherited) || inherited === fd) return;
+  let other;
+  try {
+    other = fs.fstatSync(inherited);
+  } catch {
+    return; // a wrapper closed it already
+  }
+  if (other.dev === mine.dev && other.ino === mine.ino) fs.closeSync(inherited);
 }
 
 module.exports = { openChannel };
