@@ -237,6 +237,11 @@ def test_each_comparison_carries_mcnemar_over_its_own_arms_with_excluded_cells_u
         "p_value": 1.0,
     }
     assert by_pair[("candidate_workflow", "baseline")]["pairs"] == 8
+    # the per-task resolve rates leave the excluded cells out too: t2 is 3/3 against 1/3
+    [vs_baseline] = [
+        c for c in stats["comparisons"] if (c["arm"], c["reference"]) == ("workflow", "baseline")
+    ]
+    assert [t["resolve_rate_delta"] for t in vs_baseline["per_task"]] == [0.2, 0.666667]
 
 
 def test_an_empty_comparison_is_unknown_without_a_numpy_warning() -> None:
