@@ -247,3 +247,15 @@ def test_the_saved_patch_is_cut_at_300_000_bytes_then_marked(tmp_path, workspace
     patch, _ = _full(tmp_path, before, workspace)
     head, marker = patch.split(b"\n[truncated at ", 1)
     assert len(head) == 300_000 and marker == b"300000 bytes]\n"
+
+
+def test_a_cells_view_reads_any_recorded_file_its_own_or_borrowed(tmp_path, workspace) -> None:
+    from workflow_bench.process import ProcessError
+
+    _, cell, base, after = _incremental(tmp_path, workspace, _edit)
+    assert cell.read(base, "src/a.txt") == b"one\ntwo\nthree\n"  # the template's object, borrowed
+    assert cell.read(after, "src/a.txt") == b"one\n2\nthree\nfour\n"
+    assert cell.read(after, "link") == b"src/deep/b.txt"  # a link reads as its target
+    assert cell.read(base, ODD) == b"odd\n"
+    with pytest.raises(ProcessError, match=r"^read 'gone.txt' from the harness patch view: "):
+        cell.read(after, "gone.txt")
