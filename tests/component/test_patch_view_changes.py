@@ -214,28 +214,20 @@ def test_each_import_gets_a_timeout_scaled_to_what_it_imports(tmp_path, workspac
         return real(**work)
 
     monkeypatch.setattr(patch_module, "scaled_timeout", spy)
-    state = scan_workspace(workspace).state
-    template = PatchView(tmp_path / "template.git", excluded=EXCLUDED)
-    base = template.record_state(workspace, "base", state)
+    state = scan_workspace(workspace).state  # what _incremental's template records
+
+    def change(ws: Path) -> None:
+        (ws / "src" / "a.txt").write_text("x" * 5000)
+        (ws / "gone.txt").unlink()
+        (ws / "run.sh").unlink()
+
+    _incremental(tmp_path, workspace, change)
     kept = [
         p
         for p, e in state.entries.items()
         if e.startswith(("file:", "link:")) and not p.startswith(("deps/", "vendor/lib/"))
     ]
-    assert asked == [{"total_bytes": state.total_bytes, "entries": len(kept)}]
-    (workspace / "src" / "a.txt").write_text("x" * 5000)
-    (workspace / "gone.txt").unlink()
-    (workspace / "run.sh").unlink()
-    scan = scan_workspace(workspace, previous=state)
-    cell = PatchView(tmp_path / "cell.git", excluded=EXCLUDED, alternate=template, create=False)
-    cell.record_changes(
-        workspace,
-        "after",
-        parent=base,
-        before=state,
-        after=scan.state,
-        paths=scan.state.changed_since(state, scan.changed),
-    )
+    assert asked[0] == {"total_bytes": state.total_bytes, "entries": len(kept)}
     assert asked[1:] == [{"total_bytes": 5000, "entries": 3}]  # one written, two deleted
 
 
