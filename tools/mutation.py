@@ -78,6 +78,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "workflow_bench/providers/gateway/_usage.py": ("tests/unit/test_gateway_usage.py",),
     "workflow_bench/judging/judge.py": (
+        "tests/unit/test_judge_expectations.py",
         "tests/component/test_judge.py",
         "tests/component/test_judge_verdicts.py",
     ),
@@ -99,6 +100,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_attribution_rules.py",
     ),
     "workflow_bench/workspace/patch.py": (
+        "tests/component/test_patch_view_changes.py",
         "tests/component/test_patch_view.py",
         "tests/component/test_patch_view_host.py",
         "tests/component/test_patch_view_rules.py",
@@ -112,6 +114,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "workflow_bench/reports/stats.py": (
         "tests/unit/test_stats_and_rerender.py",
         "tests/unit/test_stats_rules.py",
+        "tests/unit/test_firing.py",
     ),
 }
 

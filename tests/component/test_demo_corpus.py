@@ -29,7 +29,7 @@ from workflow_bench.corpus.build_target import (
     TARGET_DIR,
     build_bundle,
 )
-from workflow_bench.judging.outcome_report import KIT, UNITTEST_ENV_VAR, read_evidence
+from workflow_bench.judging.outcome_report import KIT, KIT_ENV, read_evidence
 from workflow_bench.judging.verdict import for_task, verdict
 from workflow_bench.taskspec.oracle_staging import stage_oracle, verify_staged
 from workflow_bench.taskspec.spec import TaskBinding, bind_tasks, load_task_file
@@ -200,7 +200,7 @@ def run_judged(command: str, *, workspace: Path, env: dict[str, str], min_tests:
         ["python3", "-I", "-B", str(KIT / "judge_runner.py")],
         input=(json.dumps(request) + "\n").encode(),
         cwd=workspace,
-        env={**env, UNITTEST_ENV_VAR: str(KIT / "unittest_shim.py")},
+        env={**env, **{var: str(KIT / name) for var, name in KIT_ENV.items()}},
         capture_output=True,
         timeout=120,
     )

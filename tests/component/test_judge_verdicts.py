@@ -15,8 +15,9 @@ import threading
 import pytest
 
 from workflow_bench.judging.attribution import ChargedFailure
-from workflow_bench.judging.judge import run_hidden_oracle, run_verify
-from workflow_bench.judging.verdict import for_task
+from workflow_bench.judging.judge import hide_oracle_text, run_hidden_oracle, run_verify
+from workflow_bench.judging.outcome_report import JudgeOutcome
+from workflow_bench.judging.verdict import RunEvidence, TestResult, for_task
 from workflow_bench.sandbox import Mount, SandboxKind, create_sandbox
 from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
 
@@ -180,3 +181,95 @@ def test_a_hung_reported_run_says_what_hung_for_how_long_and_what_had_reported(s
         _verify(sandbox, scratch, f"{_report('a', 'b')}; sleep 30", min_tests=1, timeout_s=2)
     assert str(raised.value).endswith("before that: 2 run, 2 passed, 0 skipped, 0 failed")
     assert raised.value.outcome.tests_run == 2
+
+
+def _run_oracle(sandbox, scratch, command: str, *, timeout_s: float = 60, cancel=None, content=b"x\n"):
+    return run_hidden_oracle(
+        sandbox,
+        _oracle(content, command),
+        expectation=_expect(1),
+        scratch=scratch,
+        timeout_s=timeout_s,
+        cancel=cancel or threading.Event(),
+    )
+
+
+_FAILED_WITH_SECRET = (
+    """printf '{"test": "hidden::a", "outcome": "passed"}\\n"""
+    """{"test": "hidden::b", "outcome": "failed", "message": "assert SECRET-ORACLE-LINE"}\\n' >&9"""
+)
+
+
+def test_a_failing_oracle_names_its_tests_but_never_what_they_assert(sandbox, scratch) -> None:
+    outcome = _run_oracle(
+        sandbox, scratch, f"echo SECRET-ORACLE-LINE; {_FAILED_WITH_SECRET}; echo '{{\"done\": true}}' >&9"
+    )
+    assert outcome.passed is False and outcome.output == ""
+    assert outcome.evidence is not None and outcome.evidence.complete is True
+    assert outcome.evidence.tests == (TestResult("hidden::a", "passed"), TestResult("hidden::b", "failed"))
+    assert (outcome.tests_run, outcome.tests_passed) == (2, 1)
+    assert "SECRET" not in repr(outcome)
+    # negative control: the same report through verify keeps the failure message (it is the agent's own test)
+    seen = _verify(sandbox, scratch, f"{_FAILED_WITH_SECRET}; echo '{{\"done\": true}}' >&9", min_tests=1)
+    assert seen.evidence.tests[1].message == "assert SECRET-ORACLE-LINE"
+
+
+def test_a_hung_oracle_keeps_what_it_reported_but_not_what_it_said(sandbox, scratch) -> None:
+    with pytest.raises(ChargedFailure) as raised:
+        _run_oracle(
+            sandbox, scratch, f"echo SECRET-ORACLE-LINE; {_FAILED_WITH_SECRET}; sleep 30", timeout_s=2
+        )
+    assert raised.value.kind == "oracle-timeout"
+    outcome = raised.value.outcome
+    assert outcome.output == "" and (outcome.tests_run, outcome.tests_passed) == (2, 1)
+    assert [t.message for t in outcome.evidence.tests] == [None, None]
+    assert "SECRET" not in repr(outcome)
+    assert list(scratch.iterdir()) == []
+
+
+def test_the_oracle_may_write_beside_its_files_for_this_run_only(sandbox, scratch) -> None:
+    """Frameworks write caches beside their config; the staged copy is writable, then erased."""
+    write = (
+        'mkdir "$WORKFLOW_BENCH_ORACLE_ROOT/.cache" && echo x > "$WORKFLOW_BENCH_ORACLE_ROOT/.cache/state"'
+    )
+    assert _run_oracle(sandbox, scratch, f"{write} && {_report('hidden')}").passed is True
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_cancelled_sweep_stops_the_oracle_as_a_harness_error(sandbox, scratch) -> None:
+    from workflow_bench.process import ProcessError
+
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(ProcessError, match=r"^judge runner"):
+        _run_oracle(sandbox, scratch, f"sleep 30; {_report('hidden')}", cancel=cancel)
+    assert list(scratch.iterdir()) == []
+
+
+def test_hiding_the_oracle_text_keeps_the_verdict_and_an_evidence_without_tests() -> None:
+    problem = RunEvidence(problem="no report", exit_code=3)
+    for evidence in (None, problem):
+        hidden = hide_oracle_text(
+            JudgeOutcome(passed=False, detail="why", output="quoted", evidence=evidence)
+        )
+        assert hidden == JudgeOutcome(passed=False, detail="why", output="", evidence=evidence)
+
+
+def test_two_oracle_runs_sharing_a_scratch_directory_each_get_their_own_copy(sandbox, scratch) -> None:
+    """The staged copy is per run: a second run that overlaps the first neither collides nor erases it."""
+    command = f'sleep 1; grep -q mine "$WORKFLOW_BENCH_ORACLE_ROOT/check.txt" && {_report("hidden")}'
+    results: list[object] = []
+
+    def run() -> None:
+        try:
+            results.append(_run_oracle(sandbox, scratch, command, content=b"mine\n").passed)
+        except Exception as exc:  # a collision must show up as a result, not a lost thread
+            results.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [True, True]
+    assert list(scratch.iterdir()) == []

@@ -7,13 +7,15 @@ show each attack would have fooled an exit-status judge.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from pathlib import Path
 
 import pytest
 
+from workflow_bench.judging import outcome_report
 from workflow_bench.judging.attribution import ChargedFailure
-from workflow_bench.judging.outcome_report import run_with_report
+from workflow_bench.judging.outcome_report import KIT, run_with_report
 from workflow_bench.judging.verdict import for_task
 from workflow_bench.sandbox import RunPolicy, SandboxKind, create_sandbox
 
@@ -152,3 +154,86 @@ def test_a_hang_in_imported_code_is_the_arms_timeout(tmp_path, bwrap_bin):
     with pytest.raises(ChargedFailure) as caught:
         _judge(tmp_path, ws, timeout_s=3)
     assert caught.value.kind == "oracle-timeout"
+
+
+def _run(tmp_path: Path, command: str, *, timeout_s: float = 60, min_tests: int | None = None):
+    ws = tmp_path / "plain-ws"
+    ws.mkdir(exist_ok=True)
+    sandbox = create_sandbox(SandboxKind.BWRAP, workspace=ws, claude_bin=None, bwrap_bin="bwrap")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(exist_ok=True)
+    try:
+        return run_with_report(
+            sandbox,
+            command,
+            scratch=scratch,
+            expectation=for_task(min_tests=min_tests, expected=None, report_required=min_tests is not None),
+            timeout_kind="oracle-timeout",
+            timeout_s=timeout_s,
+            cancel=threading.Event(),
+        )
+    finally:
+        assert not list(scratch.iterdir()), "the kit, report and JUnit directories are removed"
+
+
+def test_a_junit_report_the_command_writes_is_counted(tmp_path, bwrap_bin):
+    suite = (
+        '<testsuite name="s"><testcase classname="s" name="a"/><testcase classname="s" name="b"/></testsuite>'
+    )
+    outcome = _run(tmp_path, f"printf '{suite}' > \"$WORKFLOW_BENCH_JUNIT\"", min_tests=2)
+    assert outcome.passed, outcome.detail
+    assert (outcome.tests_run, outcome.tests_passed) == (2, 2) and outcome.evidence.sources == ("junit",)
+    # negative control: the same suite written anywhere else is no report
+    elsewhere = _run(tmp_path, f"printf '{suite}' > /tmp/junit.xml", min_tests=2)
+    assert not elsewhere.passed and elsewhere.tests_run is None
+
+
+def test_every_kit_variable_reaches_its_adapter_byte_for_byte(tmp_path, bwrap_bin):
+    """The README's variables are how a task's command reaches the adapters; each adapter needs
+    the result-channel module beside it."""
+    variables = (
+        "WORKFLOW_BENCH_UNITTEST",
+        "WORKFLOW_BENCH_PYTEST",
+        "WORKFLOW_BENCH_VITEST_REPORTER",
+        "WORKFLOW_BENCH_JEST_REPORTER",
+        "WORKFLOW_BENCH_REVIEW_CHECK",
+    )
+    siblings = ("wfbench_result_channel.py", "wfbench_result_channel.cjs")
+    paths = " ".join(f'"${v}"' for v in variables)
+    command = f'cd "$(dirname "$WORKFLOW_BENCH_UNITTEST")" && sha256sum {paths} {" ".join(siblings)}'
+    outcome = _run(tmp_path, command)
+    assert outcome.passed, outcome.output
+    seen = {
+        Path(name).name: digest for digest, name in (line.split() for line in outcome.output.splitlines())
+    }
+    adapters = {"unittest_shim.py", "pytest_run.py", "review_check.py"}
+    expected = {*adapters, "vitest_reporter.mjs", "jest_reporter.cjs", *siblings}
+    assert set(seen) == expected
+    for name, digest in seen.items():
+        assert digest == hashlib.sha256((KIT / name).read_bytes()).hexdigest(), name
+
+
+def test_a_long_hung_command_is_named_by_its_first_80_characters(tmp_path, bwrap_bin):
+    command = "sleep 30; : " + "x" * 100
+    with pytest.raises(ChargedFailure) as caught:
+        _run(tmp_path, command, timeout_s=2, min_tests=1)
+    assert str(caught.value).startswith(f"{command[:80]!r} exceeded 2 s; before that: ")
+
+
+def test_a_runner_that_outlives_its_grace_is_still_the_arms_timeout(tmp_path, bwrap_bin, monkeypatch):
+    """Fault injection: the sandbox's own deadline (deadline + grace) fires before the runner's."""
+    monkeypatch.setattr(outcome_report, "RUNNER_GRACE_S", -28.0)  # the sandbox stops it at 2 s of 30
+    command = "sleep 60; : " + "y" * 100
+    with pytest.raises(ChargedFailure) as caught:
+        _run(tmp_path, command, timeout_s=30, min_tests=1)
+    assert caught.value.kind == "oracle-timeout"
+    assert str(caught.value) == f"{command[:80]!r} exceeded 30 s"
+
+
+def test_the_judged_command_cannot_change_the_workspace(tmp_path, bwrap_bin):
+    (tmp_path / "plain-ws").mkdir()
+    (tmp_path / "plain-ws" / "code.txt").write_text("agent's work\n")
+    outcome = _run(tmp_path, "echo judged > code.txt; echo new > new.txt")
+    assert not outcome.passed  # the write fails: the workspace is read-only to the judge
+    assert (tmp_path / "plain-ws" / "code.txt").read_text() == "agent's work\n"
+    assert not (tmp_path / "plain-ws" / "new.txt").exists()

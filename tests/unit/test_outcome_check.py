@@ -16,8 +16,8 @@ import os
 
 import pytest
 
-from workflow_bench.judging.outcome_report import MAX_REPORT_BYTES, _read_bounded, read_evidence
-from workflow_bench.judging.verdict import TestResult
+from workflow_bench.judging.outcome_report import MAX_REPORT_BYTES, JudgeOutcome, _read_bounded, read_evidence
+from workflow_bench.judging.verdict import Expectation, RunEvidence, TestResult, verdict
 
 pytestmark = pytest.mark.unit
 NONCE = "ab" * 16
@@ -176,6 +176,83 @@ def test_files_are_read_as_regular_files_up_to_one_byte_past_the_cap(tmp_path) -
     assert _read_bounded(tmp_path / "dir.json", 100) is None
     os.mkfifo(tmp_path / "fifo.json")
     assert _read_bounded(tmp_path / "fifo.json", 100) is None  # opened without blocking, refused
+
+
+def test_a_refused_or_unreadable_junit_report_keeps_the_exit_status_and_a_bounded_reason(tmp_path) -> None:
+    refused = read_evidence(_report(exit_code=3, junit_refused="r" * 400), nonce=NONCE, junit_dir=tmp_path)
+    assert refused == RunEvidence(problem="the JUnit report was refused: " + "r" * 300, exit_code=3)
+    impossible = _report(exit_code=3, junit=[{"name": "a/b.xml", "size": 1, "sha256": "0" * 64}])
+    assert read_evidence(impossible, nonce=NONCE, junit_dir=tmp_path) == RunEvidence(
+        problem="the outcome report names an impossible JUnit file 'a/b.xml'", exit_code=3
+    )
+
+
+@pytest.mark.parametrize("name", [".", "..", "n" * 200])
+def test_a_junit_name_that_cannot_be_a_file_here_is_refused_and_quoted_at_most_80_chars(
+    name, tmp_path
+) -> None:
+    (tmp_path / ("n" * 200)).write_bytes(JUNIT)  # even when it exists, a 200-char name is quoted short
+    entry = {"name": name, "size": len(JUNIT), "sha256": hashlib.sha256(JUNIT).hexdigest()}
+    evidence = read_evidence(_report(junit=[entry]), nonce=NONCE, junit_dir=tmp_path)
+    if len(name) > 80:
+        assert evidence.problem is None and evidence.tests_run == 3  # a long name is still a file name
+    else:
+        assert evidence.problem == f"the outcome report names an impossible JUnit file {name!r}"
+    missing = read_evidence(
+        _report(junit=[{**entry, "name": "m" * 200 + "/x"}]), nonce=NONCE, junit_dir=tmp_path
+    )
+    assert missing.problem == f"the outcome report names an impossible JUnit file {'m' * 80!r}"
+
+
+@pytest.mark.parametrize(
+    "defect",
+    [{"name": 1}, {"size": "12"}, {"size": True}, {"sha256": None}],
+    ids=["name", "size-str", "size-bool", "sha256"],
+)
+def test_an_attestation_with_any_one_bad_field_is_malformed(defect, tmp_path) -> None:
+    entry = {**_attest(tmp_path), **defect}
+    evidence = read_evidence(_report(junit=[entry]), nonce=NONCE, junit_dir=tmp_path)
+    assert evidence.problem == "the outcome report is malformed"
+    assert read_evidence(_report(junit=["junit.xml"]), nonce=NONCE, junit_dir=tmp_path).problem == (
+        "the outcome report is malformed"
+    )
+
+
+def test_every_attested_junit_file_counts(tmp_path) -> None:
+    second = b'<testsuite name="u.py"><testcase classname="u.py" name="c"/></testsuite>'
+    entries = [_attest(tmp_path), _attest(tmp_path, "second.xml", second)]
+    evidence = read_evidence(_report(tests={}, junit=entries), nonce=NONCE, junit_dir=tmp_path)
+    assert [t.test_id for t in evidence.tests] == ["t.py::a", "t.py::b", "u.py::c"]
+
+
+def test_rejudging_an_outcome_keeps_its_output_and_evidence() -> None:
+    evidence = read_evidence(_report(), nonce=NONCE, junit_dir=None)
+    outcome = JudgeOutcome(passed=True, detail="1/1", output="the tail", evidence=evidence)
+    stricter = outcome.judged(Expectation(min_tests=2))
+    assert stricter == JudgeOutcome(
+        passed=False,
+        detail=verdict(evidence, Expectation(min_tests=2)).detail,
+        output="the tail",
+        evidence=evidence,
+    )
+    assert stricter.passed is False and "2" in stricter.detail
+    unjudged = JudgeOutcome(passed=False, detail="no run", output="")
+    assert unjudged.judged(Expectation(min_tests=2)) is unjudged  # nothing to re-read
+
+
+def test_the_hosts_junit_file_cap_is_the_runners() -> None:
+    """A file the runner attests at its cap must not be refused by the host (kept in sync by hand)."""
+    import importlib.util
+
+    from workflow_bench.judging import outcome_report
+
+    spec = importlib.util.spec_from_file_location(
+        "judge_runner_under_test", outcome_report.KIT / "judge_runner.py"
+    )
+    assert spec is not None and spec.loader is not None
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    assert outcome_report.MAX_JUNIT_FILE_BYTES == runner.MAX_JUNIT_FILE_BYTES == 16 * 1024 * 1024
 
 
 def test_bytes_on_the_decoy_are_tampering_whatever_else_the_report_proves(tmp_path) -> None:

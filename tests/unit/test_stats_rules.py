@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -186,6 +187,69 @@ def test_the_ci_is_seed_zero_with_2000_resamples_on_data_where_that_matters() ->
     # negative control: on these data another seed or resample count gives another interval
     assert ci(0, 2000) != ci(1, 2000) and ci(0, 2000) != ci(0, 9999)
     assert summarize_deltas(deltas)["ci95"] == ci(0, 2000)
+
+
+def _outcome(task: str, arm: str, run: int, outcome: str):
+    """One cell: "T" resolved, "F" failed (charged to the arm), "X" excluded (a harness fault)."""
+    if outcome == "T":
+        return sweep_row(task, arm, run)
+    kind = "oracle-failed" if outcome == "F" else "infra-error"
+    return sweep_row(task, arm, run, resolved=False, error_kind=kind)
+
+
+def test_each_comparison_carries_mcnemar_over_its_own_arms_with_excluded_cells_unpaired() -> None:
+    # per (task, run): baseline, workflow, candidate_workflow
+    cells = {
+        ("t1", 0): "FTT",
+        ("t1", 1): "FTT",
+        ("t1", 2): "TFT",
+        ("t1", 3): "TTT",
+        ("t1", 4): "FFT",
+        ("t2", 0): "FTF",  # run 0 again, another task: its own pair
+        ("t2", 1): "FTF",
+        ("t2", 2): "TXT",  # workflow excluded: no pair with either arm
+        ("t2", 3): "XTT",  # baseline excluded: no workflow-baseline pair
+    }
+    arms = ["baseline", "workflow", "candidate_workflow"]
+    rows = [_outcome(t, arm, r, o[i]) for (t, r), o in cells.items() for i, arm in enumerate(arms)]
+    stats = _stats(rows, arms, ["t1", "t2"])
+    by_pair = {(c["arm"], c["reference"]): c["mcnemar"] for c in stats["comparisons"]}
+    assert set(by_pair) == {
+        ("workflow", "baseline"),
+        ("candidate_workflow", "baseline"),
+        ("candidate_workflow", "workflow"),
+    }
+    assert by_pair[("workflow", "baseline")] == {
+        "pairs": 7,
+        "both": 1,
+        "neither": 1,
+        "arm_only": 4,
+        "reference_only": 1,
+        "p_value": round(scipy_stats.binomtest(4, 5, 0.5).pvalue, 6),
+    }
+    assert by_pair[("workflow", "baseline")]["p_value"] == 0.375  # 2 × 6/32
+    assert by_pair[("candidate_workflow", "workflow")] == {
+        "pairs": 8,
+        "both": 4,
+        "neither": 0,
+        "arm_only": 2,
+        "reference_only": 2,
+        "p_value": 1.0,
+    }
+    assert by_pair[("candidate_workflow", "baseline")]["pairs"] == 8
+    # the per-task resolve rates leave the excluded cells out too: t2 is 3/3 against 1/3
+    [vs_baseline] = [
+        c for c in stats["comparisons"] if (c["arm"], c["reference"]) == ("workflow", "baseline")
+    ]
+    assert [t["resolve_rate_delta"] for t in vs_baseline["per_task"]] == [0.2, 0.666667]
+
+
+def test_an_empty_comparison_is_unknown_without_a_numpy_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns on the median of nothing; we must not ask it
+        summary = summarize_deltas([])
+    assert summary["median_delta"] is None and summary["ci95"] is None
+    assert summary["sign_test"] == {"positive": 0, "negative": 0, "zero": 0, "p_value": None}
 
 
 def test_impossible_tasks_stay_out_of_resolve_rates_and_are_counted_beside_them() -> None:

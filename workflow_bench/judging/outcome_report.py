@@ -74,7 +74,6 @@ KIT_ENV = {
     "WORKFLOW_BENCH_JEST_REPORTER": "jest_reporter.cjs",
     "WORKFLOW_BENCH_REVIEW_CHECK": "review_check.py",  # the review tasks' authored verify
 }
-UNITTEST_ENV_VAR = "WORKFLOW_BENCH_UNITTEST"
 REPORT_NAME = "outcome.json"
 CHANNEL_NAME = "results.pipe"
 # The report holds every test's id and message: the runner reads at most 8 MiB of result lines.
