@@ -46,6 +46,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, get_args, get_origin
@@ -452,3 +453,18 @@ def bounded_walk(
                     raise TreeLimitError(f"nested deeper than {max_depth} levels")
                 subdirs.append((rel, depth + 1))
         stack.extend(reversed(subdirs))
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write an input file the tools write back for the user (a task file, an expected-tests lock)
+    atomically: a temporary file beside it, fsynced, renamed over it; nothing left on failure."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -272,7 +272,7 @@ def test_a_failed_lock_write_leaves_the_old_lock_and_no_temporary_file(tmp_path:
     def refuse(*args):
         raise PermissionError("read-only")
 
-    monkeypatch.setattr("workflow_bench.taskspec.expected_tests.os.replace", refuse)
+    monkeypatch.setattr("workflow_bench.input_files.os.replace", refuse)  # the lock goes through replace_text
     with pytest.raises(PermissionError, match="read-only"):
         write_lock(path, {})
     assert [p.name for p in tmp_path.iterdir()] == ["t.lock.json"] and path.read_text() == "old"

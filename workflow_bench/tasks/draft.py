@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from workflow_bench.input_files import InputFileError, load_yaml, read_bounded
+from workflow_bench.input_files import InputFileError, load_yaml, read_bounded, replace_text
 from workflow_bench.taskspec.expected_tests import ExpectedTests, load_lock, lock_path, write_lock
 from workflow_bench.taskspec.schema import MAX_TASK_FILE_BYTES, TASK_ID_PATTERN, TaskSpecError
 
@@ -176,7 +175,7 @@ def commit(drafts: Sequence[TaskDraft], tasks_file: Path, locks: Mapping[str, Ex
                 with open(path, "xb") as handle:
                     written.append(path)
                     handle.write(data)
-        _replace(tasks_file, text)
+        replace_text(tasks_file, text)
         write_lock(lock, entries)
     except BaseException:
         for path in written:
@@ -185,7 +184,7 @@ def commit(drafts: Sequence[TaskDraft], tasks_file: Path, locks: Mapping[str, Ex
         if old_text is None:
             tasks_file.unlink(missing_ok=True)
         elif tasks_file.exists():
-            _replace(tasks_file, old_text)
+            replace_text(tasks_file, old_text)
         raise
 
 
@@ -196,17 +195,3 @@ def _remove_empty_parents(directory: Path, *, stop: Path) -> None:
         except OSError:  # not empty: someone else's files live here
             return
         directory = directory.parent
-
-
-def _replace(path: Path, text: str) -> None:
-    """Write ``path`` atomically: a temporary file beside it, fsynced, renamed over it."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{secrets.token_hex(2)}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

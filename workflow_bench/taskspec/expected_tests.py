@@ -21,15 +21,13 @@ Callers: ``tasks.spec`` (load at bind time), ``tasks.check`` (record), ``judging
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from workflow_bench.input_files import InputFileError, read_bounded
+from workflow_bench.input_files import InputFileError, read_bounded, replace_text
 
 from .schema import TaskSpecError
 
@@ -189,13 +187,4 @@ def write_lock(path: Path, entries: Mapping[str, ExpectedTests]) -> None:
     """Write the whole lock atomically (a temporary file, fsynced, renamed over the old one)."""
     document = {"format": LOCK_FORMAT, "tasks": {k: entries[k].to_json() for k in sorted(entries)}}
     text = json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_text(path, text)
