@@ -269,3 +269,37 @@ def test_a_file_written_right_after_a_scan_is_read_again(tmp_path) -> None:
     target.write_text("a = 2\n")  # may land in the same timestamp tick
     scan = scan_workspace(root, previous=first.state)
     assert scan.changed == {"a.py"}
+
+
+def test_a_cell_whose_volume_stays_busy_at_teardown_is_not_charged_to_its_arm(tmp_path) -> None:
+    """The cell's teardown (``cells.run._release``) on a real cell volume held busy by a host
+    process: the volume is retried, then detached lazily, the clone is removed, and nothing is a
+    cleanup failure (charged) or an infra error; the teardown says what it did as a harness note."""
+    needs_root("a cell's loop volume")
+    from types import SimpleNamespace
+
+    from workflow_bench.cells.run import _release
+    from workflow_bench.sandbox import CellLimits, CellResources
+
+    template = tmp_path / "template"
+    template.mkdir()
+    (template / "f.txt").write_text("x\n")
+    cell_dir = tmp_path / "cell"
+    resources = CellResources(CellLimits(memory_mib=256, pids=64, disk_mib=16), cell_dir)
+    resources.open(clone_source=template)
+    if not os.path.ismount(cell_dir):
+        pytest.skip("no loop volume here (needs /dev/loop-control)")
+    (cell_dir / "workspace").mkdir()
+    holder = subprocess.Popen(["sleep", "60"], cwd=cell_dir / "workspace")  # keeps the volume busy
+    notes: list[str] = []
+    try:
+        breaches, enforced, cleanup, harness = _release(
+            resources, cell_dir, SimpleNamespace(progress=notes.append)
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (breaches, cleanup, harness) == ([], None, None), (cleanup, harness)
+    assert enforced is not None and enforced["disk_mib"] == 16
+    assert any("detached lazily" in note for note in notes), notes
+    assert not cell_dir.exists() or not os.path.ismount(cell_dir)

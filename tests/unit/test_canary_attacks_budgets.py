@@ -73,3 +73,32 @@ def test_nothing_printed_proves_nothing(monkeypatch):
     for attack in BUDGET_ATTACKS:
         assert attack.judge(_ev(""))[0] is False, attack.name
     assert attacks_budgets.INOTIFY == 32
+
+
+CPU_ROW = row(error_kind="oracle-failed", resolved=False, resource_limits=resource_limits(cpus=0.25))
+
+
+@pytest.mark.parametrize(
+    ("printed", "probes", "blocked"),
+    [
+        ("cpu-held 0.228 2.97", (True, True), True),
+        ("cpu-held 0.31 2.97", (True, True), True),  # within the quota's tolerance (1.2x + 0.02)
+        ("cpu-held 0.33 2.97", (True, True), False),  # over it: the quota did not hold
+        ("cpu-held 1.61 2.97", (True, True), False),  # no quota at all (the removed defence)
+        ("cpu-held 0.228 2.97", (False, True), False),  # the host was starved
+        ("cpu-held 0.228 2.97", (True, False), False),  # the second cell was starved
+    ],
+)
+def test_the_cpu_hog_judge_needs_the_quota_and_both_neighbours(monkeypatch, printed, probes, blocked):
+    monkeypatch.setitem(PROBES, "cpu", probes)
+    assert _judge("cpu-hog")(_ev(printed, CPU_ROW))[0] is blocked
+
+
+def test_a_cpu_hog_without_a_recorded_bound_is_blocked_only_for_a_non_root_runner(monkeypatch):
+    """Root has the cpu cgroup: no bound recorded is a failure. Without root the row must say so."""
+    monkeypatch.setitem(PROBES, "cpu", (True, True))
+    unbounded = CPU_ROW.replace(resource_limits=resource_limits(cpus=None))
+    monkeypatch.setattr(attacks_budgets.os, "geteuid", lambda: 0)
+    assert _judge("cpu-hog")(_ev("cpu-held 0.2 2.9", unbounded))[0] is False
+    monkeypatch.setattr(attacks_budgets.os, "geteuid", lambda: 1000)
+    assert _judge("cpu-hog")(_ev("cpu-held 1.6 2.9", unbounded))[0] is True

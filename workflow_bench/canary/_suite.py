@@ -35,6 +35,7 @@ from workflow_bench.cells.context import (
 from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.providers.scripted import Script, ScriptedProvider, parse_script
+from workflow_bench.rows.model import Row
 from workflow_bench.sandbox import CellLimits, write_runtime_dir
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
@@ -338,12 +339,27 @@ def _judge_all(result: CellResult, plant: Plant, listener: _Listener, sentinel) 
     verdicts = []
     for index, attack in enumerate(ATTACKS):
         if index >= len(outputs):
-            reason = result.row.error_kind or "no tool result"
+            reason = not_run_reason(result.row) if result.row.error_kind else "no tool result"
             verdicts.append(Verdict(attack, False, f"attack did not run ({reason})"))
             continue
         blocked, observed = attack.judge(Evidence(output=outputs[index], **shared), plant)
         verdicts.append(Verdict(attack, blocked, observed))
     return verdicts
+
+
+def not_run_reason(row: Row) -> str:
+    """Why a cell's attack never ran, in one short line: its error kind and what the row says of it.
+
+    A canary that fails must say why without a rerun (CI shows only the table): the attribution
+    (relay evidence) and the first line the CLI or its stream left.
+    """
+    detail = row.error_detail if isinstance(row.error_detail, dict) else {}
+    said = [str(row.error_kind)]
+    for key in ("attribution", "event_stream_error", "process_detail", "stderr_tail"):
+        text = str(detail.get(key) or "").strip()
+        if text:
+            said.append(" ".join(text.splitlines()[-1:])[:120])
+    return "; ".join(said)[:300]
 
 
 def render_table(verdicts: Sequence[VerdictRow]) -> str:

@@ -18,12 +18,18 @@ the second cell got what they asked for:
 - ``pty-exhaustion``: ptys, stopped at the cell's devpts ``max=`` (root); without root the cell
   has no pty at all (``/dev/pts/ptmx`` masked), never the shared pool;
 - ``descriptor-exhaustion`` (its own cell: it ends the session): descriptors across several
-  processes, until the watchdog ends the cell at its descriptor budget (``resource-limit``).
+  processes, until the watchdog ends the cell at its descriptor budget (``resource-limit``);
+- ``cpu-hog`` (its own cell, under ``HOG_CPUS`` cores): ``HOG_SPINNERS`` busy processes, far more
+  than the quota, while the host and a second cell each spin a second; the hog's CPU time over
+  its wall time must stay within the cell's CFS quota (``resource_limits.cpus``). A kernel bound,
+  so it holds under any load (load only lowers what the hog gets); a non-root runner has no cpu
+  cgroup, and the row must then say so (``cpus`` null: unbounded, as the README documents).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 import threading
@@ -99,6 +105,30 @@ print("budget-" + "held", len(held), err)
 }
 
 
+HOG_CPUS = 0.25  # the hog cell's quota: a quarter core, so even a loaded host gives 8 spinners more
+HOG_SPINNERS = 8
+HOG_TOLERANCE = 1.2  # CFS enforces the quota per 100 ms period; the hold lasts seconds
+_HOG = f"""python3 - <<'PY' 2>&1
+import os, time
+start = time.monotonic()
+kids = []
+for _ in range({HOG_SPINNERS}):
+    pid = os.fork()
+    if pid == 0:
+        while not os.path.exists("/workspace/.release-cpu") and time.monotonic() - start < {HOLD_S}:
+            pass
+        os._exit(0)
+    kids.append(pid)
+time.sleep(0.5)
+open("/workspace/.hold-cpu", "w").close()
+for pid in kids:
+    os.waitpid(pid, 0)
+wall = time.monotonic() - start
+used = os.times().children_user + os.times().children_system
+print("cpu-" + "held", round(used / wall, 3), round(wall, 2))
+PY"""
+
+
 def _attack_command(name: str) -> str:
     program = f"import ctypes, os\nNAME = {name!r}\n" + _TAKE[name] + _HOLD
     return f"python3 - <<'PY' 2>&1\n{program}PY"
@@ -117,6 +147,12 @@ _PROBE = {
         "rt.mq_unlink(name)"
     ),
     "pty": "try:\n    os.close(os.openpty()[0]); ok = True\nexcept OSError:\n    ok = False",
+    # A second of spinning: it must get some CPU beside the hog (the hog's bound is judged apart).
+    "cpu": (
+        "import time\nt0, c0 = time.monotonic(), time.process_time()\n"
+        "while time.monotonic() - t0 < 1.0:\n    pass\n"
+        "ok = time.process_time() - c0 >= 0.05"
+    ),
 }
 _HOST_KEYS = (
     "l = ctypes.CDLL(None, use_errno=True)\nl.syscall.restype = ctypes.c_long\n"
@@ -237,6 +273,25 @@ def _descriptors(ev: LimitEvidence) -> tuple[bool, str]:
     return False, f"row error_kind={ev.row.error_kind}: {ev.output.strip()[-50:]}"
 
 
+def _cpu_judge(ev: LimitEvidence) -> tuple[bool, str]:
+    """Blocked: the hog's CPU over its wall time stayed within the cell's quota; host and 2nd cell ran."""
+    held = next((line.split()[1:] for line in ev.output.splitlines() if line.startswith("cpu-held ")), None)
+    if held is None:
+        return False, f"attack did not run: {ev.output.strip()[-60:]}"
+    cores, wall = float(held[0]), float(held[1])
+    bound = ev.row.resource_limits.cpus if ev.row.resource_limits is not None else None
+    host, second = PROBES.get("cpu", (False, False))
+    if bound is None:
+        if os.geteuid() != 0:  # no cpu cgroup without root: the row must say the cell was unbounded
+            return True, f"no cpu cgroup (non-root): row says cpus=null; hog used {cores} cores"
+        return False, f"no CPU bound recorded: the hog used {cores} cores for {wall} s"
+    if cores > bound * HOG_TOLERANCE + 0.02:
+        return False, f"the hog used {cores} cores for {wall} s; its quota is {bound}"
+    if not host or not second:
+        return False, f"hog held to {cores} cores, but host={host} second cell={second}"
+    return True, f"{HOG_SPINNERS} spinners held to {cores} of {bound} cores; host and 2nd cell ran"
+
+
 # Several processes, each under its own RLIMIT_NOFILE, together far over the cell's budget.
 _FILES = f"""python3 - <<'PY' 2>&1
 import os, time
@@ -306,6 +361,20 @@ BUDGET_CELLS: tuple[LimitCell, ...] = (
                 _descriptors,
             ),
         ),
+    ),
+    LimitCell(
+        "cpu-hog",
+        (
+            LimitAttack(
+                "cpu-hog",
+                f"{HOG_SPINNERS} busy processes beside a host process and a second cell",
+                f"held to the cell's {HOG_CPUS} cores (CFS quota); host and 2nd cell run",
+                "Bash",
+                lambda _p: {"command": _HOG},
+                _cpu_judge,
+            ),
+        ),
+        limits=CellLimits(cpus=HOG_CPUS),
     ),
 )
 BUDGET_ATTACKS = tuple(a for c in BUDGET_CELLS for a in c.attacks)

@@ -36,7 +36,7 @@ from workflow_bench.toolkit.spec import Toolkit
 from workflow_bench.workspace.remove import remove_tree
 from workflow_bench.workspace.snapshot import MAX_SNAPSHOT_ENTRIES
 
-from ._suite import bash_cells_script, canary_settings, scripted_canary_access
+from ._suite import bash_cells_script, canary_settings, not_run_reason, scripted_canary_access
 
 ARM = "baseline"
 MODEL = "scripted-canary-judging"
@@ -77,7 +77,7 @@ def _charged(*kinds: ErrorKind, proof: str | None = None) -> Callable[[CellResul
         row = result.row
         kind = row.error_kind
         if proof is not None and proof.encode() not in _tool_output(result):
-            return False, f"the attack did not run ({kind})"
+            return False, f"the attack did not run ({not_run_reason(row)})"
         held = kind in kinds and not is_excluded(row) and not is_systemic_failure(row)
         return held, f"{kind}, resolved={row.resolved}, excluded={is_excluded(row)}"
 

@@ -45,7 +45,15 @@ from workflow_bench.toolkit.spec import Toolkit
 from workflow_bench.workspace.remove import remove_tree
 
 from . import sealing_payloads as payload
-from ._suite import ARM, CANARY_TASKS, CORPUS, bash_cells_script, canary_settings, scripted_canary_access
+from ._suite import (
+    ARM,
+    CANARY_TASKS,
+    CORPUS,
+    bash_cells_script,
+    canary_settings,
+    not_run_reason,
+    scripted_canary_access,
+)
 from .sealing_tasks import node_task, pytest_task
 
 MODEL = "scripted-canary-sealing"
@@ -271,7 +279,7 @@ def _verdict(attack: SealingAttack, result: CellResult | None, missing: str | No
         for marker in (b"PREPENDED", b"PLANTED")
     )
     if not ran:
-        return SealingVerdict(attack, False, f"the attack did not run ({row.error_kind})", row)
+        return SealingVerdict(attack, False, f"the attack did not run ({not_run_reason(row)})", row)
     blocked = row.resolved is False and not is_excluded(row) and not is_systemic_failure(row)
     return SealingVerdict(attack, blocked, describe(row), row)
 

@@ -282,6 +282,7 @@ class BwrapSandbox:
         if self.resources is not None:
             self.resources.own_mounts([m.source for m in policy.mounts])
             argv = self.resources.wrap(argv)
+        argv = die_with_runner(argv)
         # The environment travels as bwrap's own environment (exactly the
         # allowlist; bwrap passes it through unchanged), never as --setenv
         # arguments: argv is readable by every process in the sandbox through
@@ -295,6 +296,23 @@ class BwrapSandbox:
             cancel=cancel,
             on_stdout_line=on_stdout_line,
         )
+
+
+# Runs as ``sh -c`` under ``setpriv --pdeathsig KILL``: $0 is the runner's pid.
+_RUNNER_ALIVE = 'if [ "$PPID" = "$0" ]; then exec "$@"; fi; exit 125'
+
+
+def die_with_runner(argv: Sequence[str]) -> list[str]:
+    """``argv`` started so that it dies with this runner, even when the runner dies as it starts.
+
+    bwrap's ``--die-with-parent`` arms ``PR_SET_PDEATHSIG`` only once bwrap runs: a runner
+    SIGKILLed between its fork and that point left a sandbox behind (found by the kill -9 resume
+    test under load). ``setpriv`` arms the signal first thing after the fork, and the shell then
+    checks that the parent is still the runner (it was reparented otherwise: the runner died
+    before the signal was armed) before it becomes ``argv``. The signal survives both execs
+    (neither binary is set-uid or carries file capabilities).
+    """
+    return [SETPRIV, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", _RUNNER_ALIVE, str(os.getpid()), *argv]
 
 
 def _mount_parents(targets: Sequence[str]) -> list[str]:
