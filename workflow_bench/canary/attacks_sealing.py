@@ -199,7 +199,45 @@ def run_sealing_suite(
     progress: Callable[[str], None] = print,
     attacks: Sequence[SealingAttack] = SEALING_ATTACKS,
 ) -> list[SealingVerdict]:
-    """One cell per attack through the real scheduler; one verdict per attack."""
+    """One cell per attack through the real scheduler; one verdict per attack.
+
+    An attack whose cell ended in a fault the agent cannot cause (``is_systemic_failure``: the
+    endpoint or the harness failed, e.g. under a loaded host) proved nothing either way: it runs
+    once more, in a fresh cell, and its verdict says so. A defence that breaks the session
+    breaks the rerun too, so a rerun never turns a real failure into "blocked".
+    """
+    cli = {"claude_bin": claude_bin, "claude_version": claude_version, "bwrap_bin": bwrap_bin}
+    verdicts = _run_attacks(attacks, progress=progress, **cli)
+    inconclusive = [v for v in verdicts if _inconclusive(v)]
+    if not inconclusive:
+        return verdicts
+    again = {
+        v.attack.name: v for v in _run_attacks([v.attack for v in inconclusive], progress=progress, **cli)
+    }
+    first = {v.attack.name: v.observed for v in inconclusive}
+    return [
+        replace(
+            again[v.attack.name],
+            observed=f"{again[v.attack.name].observed} [rerun; 1st: {first[v.attack.name]}]",
+        )
+        if v.attack.name in again
+        else v
+        for v in verdicts
+    ]
+
+
+def _inconclusive(verdict: SealingVerdict) -> bool:
+    return not verdict.blocked and verdict.row is not None and is_systemic_failure(verdict.row)
+
+
+def _run_attacks(
+    attacks: Sequence[SealingAttack],
+    *,
+    claude_bin: Path,
+    claude_version: str,
+    bwrap_bin: str,
+    progress: Callable[[str], None],
+) -> list[SealingVerdict]:
     toolkit = Toolkit(
         root=str(CORPUS / "toolkit"), roles={"plan": "plan", "work": "work", "review": "review"}
     )

@@ -1,0 +1,59 @@
+"""The sealing canary reruns an attack once when its cell ended in a fault the agent cannot cause
+(``canary/attacks_sealing.run_sealing_suite``); a charged outcome is never rerun."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.builders import row
+from workflow_bench.canary import attacks_sealing
+from workflow_bench.canary.attacks_sealing import SEALING_ATTACKS, SealingVerdict
+
+pytestmark = pytest.mark.unit
+
+A, B = SEALING_ATTACKS[0], SEALING_ATTACKS[1]
+HELD = row(error_kind="evidence-tampered", resolved=False)
+FAULT = row(error_kind="session-error", resolved=False)
+CHARGED = row(error_kind="oracle-failed", resolved=True)
+
+
+def _suite(monkeypatch, *passes: dict[str, SealingVerdict]) -> tuple[list[SealingVerdict], list[list[str]]]:
+    calls: list[list[str]] = []
+
+    def run(attacks, **_cli):
+        calls.append([a.name for a in attacks])
+        answers = passes[len(calls) - 1]
+        return [answers[a.name] for a in attacks]
+
+    monkeypatch.setattr(attacks_sealing, "_run_attacks", run)
+    verdicts = attacks_sealing.run_sealing_suite(
+        claude_bin=None, claude_version="x", bwrap_bin="bwrap", attacks=[A, B]
+    )  # type: ignore[arg-type]
+    return verdicts, calls
+
+
+def test_an_attack_the_endpoint_failed_runs_once_more_and_says_so(monkeypatch):
+    first = {A.name: SealingVerdict(A, True, "held", HELD), B.name: SealingVerdict(B, False, "fault", FAULT)}
+    second = {B.name: SealingVerdict(B, True, "held again", HELD)}
+    verdicts, calls = _suite(monkeypatch, first, second)
+    assert calls == [[A.name, B.name], [B.name]]
+    assert [v.blocked for v in verdicts] == [True, True]
+    assert verdicts[1].observed == "held again [rerun; 1st: fault]"
+
+
+def test_a_rerun_that_fails_again_stays_not_blocked(monkeypatch):
+    first = {A.name: SealingVerdict(A, False, "fault", FAULT), B.name: SealingVerdict(B, True, "held", HELD)}
+    second = {A.name: SealingVerdict(A, False, "fault again", FAULT)}
+    verdicts, calls = _suite(monkeypatch, first, second)
+    assert calls == [[A.name, B.name], [A.name]]
+    assert [v.blocked for v in verdicts] == [False, True]
+
+
+def test_a_charged_or_resolved_outcome_is_never_rerun(monkeypatch):
+    first = {
+        A.name: SealingVerdict(A, False, "resolved", CHARGED),
+        B.name: SealingVerdict(B, False, "not run", None),
+    }
+    verdicts, calls = _suite(monkeypatch, first)
+    assert calls == [[A.name, B.name]]
+    assert [v.blocked for v in verdicts] == [False, False]
