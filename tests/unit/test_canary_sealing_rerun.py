@@ -57,3 +57,19 @@ def test_a_charged_or_resolved_outcome_is_never_rerun(monkeypatch):
     verdicts, calls = _suite(monkeypatch, first)
     assert calls == [[A.name, B.name]]
     assert [v.blocked for v in verdicts] == [False, False]
+
+
+def test_an_attack_that_did_not_run_says_why_in_one_line():
+    from workflow_bench.canary._suite import not_run_reason
+
+    detail = {
+        "attribution": "the endpoint failed: upstream closed: ConnectionResetError",
+        "event_stream_error": "",
+        "process_detail": None,
+        "stderr_tail": "first line\nError: socket hang up\n",
+    }
+    said = not_run_reason(row(error_kind="session-error", error_detail=detail))
+    assert said == (
+        "session-error; the endpoint failed: upstream closed: ConnectionResetError; Error: socket hang up"
+    )
+    assert "\n" not in not_run_reason(row(error_kind="session-error", error_detail="x\ny"))

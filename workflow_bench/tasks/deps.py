@@ -119,11 +119,10 @@ def cached_dependencies(requirements: Path, *, uv_bin: str | None = None) -> Pat
     digest = hashlib.sha256(pinned_requirements(requirements)).hexdigest()[:16]
     out = cache_root() / f"pydeps-{digest}"
     if not (out / MANIFEST_FILE).is_file():
-        uv = uv_bin or os.environ.get("UV") or shutil.which("uv")
-        if uv is None:
-            raise DependencyBuildError(
-                f"building {requirements} needs uv (not found; ./dev setup installs it)"
-            )
+        try:
+            uv = uv_bin or find_uv()  # the one lookup: $UV, PATH, the cache's uv (./dev setup's)
+        except DependencyBuildError as exc:
+            raise DependencyBuildError(f"building {requirements}: {exc}") from None
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = out.with_name(f"{out.name}.tmp-{secrets.token_hex(4)}")
         try:
