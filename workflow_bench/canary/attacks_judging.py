@@ -30,7 +30,7 @@ from workflow_bench.cells.run import run_cell
 from workflow_bench.judging.outcomes import ErrorKind, is_excluded, is_systemic_failure
 from workflow_bench.providers.access import CellKey
 from workflow_bench.providers.scripted import ScriptedProvider
-from workflow_bench.schedule.pool import SchedulePolicy, run_cells
+from workflow_bench.schedule.pool import SchedulePolicy, SweepOutcome, run_cells
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 from workflow_bench.workspace.remove import remove_tree
@@ -227,7 +227,12 @@ def _script(attacks: Sequence[JudgingAttack]):
 def run_judging_suite(
     *, claude_bin: Path, claude_version: str, bwrap_bin: str, canary_tasks: Path, progress=print
 ) -> list[JudgingVerdict]:
-    """One cell per attack through the real scheduler; one verdict per attack plus the breaker's."""
+    """One cell per attack through the real scheduler; one verdict per attack plus the breaker's.
+
+    An attack whose cell ended in a fault the agent cannot cause (``is_systemic_failure``) proved
+    nothing: it runs once more in a fresh cell and its verdict says so (as in the sealing suite).
+    The breaker's verdict is the first pass's: six self-excluding cells in a row, as planned.
+    """
     binding = bind_tasks(load_task_file(canary_tasks))[0]
     corpus = canary_tasks.parent
     toolkit = Toolkit(
@@ -236,35 +241,50 @@ def run_judging_suite(
     work_root = Path(tempfile.mkdtemp(prefix="wfbench-canary-judging-"))
     try:
         task = prepare_task_context(binding, toolkit=toolkit, dest=work_root / "template")
-        with ScriptedProvider(_script(ATTACKS)) as provider:
-            access = scripted_canary_access(provider)
-            settings = canary_settings(
-                access=access,
-                toolkit=toolkit,
-                work_root=work_root,
-                claude_bin=claude_bin,
-                claude_version=claude_version,
-                bwrap_bin=bwrap_bin,
-                progress=progress,
-                session_timeout_s=300,
-                verify_timeout_s=VERIFY_TIMEOUT_S,
-                model=MODEL,
-            )
-            arm = resolve_arm(ARM)
 
-            def execute(attack: JudgingAttack) -> CellResult:
-                key = CellKey(task_id=f"judging-{attack.name}", run=0, arm=ARM)
-                return run_cell(settings, task, arm, key)
+        def run(attacks: Sequence[JudgingAttack]) -> SweepOutcome[CellResult]:
+            with ScriptedProvider(_script(attacks)) as provider:
+                settings = canary_settings(
+                    access=scripted_canary_access(provider),
+                    toolkit=toolkit,
+                    work_root=work_root,
+                    claude_bin=claude_bin,
+                    claude_version=claude_version,
+                    bwrap_bin=bwrap_bin,
+                    progress=progress,
+                    session_timeout_s=300,
+                    verify_timeout_s=VERIFY_TIMEOUT_S,
+                    model=MODEL,
+                )
+                arm = resolve_arm(ARM)
 
-            outcome = run_cells(
-                ATTACKS,
-                execute=execute,
-                persist=lambda _attack, _result: None,
-                row_of=lambda result: result.row,
-                policy=SchedulePolicy(workers=2),
-                cancel=threading.Event(),
-            )
-        return _verdicts(outcome.status, outcome.results, outcome.detail)
+                def execute(attack: JudgingAttack) -> CellResult:
+                    key = CellKey(task_id=f"judging-{attack.name}", run=0, arm=ARM)
+                    return run_cell(settings, task, arm, key)
+
+                return run_cells(
+                    attacks,
+                    execute=execute,
+                    persist=lambda _attack, _result: None,
+                    row_of=lambda result: result.row,
+                    policy=SchedulePolicy(workers=2),
+                    cancel=threading.Event(),
+                )
+
+        first = run(ATTACKS)
+        verdicts = _verdicts(first.status, first.results, first.detail)
+        rerun = [
+            i
+            for i, result in enumerate(first.results)
+            if not verdicts[i].blocked and is_systemic_failure(result.row)
+        ]
+        if rerun:
+            again = run([ATTACKS[i] for i in rerun])
+            for i, result in zip(rerun, again.results, strict=False):
+                blocked, observed = ATTACKS[i].judge(result)
+                note = f"{observed} [rerun; 1st: {verdicts[i].observed}]"
+                verdicts[i] = JudgingVerdict(ATTACKS[i], blocked, note)
+        return verdicts
     finally:
         with contextlib.suppress(OSError):
             remove_tree(work_root)

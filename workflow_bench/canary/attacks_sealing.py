@@ -206,21 +206,24 @@ def run_sealing_suite(
     once more, in a fresh cell, and its verdict says so. A defence that breaks the session
     breaks the rerun too, so a rerun never turns a real failure into "blocked".
     """
-    cli = {"claude_bin": claude_bin, "claude_version": claude_version, "bwrap_bin": bwrap_bin}
-    verdicts = _run_attacks(attacks, progress=progress, **cli)
-    inconclusive = [v for v in verdicts if _inconclusive(v)]
+
+    def run(chosen: Sequence[SealingAttack]) -> list[SealingVerdict]:
+        return _run_attacks(
+            chosen,
+            claude_bin=claude_bin,
+            claude_version=claude_version,
+            bwrap_bin=bwrap_bin,
+            progress=progress,
+        )
+
+    verdicts = run(attacks)
+    inconclusive = {v.attack.name: v.observed for v in verdicts if _inconclusive(v)}
     if not inconclusive:
         return verdicts
-    again = {
-        v.attack.name: v for v in _run_attacks([v.attack for v in inconclusive], progress=progress, **cli)
-    }
-    first = {v.attack.name: v.observed for v in inconclusive}
+    again = {v.attack.name: v for v in run([v.attack for v in verdicts if v.attack.name in inconclusive])}
     return [
-        replace(
-            again[v.attack.name],
-            observed=f"{again[v.attack.name].observed} [rerun; 1st: {first[v.attack.name]}]",
-        )
-        if v.attack.name in again
+        replace(again[name], observed=f"{again[name].observed} [rerun; 1st: {inconclusive[name]}]")
+        if (name := v.attack.name) in again
         else v
         for v in verdicts
     ]

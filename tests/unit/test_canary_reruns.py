@@ -1,4 +1,4 @@
-"""The sealing canary reruns an attack once when its cell ended in a fault the agent cannot cause
+"""The sealing and judging canaries rerun an attack once when its cell ended in a fault the agent cannot cause
 (``canary/attacks_sealing.run_sealing_suite``); a charged outcome is never rerun."""
 
 from __future__ import annotations
@@ -73,3 +73,40 @@ def test_an_attack_that_did_not_run_says_why_in_one_line():
         "session-error; the endpoint failed: upstream closed: ConnectionResetError; Error: socket hang up"
     )
     assert "\n" not in not_run_reason(row(error_kind="session-error", error_detail="x\ny"))
+
+
+def test_the_judging_suite_reruns_only_cells_the_agent_could_not_have_failed(monkeypatch):
+    """``attacks_judging.run_judging_suite``: the first pass's fault cells run once more, alone."""
+    from workflow_bench.canary import attacks_judging
+    from workflow_bench.canary._suite import CANARY_TASKS
+    from workflow_bench.cells.context import CellResult
+    from workflow_bench.schedule.pool import SweepOutcome
+
+    attacks = attacks_judging.ATTACKS
+    passes: list[list[str]] = []
+
+    def run_cells(items, **_kw):
+        passes.append([a.name for a in items])
+        kind = "session-error" if len(passes) == 1 else "workspace-invalid"
+        results = tuple(
+            CellResult(
+                row=row(error_kind=kind if a is attacks[0] else "oracle-failed", resolved=False), artifacts={}
+            )
+            for a in items
+        )
+        return SweepOutcome("complete", results)
+
+    monkeypatch.setattr(attacks_judging, "run_cells", run_cells)
+    monkeypatch.setattr(attacks_judging, "prepare_task_context", lambda *a, **k: None)
+    monkeypatch.setattr(attacks_judging, "canary_settings", lambda **k: None)
+    verdicts = attacks_judging.run_judging_suite(
+        claude_bin=None,
+        claude_version="x",
+        bwrap_bin="bwrap",
+        canary_tasks=CANARY_TASKS,
+        progress=lambda _l: None,
+    )  # type: ignore[arg-type]
+    assert passes[0] == [a.name for a in attacks]
+    assert passes[1:] == [[attacks[0].name]]  # only the faulted cell; charged failures are never rerun
+    assert "[rerun; 1st: " in verdicts[0].observed
+    assert all("[rerun" not in v.observed for v in verdicts[1:])
