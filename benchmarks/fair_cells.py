@@ -4,7 +4,8 @@
 a cell's ``duration_s`` 3.3x its solo value. This runs real sweeps (scripted provider, real CLI,
 real bwrap) with ``--workers 2`` on the canary task: a *victim* cell (arm ``baseline``) whose one
 Bash call does a fixed amount of single-threaded CPU work, alone or beside a *hog* cell (arm
-``baseline_nomcp``) that keeps ``--hog-processes`` busy loops running for longer than the victim
+``baseline_nomcp``) that keeps ``--hog-processes`` busy loops (each in a session of its own:
+autogroup scheduling would hold one session to a share) running for longer than the victim
 needs. Four variants, interleaved ``--repeat`` times so machine noise hits each alike:
 
 - ``solo``: the victim alone, under its default quota (host cores / 2 workers);
@@ -47,7 +48,10 @@ VARIANTS = {
 
 def script(work: int, hog_processes: int, hog_s: int) -> dict:
     victim = f"python3 -c 'sum(i * i for i in range({work}))' && echo worked"
-    spin = f"timeout {hog_s} python3 -c 'while True: pass'"
+    # Each spinner in a session of its own (setsid): the scheduler's autogroups share the CPU
+    # between sessions, so one session of busy loops would be held to a share by autogroup alone;
+    # a hog that knows this starts one session per loop, which only the cell's quota holds.
+    spin = f"setsid timeout {hog_s} python3 -c 'while True: pass'"
     hog = f"for i in $(seq {hog_processes}); do {spin} & done; wait; echo hogged"
 
     def cell(arm: str, command: str) -> dict:
@@ -87,7 +91,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--work", type=int, default=30_000_000, help="victim's loop size (~3 s of one core)")
+    parser.add_argument("--work", type=int, default=30_000_000, help="victim's loop size (30M: ~1 s of one core here)")
     parser.add_argument("--hog-processes", type=int, default=4)
     parser.add_argument("--hog-seconds", type=int, default=40)
     args = parser.parse_args()
