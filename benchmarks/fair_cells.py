@@ -91,7 +91,9 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--work", type=int, default=30_000_000, help="victim's loop size (30M: ~1 s of one core here)")
+    parser.add_argument(
+        "--work", type=int, default=30_000_000, help="victim's loop size (30M: ~1 s of one core here)"
+    )
     parser.add_argument("--hog-processes", type=int, default=4)
     parser.add_argument("--hog-seconds", type=int, default=40)
     args = parser.parse_args()
