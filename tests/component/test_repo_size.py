@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.builders import git_in
+from tests.builders import git_in, missing_tool
 from tests.conftest import needs_root
 from workflow_bench.process import run_process
 from workflow_bench.sandbox import unmount
@@ -288,7 +288,7 @@ def test_a_cell_whose_volume_stays_busy_at_teardown_is_not_charged_to_its_arm(tm
     resources = CellResources(CellLimits(memory_mib=256, pids=64, disk_mib=16), cell_dir)
     resources.open(clone_source=template)
     if not os.path.ismount(cell_dir):
-        pytest.skip("no loop volume here (needs /dev/loop-control)")
+        missing_tool("loop devices for a cell volume (/dev/loop-control)")
     (cell_dir / "workspace").mkdir()
     holder = subprocess.Popen(["sleep", "60"], cwd=cell_dir / "workspace")  # keeps the volume busy
     notes: list[str] = []

@@ -24,19 +24,39 @@ from pathlib import Path
 
 from workflow_bench.workspace.baseline import TemplateBaseline
 from workflow_bench.workspace.patch import PatchView
-from workflow_bench.workspace.snapshot import Scan, WorkspaceState, scan_workspace, skill_fingerprint
+from workflow_bench.workspace.snapshot import (
+    Scan,
+    WorkspaceState,
+    scan_overlay,
+    scan_workspace,
+    skill_fingerprint,
+)
 
 
 class WorkspaceTrack:
     """The cell's current workspace state, its base, and the paths touched since each."""
 
     def __init__(
-        self, workspace: Path, baseline: TemplateBaseline, *, view_dir: Path, excluded: Iterable[str]
+        self,
+        workspace: Path,
+        baseline: TemplateBaseline,
+        *,
+        view_dir: Path,
+        excluded: Iterable[str],
+        upper: Path | None = None,
     ) -> None:
-        """``workspace``: the harness's fresh copy of the template (nothing sandboxed has run on it)."""
+        """``workspace``: the harness's fresh copy of the template (nothing sandboxed has run on it),
+        or, with ``upper``, an overlay of the template whose upper layer that is (``sandbox._overlay``):
+        it starts as the template's state, no walk at all, and each scan looks only at the upper
+        layer (``scan_overlay``: what changed, whatever the repository's size)."""
         self.workspace = workspace
         self.template = baseline
-        self._state = scan_workspace(workspace, previous=baseline.state, copied_from=True).state
+        self._upper = upper
+        self._seen: frozenset[str] = frozenset()
+        if upper is None:
+            self._state = scan_workspace(workspace, previous=baseline.state, copied_from=True).state
+        else:
+            self._state = baseline.state
         self._stale = False
         self._since_template: set[str] = set()
         self._since_base: set[str] = set()
@@ -47,7 +67,12 @@ class WorkspaceTrack:
     def scan(self) -> Scan:
         """One phase boundary. Raises ``WorkspaceLimitError`` (then the next ``state`` scans again)."""
         self._stale = True
-        scan = scan_workspace(self.workspace, previous=self._state)
+        if self._upper is None:
+            scan = scan_workspace(self.workspace, previous=self._state)
+        else:
+            scan, self._seen = scan_overlay(
+                self.workspace, upper=self._upper, previous=self._state, seen=self._seen
+            )
         self._state, self._stale = scan.state, False
         self._since_template |= scan.changed
         if self.base is not None:

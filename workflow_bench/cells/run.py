@@ -126,15 +126,17 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         if task.index is not None and task.index.error is not None:
             raise RuntimeError(task.index.error)  # memoized per task: no cell of it can run
         baseline = task.sealed()
-        resources.open(clone_bytes=baseline.clone_bytes)
+        bwrap = settings.harness.sandbox_kind is SandboxKind.BWRAP
+        resources.open(clone_bytes=baseline.clone_bytes, overlay=bwrap)
         state = baseline.state
-        copy_clone(
-            task.template, cell_dir / "workspace", total_bytes=state.total_bytes, entries=len(state.entries)
-        )
-        if settings.harness.sandbox_kind is SandboxKind.BWRAP:
-            # The cell's uid (root runner) writes its clone: an O(files) chown of the copy, before
-            # the track adopts the template's digests under the copy's (new) stat keys.
-            resources.own(cell_dir / "workspace")
+        workspace = cell_dir / "workspace"
+        # A root runner's clone is an overlay on the sealed template (O(1), the cell uid's through
+        # an idmap); otherwise a copy, which the cell's uid then owns: an O(files) chown, before
+        # the track adopts the template's digests under the copy's (new) stat keys.
+        if not resources.mount_clone(task.template, workspace):
+            copy_clone(task.template, workspace, total_bytes=state.total_bytes, entries=len(state.entries))
+            if bwrap:
+                resources.own(workspace)
         run = _CellRun(settings, task, arm, key, cell_dir, credentials, cell_secrets, artifacts, resources)
         draft = run.execute()
     except Exception as exc:  # the one catch-all: a cell's failure is data, not a sweep crash
@@ -273,6 +275,7 @@ class _CellRun:
             task.sealed(),
             view_dir=view_dir(cell_dir),
             excluded=[t for _, t in task.binding.dependency_mounts],
+            upper=resources.clone_upper,
         )
 
     def execute(self) -> CellDraft:

@@ -48,7 +48,6 @@ charged to the arm (the agent's processes are the only ones in the cell).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import secrets
@@ -57,13 +56,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workflow_bench.input_files import bounded_walk
-from workflow_bench.process import ProcessError, run_checked
+from workflow_bench.process import run_checked
 
 from . import _watchdog
 from ._cgroups import Cgroup as _Cgroup
-from ._mounts import unmount
+from ._overlay import OverlayError, overlay_available
 from ._seccomp import BLOCKED_SYSCALLS, filter_program
 from ._userns import NAMESPACE_LIMITS, CellUserNamespace, UserNamespaceError
+from ._volume import CellVolume
 from ._watchdog import Budget, CellWatchdog
 
 MIB = 1024 * 1024
@@ -72,24 +72,7 @@ DEFAULT_PIDS = 1024
 DEFAULT_DISK_MIB = 4096
 # Floors: below these the CLI itself cannot run (it alone is ~210 MB and ~20 threads).
 MIN_MEMORY_MIB, MIN_PIDS, MIN_DISK_MIB = 512, 64, 16
-# A volume with less room than this left counts as filled (ext4 keeps a few blocks back).
-_FULL_MARGIN_BYTES = MIB
-_EXT4_OVERHEAD = 0.05  # metadata of a journal-less ext4, with slack
 CPU_PERIOD_US = 100_000  # the kernel's default CFS period; the quota is cores × this
-# No journal (the volume dies with the cell), lazy init (20 ms for any size), an inode per 8 KiB.
-_MKFS = (
-    "mkfs.ext4",
-    "-q",
-    "-F",
-    "-m",
-    "0",
-    "-O",
-    "^has_journal",
-    "-E",
-    "lazy_itable_init=1,nodiscard",
-    "-i",
-    "8192",
-)
 # Join the cell's cgroups, open the cell's user namespace on fd 3 and its seccomp filter on fd 4
 # (bwrap --userns 3 --seccomp 4), then exec; "-" for either: none. Exit 125 when any step fails.
 _WRAP = (
@@ -146,9 +129,7 @@ class CellResources:
     def __init__(self, limits: CellLimits, cell_dir: Path) -> None:
         self.limits = limits
         self.cell_dir = cell_dir
-        self.image = cell_dir.with_name(cell_dir.name + ".volume")
-        self.volume_bytes: int | None = None
-        self._mounted = False
+        self._volume = CellVolume(cell_dir)
         self._memory: _Cgroup | None = None
         self._pids: _Cgroup | None = None
         self._cpu: _Cgroup | None = None
@@ -156,20 +137,26 @@ class CellResources:
         self._userns: CellUserNamespace | None = None
         self.userns_error: str | None = None
         self._seccomp: Path | None = None
-        self._ptys: Path | None = None
+        self._overlay_planned = False
         self.notes: list[str] = []
         """Harness notes of the teardown (a busy mount detached lazily): logged, never a failure."""
 
-    def open(self, *, clone_source: Path | None = None, clone_bytes: int | None = None) -> None:
+    def open(
+        self, *, clone_source: Path | None = None, clone_bytes: int | None = None, overlay: bool = False
+    ) -> None:
         """Create the cell directory's volume (mounted on ``cell_dir``) and the cgroups.
 
         The clone's size is ``clone_bytes`` (allocated bytes, from the template's recorded state)
-        or walked from ``clone_source``: the volume holds the clone plus ``disk_mib``.
+        or walked from ``clone_source``: the volume holds the clone plus ``disk_mib``. With
+        ``overlay`` (the caller will ask ``mount_clone`` for the clone) and an overlay possible
+        here (root, a volume, idmapped overlay layers: ``_overlay``), the volume holds only the
+        overlay's upper layer: ``disk_mib``, whatever the repository's size.
         """
         self.cell_dir.mkdir(parents=True)
         size = clone_bytes if clone_bytes is not None else _tree_bytes(clone_source) if clone_source else 0
         if _can_mount():
-            self._mount(size)
+            self._overlay_planned = overlay and overlay_available()
+            self._volume.mount((0 if self._overlay_planned else size) + self.limits.disk_mib * MIB)
         name = f"wfbench-{os.getpid()}-{secrets.token_hex(4)}"
         memory = str(self.limits.memory_mib * MIB)
         self._memory = _Cgroup.create("memory", name, {"memory.limit_in_bytes": memory})
@@ -199,16 +186,8 @@ class CellResources:
             path.write_bytes(program)
             path.chmod(0o444)
             self._seccomp = path
-        if self._mounted:
-            ptys = self.cell_dir / "pts"
-            ptys.mkdir()
-            options = f"newinstance,ptmxmode=0666,mode=0620,max={CELL_PTYS}"
-            try:
-                mount = ["mount", "-t", "devpts", "-o", options, "devpts", str(ptys)]
-                run_checked(mount, what="mount the cell's devpts")
-                self._ptys = ptys
-            except ProcessError:
-                ptys.rmdir()
+        if self._volume.mounted:
+            self._volume.mount_ptys(CELL_PTYS)
 
     @property
     def userns(self) -> CellUserNamespace | None:
@@ -220,13 +199,38 @@ class CellResources:
         args: list[str] = []
         if self._seccomp is not None:
             args += ["--seccomp", str(SECCOMP_FD)]
-        if self._ptys is not None:
-            args += ["--dev-bind", str(self._ptys), "/dev/pts"]
+        if self._volume.ptys is not None:
+            args += ["--dev-bind", str(self._volume.ptys), "/dev/pts"]
         else:
             # No instance of its own (no root, no volume): no pty at all, rather than bwrap's
             # instance, which draws on the host's shared pool without a bound.
             args += ["--ro-bind", "/dev/null", "/dev/pts/ptmx"]
         return tuple(args)
+
+    def mount_clone(self, template: Path, dest: Path) -> bool:
+        """Mount ``dest`` as the cell's overlay clone of ``template`` when ``open`` planned one.
+
+        False: no overlay was planned (no root, no volume, no idmapped overlays): the caller copies
+        the template and ``own``s the copy. Raises ``OverlayError`` when a planned overlay cannot be
+        mounted (a harness fault; the volume has no room for a copy).
+        """
+        if not self._overlay_planned:
+            return False
+        cell_uid = self._cell_uid()
+        if cell_uid is None:
+            raise OverlayError(f"no cell uid for the overlay clone: {self.userns_error or 'no namespace'}")
+        self._volume.mount_clone(template, dest, host_uid=cell_uid)
+        return True
+
+    @property
+    def clone_upper(self) -> Path | None:
+        """The overlay clone's upper layer (every change made through it), or None for a copy."""
+        return self._volume.clone_upper
+
+    @property
+    def image(self) -> Path:
+        """The cell volume's image file (beside the cell directory)."""
+        return self._volume.image
 
     def own(self, path: Path) -> None:
         """Hand ``path`` (the clone, before any sandbox ran) to the cell's host uid."""
@@ -248,7 +252,7 @@ class CellResources:
         budget = Budget(
             memory_bytes=None if self._memory is not None else limits.memory_mib * MIB,
             tasks=None if self._pids is not None else limits.pids,
-            disk_bytes=None if self._mounted else clone_bytes + limits.disk_mib * MIB,
+            disk_bytes=None if self._volume.mounted else clone_bytes + limits.disk_mib * MIB,
             files=limits.files,  # no kernel counter exists for a group of processes: always sampled
         )
         if budget == Budget() or not _watchdog.available():
@@ -261,23 +265,6 @@ class CellResources:
         }
         self._watchdog = CellWatchdog(budget, self.cell_dir, describe=describe)
         self._watchdog.start()
-
-    def _mount(self, clone_bytes: int) -> None:
-        wanted = clone_bytes + self.limits.disk_mib * MIB
-        size = int(wanted * (1 + _EXT4_OVERHEAD)) + 8 * MIB
-        with open(self.image, "wb") as handle:
-            handle.truncate(size)  # sparse: costs only what the cell writes
-        try:
-            run_checked([*_MKFS, str(self.image)], what="make the cell volume", timeout_s=60)
-            mount = ["mount", "-o", "loop,nosuid,nodev", str(self.image), str(self.cell_dir)]
-            run_checked(mount, what="mount the cell volume", timeout_s=60)
-        except ProcessError:
-            # No loop devices here (some containers): the row records disk_mib=None, never a claim.
-            self.image.unlink(missing_ok=True)
-            return
-        self._mounted = True
-        self.volume_bytes = wanted
-        (self.cell_dir / "lost+found").rmdir()
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` started inside the cell's cgroups (joined before exec; exit 125 if joining fails)."""
@@ -312,12 +299,12 @@ class CellResources:
         return {
             "memory_mib": self.limits.memory_mib if self._memory or sampled.memory_bytes else None,
             "pids": self.limits.pids if self._pids or sampled.tasks or self._nproc_fallback() else None,
-            "disk_mib": self.limits.disk_mib if self._mounted or sampled.disk_bytes else None,
+            "disk_mib": self.limits.disk_mib if self._volume.mounted or sampled.disk_bytes else None,
             "cpus": self.limits.cpus if self._cpu is not None else None,
             "files": self.limits.files if sampled.files else None,
             "nofile_per_process": NOFILE_PER_PROCESS,
             "msgqueue_bytes": MSGQUEUE_BYTES,
-            "ptys": CELL_PTYS if self._ptys is not None else None,
+            "ptys": CELL_PTYS if self._volume.ptys is not None else None,
             "cell_uid": self._cell_uid(),
             "namespace_limits": dict(NAMESPACE_LIMITS) if self._userns is not None else None,
             "seccomp_denied": list(BLOCKED_SYSCALLS) if self._seccomp is not None else None,
@@ -354,11 +341,8 @@ class CellResources:
             refused = self._pids.counter("pids.events", "max")
             if refused:
                 found.append(f"process limit {self.limits.pids}: {refused} fork(s) refused")
-        if self._mounted:
-            with contextlib.suppress(OSError):
-                st = os.statvfs(self.cell_dir)
-                if st.f_bavail * st.f_frsize < _FULL_MARGIN_BYTES or st.f_favail == 0:
-                    found.append(f"disk limit {self.limits.disk_mib} MiB over the clone: volume full")
+        if self._volume.mounted and self._volume.full():
+            found.append(f"disk limit {self.limits.disk_mib} MiB over the clone: volume full")
         return found
 
     def close(self) -> str | None:
@@ -377,22 +361,4 @@ class CellResources:
         if self._userns is not None:
             self._userns.close()
             self._userns = None
-        problem = None
-        if self._ptys is not None:
-            # The devpts instance sits on the volume: it goes first, with the same busy retries.
-            done = unmount(self._ptys, what="the cell devpts")
-            problem = done.problem
-            self.notes += [done.note] if done.note is not None else []
-            if problem is None:
-                self._ptys = None
-        if self._mounted and problem is None:
-            done = unmount(self.cell_dir, what="the cell volume")
-            problem = done.problem
-            self.notes += [done.note] if done.note is not None else []
-            self._mounted = problem is not None
-        if not self._mounted:
-            # A lazily detached volume keeps its loop device until the kernel lets go; the image's
-            # blocks are freed then (autoclear), its name can go now.
-            with contextlib.suppress(FileNotFoundError):
-                self.image.unlink()
-        return problem
+        return self._volume.close(self.notes)

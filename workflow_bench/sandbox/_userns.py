@@ -156,3 +156,16 @@ class CellUserNamespace:
         if self._holder is not None:
             self._holder.stop()
             self._holder = None
+
+
+class IdmapNamespace(CellUserNamespace):
+    """A user namespace mapping only uid/gid 0 to ``host_uid``: the idmap of an overlay clone's lower
+    layer (``_overlay``), which shows the root-built template as owned by the cell's uid."""
+
+    def __init__(self, host_uid: int) -> None:
+        super().__init__()
+        self.host_uid = host_uid
+        self.switches_uid = False
+
+    def _map(self, own: int) -> str:
+        return f"0 {self.host_uid} 1\n"

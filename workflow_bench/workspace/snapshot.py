@@ -201,6 +201,144 @@ def scan_workspace(root: Path, *, previous: WorkspaceState | None = None, copied
     return Scan(state, frozenset(changed))
 
 
+_WHITEOUT_RDEV = 0  # overlayfs marks a deleted lower path with a 0/0 character device in upper
+_DIR_XATTRS = ("trusted.overlay.opaque", "trusted.overlay.redirect")
+
+
+def _hides_lower(path: str) -> bool:
+    """Whether an upper directory replaces (opaque) or moves (redirect) what the lower layer had there."""
+    for name in _DIR_XATTRS:
+        try:
+            os.getxattr(path, name, follow_symlinks=False)
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def scan_overlay(
+    root: Path, *, upper: Path, previous: WorkspaceState, seen: frozenset[str]
+) -> tuple[Scan, frozenset[str]]:
+    """``scan_workspace`` for a clone that is an overlay of the tree ``previous`` describes (or a
+    later state of it): O(what changed), whatever the repository's size.
+
+    Every change made through an overlay is in its upper layer (``upper``: never visible to any
+    sandbox; the lower layer is the read-only template): a written, created, chmod-ed or renamed
+    path is copied up, a deleted lower path leaves a whiteout, a directory that hides or moves the
+    lower one carries an opaque or redirect attribute (walked whole, in ``root``). So the paths to
+    look at are those in ``upper`` now plus ``seen`` (those in it at earlier scans: a path created
+    and then deleted leaves no trace in ``upper``); every other path keeps ``previous``'s entry.
+    Each path looked at goes through the same stat-key rule as ``scan_workspace``. Returns the
+    scan and the new ``seen``. A wall clock that stepped backwards falls back to a full walk.
+    ``allocated_bytes`` is carried over (only a template's is ever read).
+
+    Raises:
+        WorkspaceLimitError: past the entry, depth or byte caps.
+    """
+    clock = (time.time_ns(), time.monotonic_ns())
+    if not _clock_steady(previous.clock, clock):
+        scan = scan_workspace(root, previous=previous)
+        return scan, seen | scan.changed
+    look: set[str] = set(seen)
+    whole: list[str] = []
+    try:
+        for rel, full, st in bounded_walk(
+            upper,
+            max_entries=MAX_SNAPSHOT_ENTRIES,
+            max_depth=MAX_SNAPSHOT_DEPTH,
+            skip_top=frozenset({".git"}),
+        ):
+            look.add(rel)
+            if stat.S_ISDIR(st.st_mode) and _hides_lower(full):
+                whole.append(rel)
+    except TreeLimitError as exc:
+        raise WorkspaceLimitError(f"workspace has {exc}") from None
+    for rel in whole:  # everything below a replaced or moved directory: as the merged tree shows it
+        prefix = rel + "/"
+        look.update(p for p in previous.entries if p.startswith(prefix))
+        for sub, _full, _st in walk_tree_below(root, rel):
+            look.add(sub)
+    entries = dict(previous.entries)
+    keys = dict(previous.keys)
+    changed: set[str] = set()
+    read = 0
+    recent: list[str] = []
+    for rel in sorted(look):  # a parent sorts before its children: its new entry is known first
+        full = os.path.join(root, rel)
+        now = _lstat_below_dirs(full, rel, entries)
+        old_entry = previous.entries.get(rel)
+        if now is None:
+            entries.pop(rel, None)
+            keys.pop(rel, None)
+            if old_entry is not None:
+                changed.add(rel)
+            continue
+        mode = now.st_mode
+        if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+            key = stat_key(now)
+            if now.st_ctime_ns >= clock[0] - _RACY_NS:
+                recent.append(rel)
+            if previous.keys.get(rel) == key and old_entry is not None:
+                entry = old_entry
+            else:
+                read += 1
+                entry = f"link:{os.readlink(full)}" if stat.S_ISLNK(mode) else _file_entry(full, mode)
+            keys[rel] = key
+        else:
+            keys.pop(rel, None)
+            entry = f"dir:{stat.S_IMODE(mode):o}" if stat.S_ISDIR(mode) else f"special:{stat.S_IFMT(mode)}"
+        entries[rel] = entry
+        if old_entry != entry:
+            changed.add(rel)
+    # A directory that is gone, or no longer a directory, takes its whole previous subtree along.
+    for rel in sorted(changed):
+        was_dir = (previous.entries.get(rel) or "").startswith("dir:")
+        if was_dir and not entries.get(rel, "").startswith("dir:"):
+            prefix = rel + "/"
+            for path in [p for p in entries if p.startswith(prefix)]:
+                del entries[path]
+                keys.pop(path, None)
+                changed.add(path)
+    if len(entries) > MAX_SNAPSHOT_ENTRIES:
+        raise WorkspaceLimitError(f"workspace has over {MAX_SNAPSHOT_ENTRIES} entries")
+    if any(rel.count("/") >= MAX_SNAPSHOT_DEPTH for rel in look):
+        raise WorkspaceLimitError(f"workspace has nested deeper than {MAX_SNAPSHOT_DEPTH} levels")
+    total = sum(k[2] for p, k in keys.items() if stat.S_ISREG(k[0]))
+    if total > MAX_SNAPSHOT_BYTES:
+        raise WorkspaceLimitError(f"workspace exceeds {MAX_SNAPSHOT_BYTES} bytes; refusing to snapshot")
+    racy_from = time.time_ns() - _RACY_NS
+    for rel in recent:
+        if keys[rel][4] >= racy_from:
+            keys[rel] = (*keys[rel][:4], _NEVER)
+    state = WorkspaceState(entries, keys, total, previous.allocated_bytes, clock, read)
+    return Scan(state, frozenset(changed)), frozenset(look)
+
+
+def _lstat_below_dirs(full: str, rel: str, entries: Mapping[str, str]) -> os.stat_result | None:
+    """``lstat`` of ``full`` when every parent of ``rel`` is a directory in ``entries`` (the state
+    being built), else None: ``lstat`` follows the parents, so a parent the agent turned into a
+    symlink must never be walked through."""
+    parts = rel.split("/")
+    for depth in range(1, len(parts)):
+        if not entries.get("/".join(parts[:depth]), "").startswith("dir:"):
+            return None
+    try:
+        return os.lstat(full)
+    except FileNotFoundError:
+        return None
+
+
+def walk_tree_below(root: Path, rel: str) -> Iterator[tuple[str, str, os.stat_result]]:
+    """``walk_tree`` of the subtree at ``rel`` under ``root``, paths relative to ``root``."""
+    try:
+        for sub, full, st in bounded_walk(
+            Path(root, rel), max_entries=MAX_SNAPSHOT_ENTRIES, max_depth=MAX_SNAPSHOT_DEPTH
+        ):
+            yield f"{rel}/{sub}", full, st
+    except TreeLimitError as exc:
+        raise WorkspaceLimitError(f"workspace has {exc}") from None
+
+
 def workspace_snapshot(root: Path) -> dict[str, str]:
     """Map every path under ``root`` (except ``.git``) to a digest of its kind, mode and bytes (every
     file read). Symlinks are recorded by target and never followed, so a planted link to a host
