@@ -23,9 +23,9 @@ requests 2.32.3 sdist, 86 files / 0.5 MB), ``django`` (Django 5.1.4, 6,811 files
 ``--quick`` runs ``demo``, ``requests`` and ``synthetic-5k`` (5,002 files / 10 MB) with 3 cells.
 
 Besides the sweeps, each rung's tree is copied and handed to another uid once (``cp -a`` then
-``chown -R``, what a root runner does per cell before the first sandbox, issue 23's per-cell
-uid): the ``copy+chown s`` column is that O(files) cost measured alone (it is inside the
-overhead per cell too).
+``chown -R``): the ``copy+chown s`` column is that O(files + bytes) cost measured alone — what
+each cell paid before its clone became an overlay of the template, and what a cell still pays
+without one (a non-root runner, no loop devices, no idmapped overlay layers).
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def template(tmp_path) -> Path:
 @pytest.fixture
 def clone(tmp_path, template):
     needs_root("mounts an overlay")
-    if not overlay_available():
+    if not overlay_available(tmp_path):
         missing_tool("idmapped overlay layers (Linux 5.19+, root)")
     dest = tmp_path / "cell" / "workspace"
     dest.parent.mkdir()

@@ -4,10 +4,10 @@ One ``CellResources`` per cell, opened before the clone exists and closed
 after its last process:
 
 - **disk**: the cell directory (clone, relay dir, review output, oracle
-  staging) is a loop-mounted ext4 volume of ``clone size + disk_bytes``
-  (sparse image next to it; removed on close). A full volume is ENOSPC for
-  the agent and nothing else: the host disk and the other cells are
-  untouched. Unmounting also replaces walking the clone to delete it.
+  staging) is a loop-mounted ext4 volume (``_volume.py``) of ``disk_mib`` plus the clone's
+  size when the clone is a copy; an overlay clone (``mount_clone``, ``_overlay.py``) keeps only
+  its upper layer there. A full volume is ENOSPC for the agent and nothing else: the host disk
+  and the other cells are untouched. Unmounting also replaces walking the clone to delete it.
 - **memory and processes**: one cgroup per cell in the cgroup v1
   ``memory`` and ``pids`` hierarchies, under the harness's own cgroup.
   Every sandboxed process of the cell joins it before bwrap starts
@@ -60,7 +60,7 @@ from workflow_bench.process import run_checked
 
 from . import _watchdog
 from ._cgroups import Cgroup as _Cgroup
-from ._overlay import OverlayError, overlay_available
+from ._overlay import overlay_available
 from ._seccomp import BLOCKED_SYSCALLS, filter_program
 from ._userns import NAMESPACE_LIMITS, CellUserNamespace, UserNamespaceError
 from ._volume import CellVolume
@@ -155,7 +155,7 @@ class CellResources:
         self.cell_dir.mkdir(parents=True)
         size = clone_bytes if clone_bytes is not None else _tree_bytes(clone_source) if clone_source else 0
         if _can_mount():
-            self._overlay_planned = overlay and overlay_available()
+            self._overlay_planned = overlay and overlay_available(self.cell_dir)
             self._volume.mount((0 if self._overlay_planned else size) + self.limits.disk_mib * MIB)
         name = f"wfbench-{os.getpid()}-{secrets.token_hex(4)}"
         memory = str(self.limits.memory_mib * MIB)
@@ -216,10 +216,10 @@ class CellResources:
         """
         if not self._overlay_planned:
             return False
-        cell_uid = self._cell_uid()
-        if cell_uid is None:
-            raise OverlayError(f"no cell uid for the overlay clone: {self.userns_error or 'no namespace'}")
-        self._volume.mount_clone(template, dest, host_uid=cell_uid)
+        # The host uid the cell's processes run as: its own (a root runner's cell namespace), else
+        # the invoker's (no namespace could be built: the sandboxes map the caller's uid).
+        host_uid = self._userns.host_uid if self._userns is not None else os.geteuid()
+        self._volume.mount_clone(template, dest, host_uid=host_uid)
         return True
 
     @property

@@ -19,7 +19,7 @@ files or 1 GB (issue 26), most of a cell's harness overhead. An overlay costs a 
 The bind of the template is unmounted as soon as the overlay holds its own private clone of it, so
 a cell has one mount more than before (its workspace), removed first at teardown. Needs root (the
 mounts) and a kernel with idmapped overlay layers (Linux 5.19+); ``overlay_available`` probes once
-per process on a scratch tree, and without it cells copy the template as before.
+per process on a scratch tree in the first cell's directory, and without it cells copy the template as before.
 
 Callers: ``_limits.CellResources`` (``mount_clone``), tests.
 """
@@ -141,25 +141,33 @@ def mount_overlay_clone(template: Path, dest: Path, *, layers: Path, host_uid: i
                 lower.rmdir()
 
 
-@functools.cache
-def overlay_available() -> bool:
-    """Whether this process can mount an overlay clone (root, idmapped overlay layers): probed once."""
+_probed: dict[str, bool] = {}
+
+
+def overlay_available(scratch: Path) -> bool:
+    """Whether this process can mount an overlay clone (root, idmapped overlay layers): probed once,
+    in a directory made under ``scratch`` (a cell's own, so a runner killed mid-probe leaves its
+    mounts where the stale-cell cleanup finds them) and removed again."""
+    if "ok" in _probed:
+        return _probed["ok"]
     if os.geteuid() != 0 or shutil.which("mount") is None:
+        _probed["ok"] = False
         return False
-    scratch = Path(tempfile.mkdtemp(prefix="wfbench-overlay-probe-"))
+    probe = Path(tempfile.mkdtemp(prefix=".overlay-probe-", dir=scratch))
     try:
-        template = scratch / "template"
+        template = probe / "template"
         template.mkdir()
         (template / "probe").write_text("probe\n")
-        dest = scratch / "clone"
-        uid = os.getuid() + 1 if os.getuid() != 0 else 65534
+        dest = probe / "clone"
         try:
-            mount_overlay_clone(template, dest, layers=scratch / "layers", host_uid=uid)
+            mount_overlay_clone(template, dest, layers=probe / "layers", host_uid=65534)
         except (OverlayError, OSError):
+            _probed["ok"] = False
             return False
         try:
-            return (dest / "probe").stat().st_uid == uid
+            _probed["ok"] = (dest / "probe").stat().st_uid == 65534
         finally:
             unmount(dest, what="the overlay probe")
+        return _probed["ok"]
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(probe, ignore_errors=True)

@@ -20,10 +20,11 @@ repeat is the host's wall clock stepping backwards: a scan that sees the wall cl
 than the monotonic clock since the previous walk reuses nothing and reads every file again; and
 a file changed within ``_RACY_NS`` of a walk's end is never trusted by its key (a later write
 could fall in the same coarse timestamp tick), so the next walk reads it again.
-The template's state is recorded once per template; a cell on an overlay of the template sees
-the template's inodes unchanged until it writes them (a copied-up file has a new ctime), and a
-cell on a copy adopts the template's digests once (``copied_from``: the harness's own copy, before
-any sandbox ran) under the copy's own keys.
+The template's state is recorded once per template. A cell on an overlay of the template
+(``sandbox._overlay``) starts from that state and each of its scans looks only at what the upper
+layer holds and held (``scan_overlay``: O(what changed)); a cell on a copy adopts the template's
+digests once (``copied_from``: the harness's own copy, before any sandbox ran) under the copy's
+own keys, and each of its scans walks the whole tree with ``lstat``.
 
 Must never: follow a symlink, read past the caps, or run git (the snapshot reads the files).
 """
