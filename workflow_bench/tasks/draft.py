@@ -4,10 +4,12 @@ committed beside an existing corpus all at once or not at all.
 Owns ``TaskDraft`` (a task-file entry plus the files it names: oracle files and the reference
 patch, paths relative to the task file's directory), ``stage`` (a private task file holding the
 drafts, in a fresh directory beside the destination, so the self-check judges exactly what will
-be written and writes its lock there) and ``commit`` (the drafts' files created exclusively, the
-entries appended to the task file, their lock entries merged into its lock; the task file and
-the lock are each replaced atomically, and a failure at any step removes what this call wrote
-and restores the task file, so nothing is ever half-written).
+be written and writes its lock there; named for this process, so a run killed before it could
+remove it leaves a directory the next ``stage`` beside it removes once that process is gone, as
+stale work roots are: ``workspace.paths.stale_owned_dirs``) and ``commit`` (the drafts' files
+created exclusively, the entries appended to the task file, their lock entries merged into its
+lock; the task file and the lock are each replaced atomically, and a failure at any step removes
+what this call wrote and restores the task file, so nothing is ever half-written).
 
 Appending keeps the task file's comments and layout: the new entries are dumped as YAML and
 appended to its ``tasks`` list at the list's own indentation, and the result must parse as the
@@ -21,9 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,8 @@ import yaml
 from workflow_bench.input_files import InputFileError, load_yaml, read_bounded, replace_text
 from workflow_bench.taskspec.expected_tests import ExpectedTests, load_lock, lock_path, write_lock
 from workflow_bench.taskspec.schema import MAX_TASK_FILE_BYTES, TASK_ID_PATTERN, TaskSpecError
+from workflow_bench.workspace.paths import make_owned_dir, stale_owned_dirs
+from workflow_bench.workspace.remove import remove_tree
 
 STAGING_PREFIX = ".wfbench-staging-"
 
@@ -82,11 +84,35 @@ def preflight(drafts: Sequence[TaskDraft], tasks_file: Path) -> None:
                 raise DraftError(f"{task_dir / relative} exists already; choose another --id or remove it")
 
 
+def collect_stale_staging(beside: Path) -> tuple[list[Path], list[str]]:
+    """Remove the staging directories in ``beside`` whose owner process is gone (a run killed
+    mid-self-check); (removed, one message per directory that could not be removed)."""
+    removed, failed = [], []
+    for path in stale_owned_dirs(beside, STAGING_PREFIX):
+        try:
+            remove_tree(path)
+        except OSError as exc:
+            failed.append(f"{path}: {type(exc).__name__}: {exc}")
+        else:
+            removed.append(path)
+    return removed, failed
+
+
 @contextlib.contextmanager
-def stage(drafts: Sequence[TaskDraft], beside: Path) -> Iterator[Path]:
-    """A task file holding ``drafts`` in a fresh directory inside ``beside``, removed afterwards."""
+def stage(
+    drafts: Sequence[TaskDraft], beside: Path, *, progress: Callable[[str], None] = print
+) -> Iterator[Path]:
+    """A task file holding ``drafts`` in a fresh directory inside ``beside``, removed afterwards.
+
+    First removes the staging directories of dead runs beside it (``collect_stale_staging``),
+    saying so through ``progress``."""
     beside.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=beside))
+    removed, failed = collect_stale_staging(beside)
+    for path in removed:
+        progress(f"removed {path.name}, a staging directory left by a run that is gone")
+    for message in failed:
+        progress(f"could not remove a stale staging directory: {message}")
+    root = make_owned_dir(STAGING_PREFIX, beside)
     try:
         for draft in drafts:
             for relative, data in draft.files:
@@ -98,7 +124,8 @@ def stage(drafts: Sequence[TaskDraft], beside: Path) -> Iterator[Path]:
         path.write_text(dump_tasks(tasks), encoding="utf-8")
         yield path
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(root)
 
 
 class _Dumper(yaml.SafeDumper):

@@ -182,7 +182,7 @@ def _import(
     accepted: list[TaskDraft] = []
     locks = {}
     if drafts:
-        with stage(drafts, tasks_file.parent) as staged:
+        with stage(drafts, tasks_file.parent, progress=lambda m: print(f"[import] {m}")) as staged:
             bindings, unbound = bind_one_by_one(staged)
             refused.update({k: f"cannot be bound: {v}" for k, v in unbound.items()})
             results, recorded = run_self_check(bindings, options)

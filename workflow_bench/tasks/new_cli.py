@@ -142,7 +142,7 @@ def create(
         raise NewTaskError(str(exc)) from None
     for line in drafted.decisions:
         progress(f"[new] {line}")
-    with stage([drafted.draft], tasks_file.parent) as staged:
+    with stage([drafted.draft], tasks_file.parent, progress=lambda m: progress(f"[new] {m}")) as staged:
         bindings, refused = bind_one_by_one(staged)
         if refused:
             raise NewTaskError("; ".join(f"task {k}: {v}" for k, v in refused.items()))

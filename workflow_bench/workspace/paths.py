@@ -3,7 +3,9 @@
 Owns the sweep's work root (``$TMPDIR/wfb-<runner pid>-<8 random>``), each cell's directory
 under it (8 random hex characters, whatever the task id or arm), the relay socket path inside
 a cell, ``check_paths_fit`` (the preflight; its rule, ``check_sockets_fit``, also bounds a local Ray
-instance's sockets: ``schedule.ray_local``) and ``collect_stale_work_roots``.
+instance's sockets: ``schedule.ray_local``), ``collect_stale_work_roots``, and the rule both follow
+for any directory a process owns by name (``make_owned_dir``, ``stale_owned_dirs``: also the
+staging directories ``tasks new`` and ``tasks import`` make beside a task file).
 
 Why fixed length: the relay's Unix socket lives in the cell directory, and AF_UNIX paths are
 limited to 107 bytes (``sun_path`` is 108 including the NUL). Cell directories used to be named
@@ -20,7 +22,7 @@ root longer, never remove a live one.
 
 Must never: remove a root whose owner is alive, or a path that does not match the pattern.
 Callers: ``sweep`` (work root), ``cell`` (cell dirs), ``runner`` (preflight), ``schedule.ray_local``,
-``./dev clean``.
+``tasks.draft`` (staging directories), ``./dev clean``.
 """
 
 from __future__ import annotations
@@ -37,8 +39,15 @@ from workflow_bench.sandbox import collect_stale_cgroups, release_stale_mounts
 from .remove import remove_tree
 
 WORK_ROOT_PREFIX = "wfb-"
-# `wfb-<pid>-<mkdtemp suffix>`: pid ≤ 7 digits (pid_max ≤ 4194304 on Linux), mkdtemp's suffix is 8.
-WORK_ROOT_PATTERN = re.compile(r"wfb-([1-9][0-9]{0,6})-[A-Za-z0-9_]{8}")
+
+
+def owned_dir_pattern(prefix: str) -> re.Pattern[str]:
+    """``<prefix><owner pid>-<mkdtemp suffix>``: pid ≤ 7 digits (pid_max ≤ 4194304 on Linux),
+    mkdtemp's suffix is 8 characters."""
+    return re.compile(re.escape(prefix) + r"([1-9][0-9]{0,6})-[A-Za-z0-9_]{8}")
+
+
+WORK_ROOT_PATTERN = owned_dir_pattern(WORK_ROOT_PREFIX)
 WORK_ROOT_NAME_MAX = len("wfb-") + 7 + 1 + 8
 CELL_DIR_HEX_BYTES = 4  # 8 hex characters: random per cell, collisions retried by mkdir
 RELAY_DIR = "r"
@@ -88,9 +97,15 @@ def check_paths_fit(tmpdir: str | Path | None = None) -> None:
     check_sockets_fit(tmpdir, longest_socket_path, CellPathError, what="the cells' model sockets")
 
 
+def make_owned_dir(prefix: str, parent: str | Path | None = None) -> Path:
+    """A fresh private directory (mode 0700) in ``parent`` named for this process
+    (``owned_dir_pattern(prefix)``), so a later run can tell when its owner is gone."""
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
+
+
 def make_work_root(tmpdir: str | Path | None = None) -> Path:
     """Create this runner's private work root (mode 0700), named with its pid."""
-    return Path(tempfile.mkdtemp(prefix=f"{WORK_ROOT_PREFIX}{os.getpid()}-", dir=tmpdir))
+    return make_owned_dir(WORK_ROOT_PREFIX, tmpdir)
 
 
 def make_cell_dir(work_root: Path) -> Path:
@@ -140,22 +155,29 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def stale_work_roots(tmpdir: str | Path | None = None) -> list[Path]:
-    """Work roots in ``tmpdir`` whose owner pid is gone (never our own, never a live one)."""
-    base = Path(tempfile.gettempdir() if tmpdir is None else tmpdir)
+def stale_owned_dirs(parent: str | Path, prefix: str) -> list[Path]:
+    """Directories in ``parent`` made by ``make_owned_dir(prefix)`` whose owner pid is gone (never
+    our own, never a live one's; a symlink or a name off the pattern is never listed)."""
+    pattern = owned_dir_pattern(prefix)
+    base = Path(parent)
     stale = []
     try:
         entries = list(os.scandir(base))
     except OSError:
         return []
     for entry in entries:
-        match = WORK_ROOT_PATTERN.fullmatch(entry.name)
+        match = pattern.fullmatch(entry.name)
         if match is None or not entry.is_dir(follow_symlinks=False):
             continue
         pid = int(match.group(1))
         if pid != os.getpid() and not _pid_alive(pid):
             stale.append(base / entry.name)
     return sorted(stale)
+
+
+def stale_work_roots(tmpdir: str | Path | None = None) -> list[Path]:
+    """Work roots in ``tmpdir`` whose owner pid is gone (never our own, never a live one)."""
+    return stale_owned_dirs(tempfile.gettempdir() if tmpdir is None else tmpdir, WORK_ROOT_PREFIX)
 
 
 def collect_stale_work_roots(tmpdir: str | Path | None = None) -> tuple[list[Path], list[str]]:
