@@ -6,6 +6,11 @@ nothing written (no task file, no oracle or patch file, no ``node_modules``, no 
 - ``tasks new`` with a runtime the registry does not have, and one this harness does not know;
   and a python runtime that is honoured: the fix's tests assert the interpreter's exact version,
   so the task discriminates with ``--runtime python=X.Y.Z`` and not without it;
+- ``tasks new --prompt-template`` (the prompt is that template, filled in) and ``--test-command``
+  (the oracle and verify run it: the fix's test passes only under it, so the task discriminates
+  with the flag and not without), and each flag's bad input (a missing template, a field it does
+  not know, a command without ``{files}``); a staging directory a killed run left beside the task
+  file is removed by the next ``tasks new``;
 - ``tasks deps node`` with a lockfile that does not install (out of step with package.json),
   and with no lockfile at all.
 
@@ -17,6 +22,8 @@ input's doing.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +31,7 @@ import yaml
 
 from tests.builders import git_in
 from workflow_bench.tasks.__main__ import main as tasks_main
+from workflow_bench.tasks.draft import STAGING_PREFIX
 
 pytestmark = pytest.mark.e2e
 
@@ -174,3 +182,88 @@ def test_a_python_runtime_is_the_interpreter_the_task_runs(
     assert code == 0, capsys.readouterr().out
     (task,) = yaml.safe_load((corpus / "tasks.yaml").read_text())["tasks"]
     assert task["runtimes"] == {"python": version}
+
+
+def test_tasks_new_prompt_template_is_the_prompt_written(repo, tmp_path, capsys, bwrap_bin, private_tmpdir):
+    """``--prompt-template``: the task's prompt is that template with its fields filled in, not
+    the shipped one. On the way, a staging directory a killed run left beside the task file (named
+    for a pid that is gone) is removed and said so."""
+    template = tmp_path / "mine.txt"
+    template.write_text("In {repo_name}, {source_files} ({modules}) misbehaves; {test_framework} says so.\n")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    left = corpus / f"{STAGING_PREFIX}{int(dead.stdout)}-abcdefgh"
+    (left / "reference").mkdir(parents=True)
+    (left / "reference" / "x.patch").write_text("left by a killed run\n")
+    code = tasks_main(
+        _new(
+            repo,
+            corpus / "tasks.yaml",
+            "--fix",
+            "HEAD",
+            "--id",
+            "calc-sum",
+            "--prompt-template",
+            str(template),
+        )
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    (task,) = yaml.safe_load((corpus / "tasks.yaml").read_text())["tasks"]
+    assert task["prompt"] == "In calc, `calc.py` (`calc.py`) misbehaves; unittest says so.\n"
+    assert "prompt: from mine.txt" in out
+    assert not left.exists() and f"[new] removed {left.name}, a staging directory left by a run" in out
+    assert not [p for p in corpus.iterdir() if p.name.startswith(STAGING_PREFIX)]
+
+
+def test_tasks_new_test_command_is_the_runner_the_task_judges_with(
+    repo, tmp_path, capsys, bwrap_bin, private_tmpdir
+):
+    """``--test-command``: the oracle and verify run that command, with the test files where
+    ``{files}`` is. The fix's new test passes only under it (it reads a variable the command sets),
+    so the task discriminates with the flag and not without it (negative control: the detected
+    unittest runs the same test without the variable, and the reference run fails it)."""
+    with (repo / "tests" / "test_calc.py").open("a") as handle:
+        handle.write(
+            "\n    def test_runner(self):\n        import os\n"
+            "        self.assertEqual(os.environ.get('CALC_RUNNER'), 'custom')\n"
+        )
+    git_in(repo, "commit", "-q", "-a", "--amend", "--no-edit")  # still two commits: base, fix
+    without = tmp_path / "without"
+    without.mkdir()
+    assert tasks_main(_new(repo, without / "tasks.yaml", "--fix", "HEAD")) == 1
+    capsys.readouterr()
+    assert not any(without.iterdir())
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    command = 'CALC_RUNNER=custom python3 -B "$WORKFLOW_BENCH_UNITTEST" {files}'
+    code = tasks_main(_new(repo, corpus / "tasks.yaml", "--fix", "HEAD", "--test-command", command))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "framework: --test-command, as given" in out
+    (task,) = yaml.safe_load((corpus / "tasks.yaml").read_text())["tasks"]
+    ran = 'CALC_RUNNER=custom python3 -B "$WORKFLOW_BENCH_UNITTEST" tests/test_calc.py'
+    assert task["oracle"]["command"].endswith(f"&& {ran}") and task["verify"] == ran
+    assert "test_runner" in (corpus / "tasks.lock.json").read_text()
+
+
+def test_tasks_new_bad_prompt_template_or_test_command_exits_2_naming_the_flag(
+    repo, tmp_path, capsys, private_tmpdir
+):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    tasks = corpus / "tasks.yaml"
+    unknown = tmp_path / "unknown.txt"
+    unknown.write_text("Fix {repo_name} in {nope}.\n")
+    cases = [
+        (["--prompt-template", str(tmp_path / "gone.txt")], ["--prompt-template", "gone.txt"]),
+        (["--prompt-template", str(unknown)], ["--prompt-template", "unknown.txt", "{nope}"]),
+        (["--test-command", "python3 -m unittest"], ["--test-command", "{files}"]),
+    ]
+    for extra, named in cases:
+        code = tasks_main(_new(repo, tasks, "--fix", "HEAD", *extra))
+        captured = capsys.readouterr()
+        assert code == 2, (extra, captured.out, captured.err)
+        assert all(n in captured.err for n in named) and "Traceback" not in captured.err, captured.err
+        assert not any(corpus.iterdir()), extra
