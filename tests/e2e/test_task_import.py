@@ -11,12 +11,17 @@ patch is the release's library change, the test patch its test change.
   repository with no clone, a line that is not JSON. The imported task then runs: the oracle
   agent resolves it on every default arm, the no-op agent does not (baseline).
 - Only refusals: exit 1, no task file, no oracle or reference file, no staging directory.
-- Bad input (exit 2, nothing written): a missing JSONL, a task file that is not one.
+- Bad input (exit 2, nothing written): a missing JSONL, a task file that is not one, an
+  ``--instance`` id the JSONL does not hold, a ``--test-command`` without ``{files}``.
+- ``--instance`` imports only the instances named; ``--test-command`` is the runner the oracle
+  and verify run (the whole test module is recorded, not only the plugin's selection).
 - Harbor: a task directory (instruction, task.toml, environment/ with its Dockerfile, solution,
   tests), and the same task in Terminal-Bench 1's layout, are imported with its environment as the
   repository, its solution's change as the reference patch, its pytest file as the hidden oracle;
   a task that names /app, one whose solution changes nothing and one with no pytest file are
-  refused by name, and no repository of theirs is left behind.
+  refused by name, and no repository of theirs is left behind. With ``--repo`` the task starts in
+  that working tree (no repository is made); a ``--repo`` that is not one, or a ``--dependency``
+  not in it, is exit 2 with nothing written.
 """
 
 from __future__ import annotations
@@ -192,13 +197,73 @@ def test_bad_input_exits_2_and_writes_nothing(clones, tmp_path, capsys, private_
         (["--instances", str(tmp_path / "gone.jsonl"), "--tasks", str(corpus / "new.yaml")], "gone.jsonl"),
         (["--instances", str(instances), "--tasks", str(not_tasks)], "to append to"),
         (["--instances", str(instances), "--tasks", str(tmp_path / "nowhere" / "t.yaml")], "does not exist"),
-    ]
+        # A typo in --instance is the flag's bad input, not an instance to refuse.
+        (["--instances", str(instances), "--tasks", str(corpus / "new.yaml"), "--instance", "parse-dates",
+          "--instance", "parse-nope"], "--instance parse-nope: no such instance_id in"),
+        (["--instances", str(instances), "--tasks", str(corpus / "new.yaml"), "--test-command", "pytest -q"],
+         "--test-command must contain {files}"),
+    ]  # fmt: skip
     for extra, named in cases:
         code = tasks_main(["import", "swebench", "--clones", str(clones), *extra])
         err = capsys.readouterr().err
         assert code == 2, err
         assert named in err and "Traceback" not in err
         assert _files(corpus) == before
+
+
+def test_swebench_instance_imports_only_the_instances_named(
+    clones, tmp_path, capsys, bwrap_bin, private_tmpdir
+):
+    """``--instance``: of two sound instances in the JSONL, only the one named is drafted, checked
+    and written (negative control: without the flag both would be imported)."""
+    clone = clones / "r1chardj0n3s__parse"
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text(
+        "".join(json.dumps(_instance(clone, name)) + "\n" for name in ("parse-dates", "parse-again"))
+    )
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    code = tasks_main(
+        ["import", "swebench", "--instances", str(instances), "--clones", str(clones),
+         "--tasks", str(corpus / "tasks.yaml"), "--repeats", "1", "--instance", "parse-again"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "[import] parse-again: imported" in out and "parse-dates" not in out
+    assert [t["id"] for t in yaml.safe_load((corpus / "tasks.yaml").read_text())["tasks"]] == ["parse-again"]
+    assert sorted(p.name for p in (corpus / "oracles").iterdir()) == ["parse-again"]
+    assert list(json.loads((corpus / "tasks.lock.json").read_text())["tasks"]) == ["parse-again"]
+
+
+def test_swebench_test_command_is_the_runner_the_task_judges_with(
+    clones, tmp_path, capsys, bwrap_bin, private_tmpdir
+):
+    """``--test-command``: the oracle runs that command over the test patch's files and verify runs
+    it over PASS_TO_PASS, in place of the pytest line with the selection plugin. So the whole test
+    module runs and is recorded, not only FAIL_TO_PASS and PASS_TO_PASS (negative control: the
+    default line records ``test_too_many_fields`` nowhere, as the first test here shows)."""
+    clone = clones / "r1chardj0n3s__parse"
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text(json.dumps(_instance(clone, "parse-custom")) + "\n")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    # The repository's addopts enable coverage, which the read-only workspace refuses: --no-cov, as
+    # the default line has.
+    command = (
+        'PYTHONPATH=.wfbench-deps/site-packages python3 -B "$WORKFLOW_BENCH_PYTEST" -q -p no:cacheprovider '
+        "--rootdir=. --no-cov {files}"
+    )
+    code = tasks_main(
+        ["import", "swebench", "--instances", str(instances), "--clones", str(clones),
+         "--tasks", str(corpus / "tasks.yaml"), "--repeats", "1", "--test-command", command]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    (task,) = yaml.safe_load((corpus / "tasks.yaml").read_text())["tasks"]
+    assert task["oracle"]["command"].endswith("&& " + command.replace("{files}", "tests/test_parse.py"))
+    assert task["verify"] == command.replace("{files}", " ".join(PASSING))
+    recorded = (corpus / "tasks.lock.json").read_text()
+    assert "test_too_many_fields" in recorded and all(json.dumps(t)[1:-1] in recorded for t in FAILING)
 
 
 def _harbor_task(root: Path, name: str, *, solve: str, instruction: str, tests: bool = True) -> Path:
@@ -280,6 +345,54 @@ def test_harbor_task_directories_import_where_they_map(
     assert sorted(p.name for p in (tasks.parent / "repos").iterdir()) == ["calc-sum", "calc-tb1"]
     # Its lock records the oracle's one test.
     assert "test_the_sum_is_printed" in (tasks.parent / "tasks.lock.json").read_text()
+
+
+def test_harbor_repo_is_the_repository_the_task_starts_in(
+    tmp_path, capsys, bwrap_bin, sandbox_pytest_deps, private_tmpdir
+):
+    """``--repo``: the task starts in that working tree's HEAD (its own ``calc.py``, not the
+    ``environment/`` copy), the solution's patch is taken against it, and no repository is made
+    beside the task file (negative control: without the flag, ``repos/calc-sum`` is made from the
+    environment). Its bad input: not a git working tree, a ``--dependency`` not in it: exit 2,
+    nothing written."""
+    fix = "sed -i 's/a - b/a + b/' calc.py"
+    task_dir = _harbor_task(tmp_path / "harbor", "calc-sum", solve=fix, instruction="Fix calc.py.")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    git_in(mine, "init", "-q", "-b", "main")
+    (mine / "calc.py").write_text(
+        "import sys\n\n\ndef total(a, b):\n    # this repository's own\n    return a - b\n\n\n"
+        "if __name__ == '__main__':\n    print(total(int(sys.argv[1]), int(sys.argv[2])))\n"
+    )
+    git_in(mine, "add", "-A")
+    git_in(mine, "commit", "-q", "-m", "start")
+    link_tree(sandbox_pytest_deps.parent, mine / ".wfbench-deps")
+    head = git_in(mine, "rev-parse", "HEAD")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    argv = ["import", "harbor", str(task_dir), "--tasks", str(corpus / "tasks.yaml"), "--repeats", "1"]
+    for extra, named in [
+        (["--repo", str(tmp_path / "harbor")], "--repo"),
+        (["--repo", str(mine), "--dependency", "no-tree"], "--dependency no-tree"),
+    ]:
+        code = tasks_main([*argv, *extra])
+        captured = capsys.readouterr()
+        assert code == 2, (extra, captured.out, captured.err)
+        assert named in captured.err and "Traceback" not in captured.err, captured.err
+        assert not any(corpus.iterdir()), extra
+    code = tasks_main([*argv, "--repo", str(mine), "--dependency", ".wfbench-deps"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    (task,) = yaml.safe_load((corpus / "tasks.yaml").read_text())["tasks"]
+    assert (corpus / task["repo"]).resolve() == mine.resolve() and task["ref"] == head
+    assert task["sandbox_dependencies"] == [{"source": ".wfbench-deps", "target": ".wfbench-deps"}]
+    patch = (corpus / task["reference_patch"]).read_text()
+    assert "     # this repository's own\n-    return a - b\n+    return a + b" in patch
+    assert not (corpus / "repos").exists()
+    assert (
+        git_in(mine, "rev-parse", "HEAD") == head
+        and git_in(mine, "status", "--porcelain") == "?? .wfbench-deps/"
+    )
 
 
 def test_harbor_bad_input_exits_2_and_leaves_no_repository(tmp_path, capsys, bwrap_bin, private_tmpdir):

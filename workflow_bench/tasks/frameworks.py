@@ -306,6 +306,13 @@ def _module_stem(path: str) -> str:
     return stem if len(stem) >= 3 else ""
 
 
+def test_command_problem(command: str) -> str | None:
+    """Why a ``--test-command`` cannot run test files (None: it can): it must say where they go."""
+    if "{files}" not in command:
+        return "--test-command must contain {files} (where the test files go)"
+    return None
+
+
 def overlay_oracle(command: str, *, linked: Sequence[str]) -> str:
     """``command`` run in a private copy of the workspace with the staged oracle files laid over it.
 

@@ -21,7 +21,9 @@ from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 
 from .check import TaskCheck, render_table
 from .draft import DraftError, TaskDraft, commit, existing_ids, stage
+from .frameworks import test_command_problem
 from .harbor import HarborError, discard_repository, draft_harbor
+from .new import NewTaskError, worktree_top
 from .new_cli import dependency_pairs
 from .selfcheck import CheckOptions, SelfCheckError, bind_one_by_one, run_self_check
 from .swebench import (
@@ -82,6 +84,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         taken = set(existing_ids(tasks_file))
         if args.source == "swebench":
+            if args.test_command is not None and (problem := test_command_problem(args.test_command)):
+                raise InstanceError(problem)
             drafts, refused, post = _swebench(args, dependencies, taken)
         else:
             try:
@@ -90,9 +94,11 @@ def main(args: argparse.Namespace) -> int:
                 raise SelfCheckError(str(exc)) from None
             if args.repo is None:  # prepared trees on disk, placed into each new repository
                 dependencies = tuple(_raw_pair(v) for v in args.dependency or ())
+            else:  # one repository for every task: bad input for all of them, before any work
+                _check_repo(args.repo, dependencies or ())
             drafts, refused, post = _harbor(args, dependencies or (), taken, tasks_file, bwrap, made)
         accepted = _import(drafts, refused, tasks_file, options, post)
-    except (DraftError, SelfCheckError, InstanceError) as exc:
+    except (DraftError, SelfCheckError, InstanceError, NewTaskError) as exc:
         _remove(made)
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -108,6 +114,14 @@ def main(args: argparse.Namespace) -> int:
     return 1 if refused else 0
 
 
+def _check_repo(repo: Path, dependencies: tuple[tuple[str, str], ...]) -> None:
+    """``--repo`` is a git working tree and each ``--dependency`` a directory in it; ``NewTaskError``."""
+    top = worktree_top(repo)
+    for source, _ in dependencies:
+        if not (top / source).is_dir():
+            raise NewTaskError(f"--dependency {source}: no such directory in --repo {repo}'s working tree")
+
+
 def _raw_pair(value: str) -> tuple[str, str]:
     source, _, target = value.partition(":")
     return source, target.strip("/")
@@ -118,23 +132,26 @@ def _swebench(
 ) -> tuple[list[TaskDraft], dict[str, str], PostCheck]:
     wanted = set(args.instance or ())
     options = ImportOptions(clones=args.clones, dependencies=dependencies, test_command=args.test_command)
-    drafts, refused, instances = [], {}, {}
+    drafts, refused, instances, seen = [], {}, {}, set()
     for number, found in read_instances(args.instances):
         if isinstance(found, str):
             refused[f"line {number}"] = f"not an instance: {found}"
             continue
+        seen.add(found.instance_id)
         if wanted and found.instance_id not in wanted:
             continue
         if found.instance_id in taken or found.instance_id in instances:
             refused[found.instance_id] = f"a task {found.instance_id!r} exists already in {args.tasks}"
             continue
         instances[found.instance_id] = found
+    if missing := sorted(wanted - seen):
+        # A typo in the flag, not an instance to refuse: nothing is drafted, cloned or checked.
+        raise InstanceError(f"--instance {', '.join(missing)}: no such instance_id in {args.instances}")
+    for found in instances.values():
         try:
             drafts.append(draft_instance(found, options))
         except InstanceError as err:
             refused[found.instance_id] = str(err)
-    for missing in sorted(wanted - set(instances) - set(refused)):
-        refused[missing] = f"no instance {missing!r} in {args.instances}"
 
     def post(task_id: str, check: TaskCheck) -> list[str]:
         instance: Instance = instances[task_id]

@@ -43,6 +43,7 @@ from .frameworks import (
     overlay_oracle,
     python_import_roots,
     runner_options,
+    test_command_problem,
     visible_tests,
 )
 
@@ -218,8 +219,8 @@ def _framework(
     request: NewTask, base: TreeView, split: FixSplit, repo: Path, decisions: list[str]
 ) -> Framework:
     if request.test_command is not None:
-        if "{files}" not in request.test_command:
-            raise NewTaskError("--test-command must contain {files} (where the test files go)")
+        if problem := test_command_problem(request.test_command):
+            raise NewTaskError(problem)
         custom = Framework(
             "custom",
             "any",
