@@ -157,6 +157,19 @@ def test_tasks_deps_node_refuses_a_lockfile_that_does_not_install(tmp_path, caps
     assert not (project / "node_modules").exists()
 
 
+def _fix_test_refused_by_default(repo: Path, tmp_path: Path, capsys, test: str) -> None:
+    """Add ``test`` to the fix's test class (still two commits: base, fix) and show that plain
+    ``tasks new`` refuses the task (exit 1, nothing written): it passes only with the flag under test."""
+    with (repo / "tests" / "test_calc.py").open("a") as handle:
+        handle.write(test)
+    git_in(repo, "commit", "-q", "-a", "--amend", "--no-edit")
+    without = tmp_path / "without"
+    without.mkdir()
+    assert tasks_main(_new(repo, without / "tasks.yaml", "--fix", "HEAD")) == 1
+    capsys.readouterr()
+    assert not any(without.iterdir())
+
+
 def test_a_python_runtime_is_the_interpreter_the_task_runs(
     repo, tmp_path, capsys, bwrap_bin, other_python, private_tmpdir
 ):
@@ -165,17 +178,13 @@ def test_a_python_runtime_is_the_interpreter_the_task_runs(
     The fix's tests assert the exact version, so the task discriminates only if the runtime is
     the one the sandbox runs (negative control: without it, the reference run fails them)."""
     version = other_python
-    with (repo / "tests" / "test_calc.py").open("a") as handle:
-        handle.write(
-            "\n    def test_runtime(self):\n        import sys\n"
-            f"        self.assertEqual('%d.%d.%d' % sys.version_info[:3], {version!r})\n"
-        )
-    git_in(repo, "commit", "-q", "-a", "--amend", "--no-edit")  # still two commits: base, fix
-    without = tmp_path / "without"
-    without.mkdir()
-    assert tasks_main(_new(repo, without / "tasks.yaml", "--fix", "HEAD")) == 1
-    capsys.readouterr()
-    assert not any(without.iterdir())
+    _fix_test_refused_by_default(
+        repo,
+        tmp_path,
+        capsys,
+        "\n    def test_runtime(self):\n        import sys\n"
+        f"        self.assertEqual('%d.%d.%d' % sys.version_info[:3], {version!r})\n",
+    )
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     code = tasks_main(_new(repo, corpus / "tasks.yaml", "--fix", "HEAD", "--runtime", f"python={version}"))
@@ -224,17 +233,13 @@ def test_tasks_new_test_command_is_the_runner_the_task_judges_with(
     ``{files}`` is. The fix's new test passes only under it (it reads a variable the command sets),
     so the task discriminates with the flag and not without it (negative control: the detected
     unittest runs the same test without the variable, and the reference run fails it)."""
-    with (repo / "tests" / "test_calc.py").open("a") as handle:
-        handle.write(
-            "\n    def test_runner(self):\n        import os\n"
-            "        self.assertEqual(os.environ.get('CALC_RUNNER'), 'custom')\n"
-        )
-    git_in(repo, "commit", "-q", "-a", "--amend", "--no-edit")  # still two commits: base, fix
-    without = tmp_path / "without"
-    without.mkdir()
-    assert tasks_main(_new(repo, without / "tasks.yaml", "--fix", "HEAD")) == 1
-    capsys.readouterr()
-    assert not any(without.iterdir())
+    _fix_test_refused_by_default(
+        repo,
+        tmp_path,
+        capsys,
+        "\n    def test_runner(self):\n        import os\n"
+        "        self.assertEqual(os.environ.get('CALC_RUNNER'), 'custom')\n",
+    )
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     command = 'CALC_RUNNER=custom python3 -B "$WORKFLOW_BENCH_UNITTEST" {files}'

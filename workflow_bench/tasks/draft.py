@@ -33,7 +33,7 @@ import yaml
 from workflow_bench.input_files import InputFileError, load_yaml, read_bounded, replace_text
 from workflow_bench.taskspec.expected_tests import ExpectedTests, load_lock, lock_path, write_lock
 from workflow_bench.taskspec.schema import MAX_TASK_FILE_BYTES, TASK_ID_PATTERN, TaskSpecError
-from workflow_bench.workspace.paths import make_owned_dir, stale_owned_dirs
+from workflow_bench.workspace.paths import collect_stale_owned_dirs, make_owned_dir
 from workflow_bench.workspace.remove import remove_tree
 
 STAGING_PREFIX = ".wfbench-staging-"
@@ -87,15 +87,7 @@ def preflight(drafts: Sequence[TaskDraft], tasks_file: Path) -> None:
 def collect_stale_staging(beside: Path) -> tuple[list[Path], list[str]]:
     """Remove the staging directories in ``beside`` whose owner process is gone (a run killed
     mid-self-check); (removed, one message per directory that could not be removed)."""
-    removed, failed = [], []
-    for path in stale_owned_dirs(beside, STAGING_PREFIX):
-        try:
-            remove_tree(path)
-        except OSError as exc:
-            failed.append(f"{path}: {type(exc).__name__}: {exc}")
-        else:
-            removed.append(path)
-    return removed, failed
+    return collect_stale_owned_dirs(beside, STAGING_PREFIX)
 
 
 @contextlib.contextmanager

@@ -186,11 +186,23 @@ def collect_stale_work_roots(tmpdir: str | Path | None = None) -> tuple[list[Pat
     Also removes the cell cgroups of dead runners. A root whose volumes will not unmount is
     left whole (deleting through a mount would not free it) and reported.
     """
-    removed, failed = [], list(collect_stale_cgroups(_pid_alive))
-    for path in stale_work_roots(tmpdir):
-        unmount_failure = release_stale_mounts(path)
-        if unmount_failure is not None:
-            failed.append(f"{path}: {unmount_failure}")
+    failed = list(collect_stale_cgroups(_pid_alive))
+    base = tempfile.gettempdir() if tmpdir is None else tmpdir
+    removed, unremoved = collect_stale_owned_dirs(base, WORK_ROOT_PREFIX, release=release_stale_mounts)
+    return removed, failed + unremoved
+
+
+def collect_stale_owned_dirs(
+    parent: str | Path, prefix: str, *, release: Callable[[Path], str | None] | None = None
+) -> tuple[list[Path], list[str]]:
+    """Remove ``stale_owned_dirs(parent, prefix)``; (removed paths, one message per directory that
+    could not be removed). ``release`` first frees what a directory holds (its mounts), returning
+    why it could not (the directory is then left whole)."""
+    removed, failed = [], []
+    for path in stale_owned_dirs(parent, prefix):
+        problem = release(path) if release is not None else None
+        if problem is not None:
+            failed.append(f"{path}: {problem}")
             continue
         try:
             remove_tree(path)
