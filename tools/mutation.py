@@ -105,6 +105,11 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/component/test_patch_view_host.py",
         "tests/component/test_patch_view_rules.py",
     ),
+    "workflow_bench/workspace/snapshot.py": (
+        "tests/component/test_overlay_clone.py",
+        "tests/component/test_workspace.py",
+        "tests/component/test_patch_view_changes.py",
+    ),
     "workflow_bench/cells/evidence.py": WIRE_TESTS,
     "workflow_bench/relay/wire.py": WIRE_TESTS,
     "workflow_bench/reports/health.py": ("tests/unit/test_health.py", "tests/unit/test_health_lines.py"),

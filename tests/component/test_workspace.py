@@ -144,11 +144,37 @@ def test_a_deep_chain_is_a_workspace_limit_and_still_removable(tmp_path):
     root = tmp_path / "ws"
     root.mkdir()
     _deep_chain(root, 3000)
-    with pytest.raises(WorkspaceLimitError, match="deeper than"):
-        workspace_snapshot(root)
-    (root / "d").chmod(0o500)  # and a dropped write bit on the way
-    remove_tree(root)
-    assert not root.exists()
+    try:
+        with pytest.raises(WorkspaceLimitError, match="deeper than"):
+            workspace_snapshot(root)
+        (root / "d").chmod(0o500)  # and a dropped write bit on the way
+        remove_tree(root)
+        assert not root.exists()
+    finally:
+        # pytest's own cleanup of tmp_path recurses: a chain left by a failed assertion above
+        # would make every later session's cleanup raise RecursionError (seen under mutation).
+        _remove_chain(root)
+
+
+def _remove_chain(root: Path) -> None:
+    """Remove whatever is left of a ``_deep_chain`` without recursing and without long paths (the
+    chain is deeper than PATH_MAX allows to name): down with ``chdir``, then up, one level each."""
+    if not root.exists():
+        return
+    cwd = os.getcwd()
+    try:
+        os.chdir(root)
+        depth = 0
+        while os.path.isdir("d") and not os.path.islink("d"):
+            os.chmod("d", 0o700)
+            os.chdir("d")
+            depth += 1
+        for _ in range(depth):
+            os.chdir("..")
+            os.rmdir("d")
+    finally:
+        os.chdir(cwd)
+    root.rmdir()
 
 
 def test_a_shallow_tree_snapshots_normally(tmp_path):
