@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,8 @@ from tests.builders import missing_tool
 from tests.conftest import needs_root
 from workflow_bench.sandbox import unmount
 from workflow_bench.sandbox._overlay import mount_overlay_clone, overlay_available
-from workflow_bench.workspace.snapshot import scan_overlay, scan_workspace
+from workflow_bench.workspace import snapshot
+from workflow_bench.workspace.snapshot import WorkspaceLimitError, scan_overlay, scan_workspace
 
 pytestmark = pytest.mark.component
 CELL_UID = 0x40000000 + 4242
@@ -99,7 +102,11 @@ def _specials(ws: Path) -> None:
     (ws / ".git" / "HEAD").write_text("changed, but .git is never in a state\n")
 
 
-CHANGES = [_edit, _delete_dir, _rename_dir, _replace_dir, _dir_to_link, _file_to_dir, _specials]
+def _chmod_dir(ws: Path) -> None:
+    (ws / "pkg" / "sub").chmod(0o700)  # a lower directory's own entry changes, its children do not
+
+
+CHANGES = [_edit, _delete_dir, _rename_dir, _replace_dir, _dir_to_link, _file_to_dir, _specials, _chmod_dir]
 
 
 @pytest.mark.parametrize("change", CHANGES, ids=lambda c: c.__name__.strip("_"))
@@ -166,3 +173,80 @@ def test_a_directory_turned_into_a_symlink_is_never_walked_through(clone, templa
     full = scan_workspace(ws, previous=first.state)
     assert dict(second.state.entries) == dict(full.state.entries)
     assert second.state.read == 1  # the link itself, nothing behind it
+
+
+def test_only_what_changed_is_read_and_unchanged_paths_keep_their_entries(clone, template):
+    ws, upper = clone
+    state = scan_workspace(template).state
+    _edit(ws)
+    time.sleep(0.1)  # past the racy window: the keys below are trusted
+    first, seen = scan_overlay(ws, upper=upper, previous=state, seen=frozenset())
+    # a.txt, c.txt and the chmod-ed run.sh: never the untouched b.txt below the copied-up src/
+    assert first.state.read == 3
+    second, again = scan_overlay(ws, upper=upper, previous=first.state, seen=seen)
+    assert second.changed == frozenset() and second.state.read == 0 and again == seen
+    assert dict(second.state.entries) == dict(first.state.entries)
+
+
+def test_a_file_changed_just_before_a_boundary_is_read_again_at_the_next(clone, template):
+    ws, upper = clone
+    state = scan_workspace(template).state
+    (ws / "src" / "a.txt").write_text("changed\n")  # ctime within the racy window of the walk
+    first, seen = scan_overlay(ws, upper=upper, previous=state, seen=frozenset())
+    assert first.state.keys["src/a.txt"][4] == snapshot._NEVER
+    second, _ = scan_overlay(ws, upper=upper, previous=first.state, seen=seen)
+    assert second.state.read == 1 and second.changed == frozenset()
+
+
+def test_a_wall_clock_stepped_back_falls_back_to_a_full_walk(clone, template):
+    ws, upper = clone
+    state = scan_workspace(template).state
+    _edit(ws)
+    first, seen = scan_overlay(ws, upper=upper, previous=state, seen=frozenset({"earlier"}))
+    ahead = replace(first.state, clock=(first.state.clock[0] + 10**12, first.state.clock[1]))
+    (ws / "pkg" / "n.py").write_text("y = 4\n")
+    scan, seen_after = scan_overlay(ws, upper=upper, previous=ahead, seen=seen)
+    full = scan_workspace(ws, previous=first.state)
+    assert dict(scan.state.entries) == dict(full.state.entries)
+    assert scan.changed == {"pkg/n.py"}
+    assert scan.state.read == len([k for k in scan.state.keys])  # nothing reused: every file read
+    assert seen_after >= seen | {"pkg/n.py"}
+
+
+def test_paths_once_seen_and_gone_stay_gone(clone, template):
+    ws, upper = clone
+    state = scan_workspace(template).state
+    (ws / "made" / "deep").mkdir(parents=True)
+    (ws / "made" / "deep" / "x").write_text("x\n")
+    first, seen = scan_overlay(ws, upper=upper, previous=state, seen=frozenset())
+    shutil.rmtree(ws / "made")
+    second, seen = scan_overlay(ws, upper=upper, previous=first.state, seen=seen)
+    assert second.changed == {"made", "made/deep", "made/deep/x"}
+    third, _ = scan_overlay(ws, upper=upper, previous=second.state, seen=seen)
+    assert third.changed == frozenset() and dict(third.state.entries) == dict(second.state.entries)
+
+
+def test_the_caps_hold_as_in_a_full_walk(clone, template, monkeypatch):
+    ws, upper = clone
+    state = scan_workspace(template).state
+    _rename_dir(ws)  # a redirected directory: its lower subtree walked whole, nothing of it in upper
+    total = len(scan_workspace(ws).state.entries)
+    monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_ENTRIES", total)
+    assert len(scan_overlay(ws, upper=upper, previous=state, seen=frozenset())[0].state.entries) == total
+    monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_ENTRIES", total - 1)
+    with pytest.raises(WorkspaceLimitError, match=f"over {total - 1} entries"):
+        scan_overlay(ws, upper=upper, previous=state, seen=frozenset())
+    monkeypatch.undo()
+    # source/deep (only in the lower layer) is a directory one slash deep: both walks refuse a
+    # depth cap of 1 and allow 2 (the upper layer alone would never show it).
+    for cap, refused in ((2, False), (1, True)):
+        monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_DEPTH", cap)
+        for scan in (
+            lambda: scan_workspace(ws),
+            lambda: scan_overlay(ws, upper=upper, previous=state, seen=frozenset()),
+        ):
+            if refused:
+                with pytest.raises(WorkspaceLimitError, match="deeper than"):
+                    scan()
+            else:
+                scan()

@@ -202,7 +202,6 @@ def scan_workspace(root: Path, *, previous: WorkspaceState | None = None, copied
     return Scan(state, frozenset(changed))
 
 
-_WHITEOUT_RDEV = 0  # overlayfs marks a deleted lower path with a 0/0 character device in upper
 _DIR_XATTRS = ("trusted.overlay.opaque", "trusted.overlay.redirect")
 
 
@@ -302,7 +301,8 @@ def scan_overlay(
                 changed.add(path)
     if len(entries) > MAX_SNAPSHOT_ENTRIES:
         raise WorkspaceLimitError(f"workspace has over {MAX_SNAPSHOT_ENTRIES} entries")
-    if any(rel.count("/") >= MAX_SNAPSHOT_DEPTH for rel in look):
+    # The full walk's rule (``bounded_walk``): a directory whose entries sit past the depth cap.
+    if any(rel.count("/") >= MAX_SNAPSHOT_DEPTH and entries.get(rel, "").startswith("dir:") for rel in look):
         raise WorkspaceLimitError(f"workspace has nested deeper than {MAX_SNAPSHOT_DEPTH} levels")
     total = sum(k[2] for p, k in keys.items() if stat.S_ISREG(k[0]))
     if total > MAX_SNAPSHOT_BYTES:
