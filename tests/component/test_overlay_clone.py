@@ -250,3 +250,19 @@ def test_the_caps_hold_as_in_a_full_walk(clone, template, monkeypatch):
                     scan()
             else:
                 scan()
+
+
+def test_the_byte_cap_and_an_upper_layer_past_the_depth_cap_hold(clone, template, monkeypatch):
+    ws, upper = clone
+    state = scan_workspace(template).state
+    (ws / "a" / "b").mkdir(parents=True)  # only in the upper layer: its own walk refuses it
+    total = scan_workspace(ws).state.total_bytes
+    monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_BYTES", total)
+    scan_overlay(ws, upper=upper, previous=state, seen=frozenset())
+    monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_BYTES", total - 1)
+    with pytest.raises(WorkspaceLimitError, match=f"exceeds {total - 1} bytes"):
+        scan_overlay(ws, upper=upper, previous=state, seen=frozenset())
+    monkeypatch.undo()
+    monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_DEPTH", 1)
+    with pytest.raises(WorkspaceLimitError, match="nested deeper than 1 levels"):
+        scan_overlay(ws, upper=upper, previous=state, seen=frozenset())
