@@ -85,7 +85,7 @@ def test_the_judging_suite_reruns_only_cells_the_agent_could_not_have_failed(mon
     attacks = attacks_judging.ATTACKS
     passes: list[list[str]] = []
 
-    def run_cells(items, **_kw):
+    def run_bash_attack_cells(items, **_kw):
         passes.append([a.name for a in items])
         kind = "session-error" if len(passes) == 1 else "workspace-invalid"
         results = tuple(
@@ -96,9 +96,8 @@ def test_the_judging_suite_reruns_only_cells_the_agent_could_not_have_failed(mon
         )
         return SweepOutcome("complete", results)
 
-    monkeypatch.setattr(attacks_judging, "run_cells", run_cells)
+    monkeypatch.setattr(attacks_judging, "run_bash_attack_cells", run_bash_attack_cells)
     monkeypatch.setattr(attacks_judging, "prepare_task_context", lambda *a, **k: None)
-    monkeypatch.setattr(attacks_judging, "canary_settings", lambda **k: None)
     verdicts = attacks_judging.run_judging_suite(
         claude_bin=None,
         claude_version="x",

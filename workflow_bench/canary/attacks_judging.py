@@ -18,25 +18,20 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workflow_bench.arms import resolve_arm
 from workflow_bench.cells.context import CellResult, prepare_task_context
-from workflow_bench.cells.run import run_cell
 from workflow_bench.judging.outcomes import ErrorKind, is_excluded, is_systemic_failure
-from workflow_bench.providers.access import CellKey
-from workflow_bench.providers.scripted import ScriptedProvider
-from workflow_bench.schedule.pool import SchedulePolicy, SweepOutcome, run_cells
+from workflow_bench.schedule.pool import SweepOutcome
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 from workflow_bench.workspace.remove import remove_tree
 from workflow_bench.workspace.snapshot import MAX_SNAPSHOT_ENTRIES
 
-from ._suite import bash_cells_script, canary_settings, not_run_reason, scripted_canary_access
+from ._suite import not_run_reason, run_bash_attack_cells
 
 ARM = "baseline"
 MODEL = "scripted-canary-judging"
@@ -219,11 +214,6 @@ class _Named:
     expected: str
 
 
-def _script(attacks: Sequence[JudgingAttack]):
-    cells = [(f"judging-{a.name}", a.commands) for a in attacks]
-    return bash_cells_script(cells, model=MODEL, source="<judging canary>")
-
-
 def run_judging_suite(
     *, claude_bin: Path, claude_version: str, bwrap_bin: str, canary_tasks: Path, progress=print
 ) -> list[JudgingVerdict]:
@@ -243,33 +233,19 @@ def run_judging_suite(
         task = prepare_task_context(binding, toolkit=toolkit, dest=work_root / "template")
 
         def run(attacks: Sequence[JudgingAttack]) -> SweepOutcome[CellResult]:
-            with ScriptedProvider(_script(attacks)) as provider:
-                settings = canary_settings(
-                    access=scripted_canary_access(provider),
-                    toolkit=toolkit,
-                    work_root=work_root,
-                    claude_bin=claude_bin,
-                    claude_version=claude_version,
-                    bwrap_bin=bwrap_bin,
-                    progress=progress,
-                    session_timeout_s=300,
-                    verify_timeout_s=VERIFY_TIMEOUT_S,
-                    model=MODEL,
-                )
-                arm = resolve_arm(ARM)
-
-                def execute(attack: JudgingAttack) -> CellResult:
-                    key = CellKey(task_id=f"judging-{attack.name}", run=0, arm=ARM)
-                    return run_cell(settings, task, arm, key)
-
-                return run_cells(
-                    attacks,
-                    execute=execute,
-                    persist=lambda _attack, _result: None,
-                    row_of=lambda result: result.row,
-                    policy=SchedulePolicy(workers=2),
-                    cancel=threading.Event(),
-                )
+            return run_bash_attack_cells(
+                attacks,
+                prefix="judging",
+                task_of=lambda _attack: task,
+                model=MODEL,
+                verify_timeout_s=VERIFY_TIMEOUT_S,
+                toolkit=toolkit,
+                work_root=work_root,
+                claude_bin=claude_bin,
+                claude_version=claude_version,
+                bwrap_bin=bwrap_bin,
+                progress=progress,
+            )
 
         first = run(ATTACKS)
         verdicts = _verdicts(first.status, first.results, first.detail)

@@ -26,34 +26,20 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from workflow_bench.arms import resolve_arm
 from workflow_bench.cells.context import CellResult, TaskContext, prepare_task_context
-from workflow_bench.cells.run import run_cell
 from workflow_bench.judging.outcomes import ErrorKind, is_excluded, is_systemic_failure
-from workflow_bench.providers.access import CellKey
-from workflow_bench.providers.scripted import Script, ScriptedProvider
 from workflow_bench.rows.model import Row
-from workflow_bench.schedule.pool import SchedulePolicy, run_cells
 from workflow_bench.tasks.deps import DependencyBuildError
 from workflow_bench.taskspec.spec import TaskFileError, bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 from workflow_bench.workspace.remove import remove_tree
 
 from . import sealing_payloads as payload
-from ._suite import (
-    ARM,
-    CANARY_TASKS,
-    CORPUS,
-    bash_cells_script,
-    canary_settings,
-    not_run_reason,
-    scripted_canary_access,
-)
+from ._suite import CANARY_TASKS, CORPUS, not_run_reason, run_bash_attack_cells
 from .sealing_tasks import node_task, pytest_task
 
 MODEL = "scripted-canary-sealing"
@@ -186,11 +172,6 @@ class SealingVerdict:
     row: Row | None = None
 
 
-def _script(attacks: Sequence[SealingAttack]) -> Script:
-    cells = [(f"sealing-{a.name}", a.commands) for a in attacks]
-    return bash_cells_script(cells, model=MODEL, source="<sealing canary>")
-
-
 def run_sealing_suite(
     *,
     claude_bin: Path,
@@ -248,33 +229,19 @@ def _run_attacks(
     try:
         contexts, missing = _contexts(attacks, toolkit=toolkit, work_root=work_root)
         runnable = [a for a in attacks if _context_key(a) in contexts]
-        with ScriptedProvider(_script(runnable)) as provider:
-            settings = canary_settings(
-                access=scripted_canary_access(provider),
-                toolkit=toolkit,
-                work_root=work_root,
-                claude_bin=claude_bin,
-                claude_version=claude_version,
-                bwrap_bin=bwrap_bin,
-                progress=progress,
-                session_timeout_s=300,
-                verify_timeout_s=120,
-                model=MODEL,
-            )
-            arm = resolve_arm(ARM)
-
-            def execute(attack: SealingAttack) -> CellResult:
-                key = CellKey(task_id=f"sealing-{attack.name}", run=0, arm=ARM)
-                return run_cell(settings, contexts[_context_key(attack)], arm, key)
-
-            outcome = run_cells(
-                runnable,
-                execute=execute,
-                persist=lambda _attack, _result: None,
-                row_of=lambda result: result.row,
-                policy=SchedulePolicy(workers=2),
-                cancel=threading.Event(),
-            )
+        outcome = run_bash_attack_cells(
+            runnable,
+            prefix="sealing",
+            task_of=lambda attack: contexts[_context_key(attack)],
+            model=MODEL,
+            verify_timeout_s=120,
+            toolkit=toolkit,
+            work_root=work_root,
+            claude_bin=claude_bin,
+            claude_version=claude_version,
+            bwrap_bin=bwrap_bin,
+            progress=progress,
+        )
         results = dict(zip((a.name for a in runnable), outcome.results, strict=False))
         return [_verdict(a, results.get(a.name), missing.get(_context_key(a))) for a in attacks]
     finally:
