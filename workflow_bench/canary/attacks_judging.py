@@ -31,7 +31,8 @@ from workflow_bench.toolkit.spec import Toolkit
 from workflow_bench.workspace.remove import remove_tree
 from workflow_bench.workspace.snapshot import MAX_SNAPSHOT_ENTRIES
 
-from ._suite import not_run_reason, run_bash_attack_cells
+from ._suite import not_run_reason
+from .bash_cells import run_bash_attack_cells
 
 ARM = "baseline"
 MODEL = "scripted-canary-judging"

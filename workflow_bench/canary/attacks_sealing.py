@@ -39,7 +39,8 @@ from workflow_bench.toolkit.spec import Toolkit
 from workflow_bench.workspace.remove import remove_tree
 
 from . import sealing_payloads as payload
-from ._suite import CANARY_TASKS, CORPUS, not_run_reason, run_bash_attack_cells
+from ._suite import CANARY_TASKS, CORPUS, not_run_reason
+from .bash_cells import run_bash_attack_cells
 from .sealing_tasks import node_task, pytest_task
 
 MODEL = "scripted-canary-sealing"
