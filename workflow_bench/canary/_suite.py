@@ -39,6 +39,7 @@ from workflow_bench.rows.model import Row
 from workflow_bench.sandbox import CellLimits, write_runtime_dir
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.paths import make_work_root
 
 from .attacks import ATTACKS, Attack, Evidence, Plant
 from .attacks_evidence import EVIDENCE_ATTACKS
@@ -265,7 +266,7 @@ def run_suite(*, claude_bin: Path, claude_version: str, bwrap_bin: str, progress
     toolkit = Toolkit(
         root=str(CORPUS / "toolkit"), roles={"plan": "plan", "work": "work", "review": "review"}
     )
-    work_root = Path(tempfile.mkdtemp(prefix="wfbench-canary-"))
+    work_root = make_work_root()  # pid-named: a killed canary's roots are collected as stale
     try:
         with planted() as (plant, listener, sentinel):
             task = prepare_task_context(binding, toolkit=toolkit, dest=work_root / "template")

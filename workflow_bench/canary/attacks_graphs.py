@@ -19,7 +19,6 @@ and the defence each one isolates (remove that defence and its attack reports NO
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +33,7 @@ from workflow_bench.providers.scripted import ScriptedProvider
 from workflow_bench.rows.model import Row
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import IndexStep, McpServer, RuntimeMount, Toolkit
+from workflow_bench.workspace.paths import make_work_root
 
 from ._suite import (
     ARM,
@@ -188,7 +188,7 @@ def run_graph_suite(
     """One attacker cell with the hostile graph toolkit; one verdict per attack, in table order."""
     binding = bind_tasks(load_task_file(CANARY_TASKS))[0]
     toolkit = graph_toolkit()
-    work_root = Path(tempfile.mkdtemp(prefix="wfbench-canary-graphs-"))
+    work_root = make_work_root()  # pid-named: a killed canary's roots are collected as stale
     try:
         with planted() as (plant, listener, _sentinel):
             task = prepare_task_context(binding, toolkit=toolkit, dest=work_root / "template")

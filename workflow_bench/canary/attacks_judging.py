@@ -17,7 +17,6 @@ canary"): judging the oracle by exit status; the patch taken by the workspace's 
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from workflow_bench.judging.outcomes import ErrorKind, is_excluded, is_systemic_
 from workflow_bench.schedule.pool import SweepOutcome
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.paths import make_work_root
 from workflow_bench.workspace.remove import remove_tree
 from workflow_bench.workspace.snapshot import MAX_SNAPSHOT_ENTRIES
 
@@ -229,7 +229,7 @@ def run_judging_suite(
     toolkit = Toolkit(
         root=str(corpus / "toolkit"), roles={"plan": "plan", "work": "work", "review": "review"}
     )
-    work_root = Path(tempfile.mkdtemp(prefix="wfbench-canary-judging-"))
+    work_root = make_work_root()  # pid-named: a killed canary's roots are collected as stale
     try:
         task = prepare_task_context(binding, toolkit=toolkit, dest=work_root / "template")
 

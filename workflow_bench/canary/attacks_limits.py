@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from workflow_bench.rows.model import Row
 from workflow_bench.sandbox import HOME_SIZE_BYTES, TMP_SIZE_BYTES, CellLimits, write_runtime_dir
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.paths import make_work_root
 
 from ._suite import (
     ARM,
@@ -310,7 +310,7 @@ def run_limit_cells(
     toolkit = Toolkit(
         root=str(CORPUS / "toolkit"), roles={"plan": "plan", "work": "work", "review": "review"}
     )
-    work_root = Path(tempfile.mkdtemp(prefix="wfbench-canary-limits-"))
+    work_root = make_work_root()  # pid-named: a killed canary's roots are collected as stale
     verdicts: list[Verdict] = []
     try:
         with planted() as (plant, _listener, sentinel):

@@ -25,7 +25,6 @@ resolved the cell.
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,6 +35,7 @@ from workflow_bench.rows.model import Row
 from workflow_bench.tasks.deps import DependencyBuildError
 from workflow_bench.taskspec.spec import TaskFileError, bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
+from workflow_bench.workspace.paths import make_work_root
 from workflow_bench.workspace.remove import remove_tree
 
 from . import sealing_payloads as payload
@@ -226,7 +226,7 @@ def _run_attacks(
     toolkit = Toolkit(
         root=str(CORPUS / "toolkit"), roles={"plan": "plan", "work": "work", "review": "review"}
     )
-    work_root = Path(tempfile.mkdtemp(prefix="wfbench-canary-sealing-"))
+    work_root = make_work_root()  # pid-named: a killed canary's roots are collected as stale
     try:
         contexts, missing = _contexts(attacks, toolkit=toolkit, work_root=work_root)
         runnable = [a for a in attacks if _context_key(a) in contexts]
