@@ -260,6 +260,18 @@ def scan_overlay(
             look.add(sub)
     entries = dict(previous.entries)
     keys = dict(previous.keys)
+    total = previous.total_bytes  # kept up to date below: never a sum over the whole tree
+
+    def set_key(rel: str, key: StatKey | None) -> None:
+        nonlocal total
+        old = keys.pop(rel, None)
+        if old is not None and stat.S_ISREG(old[0]):
+            total -= old[2]
+        if key is not None:
+            keys[rel] = key
+            if stat.S_ISREG(key[0]):
+                total += key[2]
+
     changed: set[str] = set()
     read = 0
     recent: list[str] = []
@@ -269,7 +281,7 @@ def scan_overlay(
         old_entry = previous.entries.get(rel)
         if now is None:
             entries.pop(rel, None)
-            keys.pop(rel, None)
+            set_key(rel, None)
             if old_entry is not None:
                 changed.add(rel)
             continue
@@ -283,9 +295,9 @@ def scan_overlay(
             else:
                 read += 1
                 entry = f"link:{os.readlink(full)}" if stat.S_ISLNK(mode) else _file_entry(full, mode)
-            keys[rel] = key
+            set_key(rel, key)
         else:
-            keys.pop(rel, None)
+            set_key(rel, None)
             entry = f"dir:{stat.S_IMODE(mode):o}" if stat.S_ISDIR(mode) else f"special:{stat.S_IFMT(mode)}"
         entries[rel] = entry
         if old_entry != entry:
@@ -297,14 +309,13 @@ def scan_overlay(
             prefix = rel + "/"
             for path in [p for p in entries if p.startswith(prefix)]:
                 del entries[path]
-                keys.pop(path, None)
+                set_key(path, None)
                 changed.add(path)
     if len(entries) > MAX_SNAPSHOT_ENTRIES:
         raise WorkspaceLimitError(f"workspace has over {MAX_SNAPSHOT_ENTRIES} entries")
     # The full walk's rule (``bounded_walk``): a directory whose entries sit past the depth cap.
     if any(rel.count("/") >= MAX_SNAPSHOT_DEPTH and entries.get(rel, "").startswith("dir:") for rel in look):
         raise WorkspaceLimitError(f"workspace has nested deeper than {MAX_SNAPSHOT_DEPTH} levels")
-    total = sum(k[2] for p, k in keys.items() if stat.S_ISREG(k[0]))
     if total > MAX_SNAPSHOT_BYTES:
         raise WorkspaceLimitError(f"workspace exceeds {MAX_SNAPSHOT_BYTES} bytes; refusing to snapshot")
     racy_from = time.time_ns() - _RACY_NS
