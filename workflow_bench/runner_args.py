@@ -17,6 +17,8 @@ import argparse
 import os
 from pathlib import Path
 
+from workflow_bench import entry
+
 from .argtypes import Flag, bounded_int, positive_float, positive_int
 from .arms import ARMS, DEFAULT_ARMS, UnknownArmError, resolve_arm
 from .promotion.flags import add_promotion_arguments
@@ -457,7 +459,7 @@ GROUPS = (SWEEP_SHAPE, MODEL_CHOICE, LIMITS, SCHEDULING, BINARIES, CREDENTIALS, 
 
 def build_parser(*, description: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m workflow_bench.runner",
+        prog=entry.prog("runner"),
         description=description,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -7,7 +7,11 @@ either file differs from what the model generates.
 
 from __future__ import annotations
 
+import argparse
 import json
+from collections.abc import Sequence
+
+from workflow_bench import entry
 
 from .model import PARTS, SCHEMA_VERSION, Row
 
@@ -37,3 +41,15 @@ def render_json_schema() -> str:
     schema = Row.model_json_schema(by_alias=True, mode="serialization")
     schema["$id"] = f"workflow-bench/results-row/v{SCHEMA_VERSION}"
     return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print one generated document (``markdown`` or ``json-schema``) to stdout."""
+    renderers = {"markdown": render_markdown, "json-schema": render_json_schema}
+    parser = argparse.ArgumentParser(
+        prog=entry.prog("rows"), description="Print a row-schema document generated from the row model."
+    )
+    parser.add_argument("document", choices=renderers, help="markdown (results-schema.md) or json-schema")
+    args = parser.parse_args(argv)
+    print(renderers[args.document](), end="")
+    return 0

@@ -27,13 +27,15 @@ Callers: ``sweep`` (work root), ``cell`` (cell dirs), ``runner`` (preflight), ``
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import secrets
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from workflow_bench.entry import prog
 from workflow_bench.sandbox import collect_stale_cgroups, release_stale_mounts
 
 from .remove import remove_tree
@@ -213,8 +215,13 @@ def collect_stale_owned_dirs(
     return removed, failed
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """``python -m workflow_bench.workspace.paths``: what ``./dev clean`` runs."""
+    argparse.ArgumentParser(
+        prog=prog("workspace.paths"),
+        description="Remove the cell directories (their mounts and cgroups first) that runners killed "
+        "by SIGKILL left in $TMPDIR; live runners' directories are kept.",
+    ).parse_args(argv)
     removed, failed = collect_stale_work_roots()
     for path in removed:
         print(f"removed stale cell directory {path}")
