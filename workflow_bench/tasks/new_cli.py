@@ -8,14 +8,15 @@ printed); 2 bad input (nothing written). Callers: ``python -m workflow_bench.tas
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .check import render_table
 from .draft import DraftError, TaskDraft, commit, preflight, stage
 from .frameworks import FRAMEWORKS
-from .new import DEFAULT_CLASS, DEFAULT_TEMPLATE, TEMPLATE_FIELDS, NewTask, NewTaskError, draft_task
+from .new import DEFAULT_CLASS, DEFAULT_TEMPLATE, TEMPLATE_FIELDS, Drafted, NewTask, NewTaskError, draft_task
 from .selfcheck import CheckOptions, SelfCheckError, bind_one_by_one, run_self_check
 
 
@@ -28,7 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fix.add_argument("--fix", help="the commit that fixes it (tests included)")
     fix.add_argument("--fix-patch", type=Path, help="or the fix as a patch against --base (tests included)")
     parser.add_argument(
-        "--tasks", required=True, type=Path, help="the task file to add the task to (created if missing)"
+        "--tasks",
+        required=True,
+        type=Path,
+        help="the task file to add the task to (created if missing, with its directory)",
     )
     parser.add_argument("--id", dest="task_id", help="task id (default: <repo name>-<fix sha>)")
     parser.add_argument(
@@ -133,9 +137,37 @@ def create(
 ) -> tuple[int, TaskDraft | None]:
     """Draft, self-check and (if it discriminates) write the task: (exit code, the draft written)."""
     tasks_file = Path(request.tasks_file).expanduser().absolute()
-    if not tasks_file.parent.is_dir():
-        raise NewTaskError(f"--tasks {request.tasks_file}: its directory {tasks_file.parent} does not exist")
     drafted = draft_task(request)
+    with _task_directory(tasks_file, request.tasks_file) as written:
+        code, draft = _check_and_write(drafted, tasks_file, options, progress=progress)
+        written.append(code == 0)
+    return code, draft
+
+
+@contextlib.contextmanager
+def _task_directory(tasks_file: Path, spelled: Path | str) -> Iterator[list[bool]]:
+    """The task file's directory, made (with its missing parents) if it does not exist, and removed
+    again unless the task was written: a refused task leaves nothing behind."""
+    missing = [d for d in (tasks_file.parent, *tasks_file.parent.parents) if not d.exists()]
+    written: list[bool] = []
+    try:
+        tasks_file.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise NewTaskError(
+            f"--tasks {spelled}: cannot make its directory {tasks_file.parent}: {exc}"
+        ) from None
+    try:
+        yield written
+    finally:
+        if not any(written):
+            for directory in missing:  # innermost first; only what this run made, and only if empty
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
+
+
+def _check_and_write(
+    drafted: Drafted, tasks_file: Path, options: CheckOptions, *, progress: Callable[[str], None]
+) -> tuple[int, TaskDraft | None]:
     try:
         preflight([drafted.draft], tasks_file)
     except DraftError as exc:
