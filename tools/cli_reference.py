@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from workflow_bench import entry  # noqa: E402
+from workflow_bench import argtypes  # noqa: E402
 from workflow_bench.cli import COMMANDS, build_parser  # noqa: E402
 
 PAGE = ROOT / "docs" / "reference" / "cli.md"
@@ -30,12 +30,12 @@ _CHOICES = re.compile(r"^usage: [^{\n]*?\{([a-z][a-z,-]*)\}", re.M)
 def _help(argv: list[str]) -> str:
     name, rest = argv[0], argv[1:]
     out = io.StringIO()
-    entry.invoked_as(name)
+    argtypes.invoked_as(name)
     try:
         with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
             COMMANDS[name].load()([*rest, "--help"])
     finally:
-        entry.invoked_as(None)
+        argtypes.invoked_as(None)
     return out.getvalue()
 
 

@@ -113,3 +113,24 @@ class Flag:
         if isinstance(value, list | tuple):
             return [self.name, *(str(v) for v in value)]
         return [self.name, str(value)]
+
+
+# ── how a command names itself in its help ──────────────────────────────────────────────
+# Every command is reached two ways: ``workflow-bench <subcommand>`` (the front door, ``cli``) and
+# ``python -m workflow_bench.<module>``. A parser asks ``prog(...)`` for its name instead of spelling
+# it, so its usage line names the form that was typed; the front door sets which one.
+FRONT_DOOR = "workflow-bench"
+_invoked_as: str | None = None
+
+
+def invoked_as(subcommand: str | None) -> None:
+    """Set by the front door (``workflow-bench <subcommand>``) before it calls a command's ``main``."""
+    global _invoked_as
+    _invoked_as = subcommand
+
+
+def prog(module: str) -> str:
+    """The usage name of the command the ``python -m workflow_bench.<module>`` form also runs."""
+    if _invoked_as is not None:
+        return f"{FRONT_DOOR} {_invoked_as}"
+    return f"python -m workflow_bench.{module}"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from workflow_bench import entry
+from workflow_bench import argtypes
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +83,7 @@ COMMANDS: Mapping[str, Command] = MappingProxyType(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=entry.FRONT_DOOR,
+        prog=argtypes.FRONT_DOOR,
         description="Measure whether a Claude Code skill workflow beats a plain agent on repository tasks. "
         "Each subcommand is also `python -m workflow_bench.<module>`; `workflow-bench SUBCOMMAND --help` "
         "shows its flags.",
@@ -105,11 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.parse_args(args[:1] or [])  # prints help or "invalid choice", exits 0 or 2
         return 2
     command = COMMANDS[args[0]]
-    entry.invoked_as(command.name)
+    argtypes.invoked_as(command.name)
     try:
         return command.load()(args[1:])
     finally:
-        entry.invoked_as(None)
+        argtypes.invoked_as(None)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workflow_bench import entry
+from workflow_bench import argtypes
 from workflow_bench.output.directory import OutputDir
 from workflow_bench.promotion.document import (
     PROMOTION_FILE,
@@ -149,7 +149,7 @@ def render_reports(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=entry.prog("report"), description=__doc__)
+    parser = argparse.ArgumentParser(prog=argtypes.prog("report"), description=__doc__)
     parser.add_argument("dir", type=Path, help="a sweep's output directory")
     args = parser.parse_args(argv)
     try:

@@ -17,7 +17,7 @@ import argparse
 import os
 from pathlib import Path
 
-from workflow_bench import entry
+from workflow_bench import argtypes
 
 from .argtypes import Flag, bounded_int, positive_float, positive_int
 from .arms import ARMS, DEFAULT_ARMS, UnknownArmError, resolve_arm
@@ -459,7 +459,7 @@ GROUPS = (SWEEP_SHAPE, MODEL_CHOICE, LIMITS, SCHEDULING, BINARIES, CREDENTIALS, 
 
 def build_parser(*, description: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=entry.prog("runner"),
+        prog=argtypes.prog("runner"),
         description=description,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

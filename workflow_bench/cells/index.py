@@ -7,7 +7,7 @@ digested, reproducibly: files the toolkit declares volatile count by name, and i
 read-only dump command stands in for their content (``IndexStep``). Cells get the index
 read-only (``cells/run.py`` binds it over the clone's copy; ``baseline_nomcp`` gets an empty dir
 there). A task repository that already holds the output directory is refused at bind time
-(``tasks/index_guard.py``, exit 2); the check here is a second line. A failed build is
+(``taskspec/index_guard.py``, exit 2); the check here is a second line. A failed build is
 recorded, not raised: that task's cells become ``infra-error`` with the log tail; other tasks run.
 """
 

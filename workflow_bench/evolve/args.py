@@ -14,7 +14,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from workflow_bench import entry
+from workflow_bench import argtypes
 from workflow_bench.argtypes import bounded_int, bounded_seconds
 from workflow_bench.arms import CANDIDATE_OF, REQUIRED_ARMS_BY_ROLE, required_candidate_arms
 from workflow_bench.promotion.flags import PROMOTION_FLAGS, add_promotion_arguments
@@ -50,7 +50,7 @@ def _incumbent(value: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """Evolve's own flags, and the runner's it shares, added from their one declaration (``RunnerFlags``)."""
     parser = argparse.ArgumentParser(
-        prog=entry.prog("evolve"),
+        prog=argtypes.prog("evolve"),
         description=(
             "Propose a candidate skill overlay from the last benchmark's evidence, benchmark it "
             "against the incumbent on paired arms, and promote it only through the promotion gate."

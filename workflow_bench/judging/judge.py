@@ -46,7 +46,8 @@ from workflow_bench.taskspec.oracles import OracleSnapshot
 from workflow_bench.taskspec.spec import TaskSpec
 from workflow_bench.workspace.remove import remove_tree
 
-ORACLE_ENV_VAR = "WORKFLOW_BENCH_ORACLE_ROOT"  # keep in sync with the oracle commands in tasks.*.yaml
+# Keep in sync with the oracle commands in tasks.*.yaml (tests/unit/test_no_drift.py checks).
+ORACLE_ENV_VAR = "WORKFLOW_BENCH_ORACLE_ROOT"
 
 
 def verify_expectation(spec: TaskSpec, expected: ExpectedTests | None) -> Expectation:

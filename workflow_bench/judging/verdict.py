@@ -26,7 +26,8 @@ from workflow_bench.judging.sentinels import SentinelPlan, check
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 2}  # keep in sync with kit/judge_runner.py
 MAX_ID_CHARS = 1000  # keep in sync with kit/judge_runner.py
 SHOWN_IDS = 5  # ids named in one reason; the row keeps the full bounded list
-# The random harness paths a test id can carry (keep in sync with outcome_report and judge): any
+# The random harness paths a test id can carry (keep in sync with outcome_report and judge;
+# tests/unit/test_no_drift.py checks each staging name is matched): any
 # run of "." and "/" before them too, so "../.wfbench-oracle-x/a.py", "/.wfbench-oracle-x/a.py"
 # and pytest's dotted "...wfbench-oracle-x.a" all become "<oracle-root>/a.py" / "<oracle-root>.a".
 _HARNESS_PATH = re.compile(r"[./]*\.?wfbench-(oracle|judge|out|junit)-[0-9a-f]{16}")

@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workflow_bench import entry
+from workflow_bench import argtypes
 from workflow_bench.promotion.apply import ApplyError, apply_promotion
 from workflow_bench.promotion.verify import VerifyError, verify_promotion
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=entry.prog("promotion"),
+        prog=argtypes.prog("promotion"),
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

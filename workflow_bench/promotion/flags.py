@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from workflow_bench.argtypes import Flag, bounded_int
 from workflow_bench.promotion.policy import PROMOTION_METRICS, PolicyError, PromotionPolicy
 
-# Keep in sync with runner_args.MAX_RUNS (a test checks): a gate cannot ask for more scored runs
-# than a sweep may have.
+# Keep in sync with runner_args.MAX_RUNS (tests/unit/test_runner_flags.py checks): a gate cannot
+# ask for more scored runs than a sweep may have.
 MAX_MIN_RUNS = 100
 PROMOTION_FLAGS = (
     Flag("--promotion-metric", dict(choices=PROMOTION_METRICS, help="gate metric (default cost_usd)")),

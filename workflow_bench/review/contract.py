@@ -44,7 +44,8 @@ MAX_PATH_BYTES = 1024  # far above any path in a reviewed diff; keeps messages a
 _ECHO_CHARS = 40  # how much of a model-written value an error message may quote
 
 # Where the artifact lives. The directory is writable and outside the read-only workspace; the
-# env var names the file for the task's `verify` command. Keep in sync with tasks.review.yaml.
+# env var names the file for the task's `verify` command. Keep in sync with tasks.review.yaml
+# (tests/unit/test_no_drift.py checks).
 REVIEW_OUTPUT_DIR = "/review-output"
 REVIEW_OUTPUT_FILE = "review-output.json"
 REVIEW_OUTPUT_PATH = f"{REVIEW_OUTPUT_DIR}/{REVIEW_OUTPUT_FILE}"

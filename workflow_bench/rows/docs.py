@@ -11,7 +11,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from workflow_bench import entry
+from workflow_bench import argtypes
 
 from .model import PARTS, SCHEMA_VERSION, Row
 
@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Print one generated document (``markdown`` or ``json-schema``) to stdout."""
     renderers = {"markdown": render_markdown, "json-schema": render_json_schema}
     parser = argparse.ArgumentParser(
-        prog=entry.prog("rows"), description="Print a row-schema document generated from the row model."
+        prog=argtypes.prog("rows"), description="Print a row-schema document generated from the row model."
     )
     parser.add_argument("document", choices=renderers, help="markdown (results-schema.md) or json-schema")
     args = parser.parse_args(argv)

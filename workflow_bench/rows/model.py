@@ -50,7 +50,10 @@ class Strict(BaseModel):
 
 
 class Usage(Strict):
-    """The four token counts, each ``None`` when unknown (keep in sync with ``usage.USAGE_FIELDS``)."""
+    """The four token counts, each ``None`` when unknown.
+
+    Keep in sync with ``usage.USAGE_FIELDS`` (tests/unit/test_no_drift.py checks).
+    """
 
     input_tokens: int | None
     cache_creation_input_tokens: int | None

@@ -55,7 +55,7 @@ from ._environment import (
     tool_environment,
 )
 
-BACKEND_NAME = "host-unsafe"  # keep in sync with SandboxKind.HOST_UNSAFE
+BACKEND_NAME = "host-unsafe"  # keep in sync with SandboxKind.HOST_UNSAFE (tests/unit/test_no_drift.py checks)
 HOST_CHILD_UID = 65534  # nobody/nogroup: owns nothing on the host the harness did not give it
 SETPRIV = "/usr/bin/setpriv"  # util-linux
 # git refuses a repository owned by another uid ("dubious ownership"); the
@@ -328,7 +328,8 @@ def preflight_host() -> str:
 
 
 # --unsafe-no-bwrap: the only arms it may run (the paired review arms: read-only workspace,
-# artifact outside it), and the warning it prints. Keep in sync with README "Isolation".
+# artifact outside it), and the warning it prints. Keep in sync with the Isolation docs
+# (tests/unit/test_no_drift.py checks they name the flag and every arm).
 UNSAFE_HOST_ARMS = frozenset({"ce_review", "review", "candidate_review"})
 UNSAFE_HOST_WARNING = (
     "WARNING: --unsafe-no-bwrap runs every process directly on this host as "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from workflow_bench import entry
+from workflow_bench import argtypes
 from workflow_bench.runtimes import RuntimeProvisionError, find_python
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 from workflow_bench.taskspec.index_guard import refuse_committed_index
@@ -31,7 +31,7 @@ from .deps import SANDBOX_PYTHON, DependencyBuildError, build_dependencies, buil
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=entry.prog("tasks"), description=__doc__)
+    parser = argparse.ArgumentParser(prog=argtypes.prog("tasks"), description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser(
         "check",

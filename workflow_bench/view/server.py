@@ -26,7 +26,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from workflow_bench import entry
+from workflow_bench import argtypes
 from workflow_bench.reports.sweep_record import SweepRecordError, read_sweep_record
 from workflow_bench.reports.viewer import DATA_DIR, PAGE_FILE, DirectoryFiles, render_viewer
 from workflow_bench.reports.viewer.page import asset, content_security_policy
@@ -150,7 +150,7 @@ def serve(root: Path, *, port: int, render: bool) -> ThreadingHTTPServer:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=entry.prog("view"), description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=argtypes.prog("view"), description=__doc__.split("\n\n")[0])
     parser.add_argument("dir", type=Path, help="a sweep's output directory (read, never written)")
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"loopback port ({DEFAULT_PORT}; 0: any free port)"

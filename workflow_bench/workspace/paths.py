@@ -35,7 +35,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from workflow_bench.entry import prog
+from workflow_bench.argtypes import prog
 from workflow_bench.sandbox import collect_stale_cgroups, release_stale_mounts
 
 from .remove import remove_tree
@@ -54,7 +54,8 @@ WORK_ROOT_NAME_MAX = len("wfb-") + 7 + 1 + 8
 CELL_DIR_HEX_BYTES = 4  # 8 hex characters: random per cell, collisions retried by mkdir
 RELAY_DIR = "r"
 VIEW_SUFFIX = ".view"  # a cell's patch view: beside its directory, outside its volume and quota
-# Keep in sync with the basename of sandbox MODEL_SOCKET (the relay dir is mounted there).
+# Keep in sync with the basename of sandbox MODEL_SOCKET (the relay dir is mounted there;
+# tests/unit/test_no_drift.py checks).
 SOCKET_NAME = "api.sock"
 # sun_path is 108 bytes on Linux, one of them the terminating NUL.
 AF_UNIX_PATH_MAX = 107

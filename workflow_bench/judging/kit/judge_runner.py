@@ -59,15 +59,16 @@ MAX_TESTS = 100_000
 # After the child exits, what is already in the pipe is read; a grandchild still writing is not
 # waited for longer than this (it is killed right after, with everything else).
 DRAIN_S = 1.0
-MAX_ID_CHARS = 1000  # keep in sync with judging/test_results.py
+MAX_ID_CHARS = 1000  # keep in sync with judging/verdict.py
 MAX_MESSAGE_CHARS = 1000
 # JUnit reports: a 10 000-test pytest run writes about 2 MB; 16 files cover one report per
-# framework of a multi-step verify. Keep in sync with judging/outcome_report.py.
+# framework of a multi-step verify. Keep in sync with judging/outcome_report.py (MAX_JUNIT_FILE_BYTES;
+# tests/unit/test_no_drift.py checks).
 MAX_JUNIT_FILES = 16
 MAX_JUNIT_FILE_BYTES = 16 * 1024 * 1024
 MAX_JUNIT_TOTAL_BYTES = 32 * 1024 * 1024
 JUNIT_FILE = "junit.xml"
-_RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 2}  # keep in sync with test_results.py
+_RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 2}  # keep in sync with judging/verdict.py
 
 
 def main() -> int:
