@@ -22,12 +22,11 @@ import pytest
 from workflow_bench.canary import attacks_fork
 from workflow_bench.canary._suite import CANARY_MODEL, TURN_USAGE
 from workflow_bench.canary.attacks_limits import LimitAttack, LimitCell, LimitEvidence, run_limit_cells
-from workflow_bench.canary.attacks_relay import CLI_DEFAULT_RATES, cost_covers_usage_wire
+from workflow_bench.canary.attacks_relay import cost_covers_usage_wire
 from workflow_bench.cells import evidence
 from workflow_bench.claude_cli import claude_version
 from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.scripted import parse_script
-from workflow_bench.usage import price
 
 pytestmark = pytest.mark.e2e
 CUT_USAGE = {**TURN_USAGE, "input_tokens": 700, "output_tokens": 300}
@@ -74,7 +73,11 @@ def _retry_script(attacks, _plant):
 
 RETRY_CELL = LimitCell(
     "cli-retries",
-    (LimitAttack("cli-own-retries", "a 529 and a cut stream", "not flagged", "Bash", lambda _p: {}, _retried),),
+    (
+        LimitAttack(
+            "cli-own-retries", "a 529 and a cut stream", "not flagged", "Bash", lambda _p: {}, _retried
+        ),
+    ),
     script=_retry_script,
 )
 

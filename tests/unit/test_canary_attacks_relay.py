@@ -113,7 +113,9 @@ FORKED = {
     "cost_usd": 2.5005,  # 30 input and 100,014 output tokens at the CLI's default table
     "usage_wire": usage(30, 0, 0, 100_014),
 }
-ALL_SERVED = "breached key present\n" + "relay-answer fork 200 relay-refusal\n" * 20  # the marker is in the reply
+ALL_SERVED = (
+    "breached key present\n" + "relay-answer fork 200 relay-refusal\n" * 20
+)  # the marker is in the reply
 
 
 @pytest.mark.parametrize(

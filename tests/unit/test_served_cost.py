@@ -1,4 +1,4 @@
-"""Every served exchange priced, and forks of a conversation counted (``cells.wire_cost``, ``evidence._forks``).
+"""Every served exchange priced, forks of a conversation counted (``cells.wire_cost``, ``evidence._forks``).
 
 The rates are those the CLI's own result priced with (one of its bundled tables, identified by
 ``usage.rates_used``); the fork rule tells the CLI's own retries (the same request again, or a
@@ -37,7 +37,12 @@ MEASURED = {
     "webSearchRequests": 0,
     "cacheCreationEphemeral1hInputTokens": 0,
 }
-USAGE = {"input_tokens": 100, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 10}
+USAGE = {
+    "input_tokens": 100,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 0,
+    "output_tokens": 10,
+}
 
 
 def test_the_table_the_cli_priced_with_is_found_from_its_own_result():

@@ -15,10 +15,10 @@ from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 
 from ._suite import CANARY_TASKS, VerdictRow, render_table, run_suite
 from .attacks_budgets import run_budget_cells
+from .attacks_fork import run_fork_cell
 from .attacks_graphs import run_graph_suite
 from .attacks_judging import run_judging_suite
 from .attacks_limits import run_limit_cells
-from .attacks_fork import run_fork_cell
 from .attacks_relay import run_breach_cell
 from .attacks_replay import run_replay_cell
 from .attacks_sealing import run_sealing_suite

@@ -41,7 +41,9 @@ _FORK = (
     + _WAIT_KEY
     + f"""body = json.loads(open("{MODEL_SOCKET_DIR}/{BODY_NAME}", "rb").read())
 last = body["messages"][-1]
-blocks = last["content"] if isinstance(last["content"], list) else [{{"type": "text", "text": last["content"]}}]
+blocks = last["content"]
+if not isinstance(blocks, list):
+    blocks = [{{"type": "text", "text": blocks}}]
 for n in range({FORKS}):
     fork = dict(body, messages=body["messages"][:-1] + [
         dict(last, content=blocks + [{{"type": "text", "text": "fork %d" % n}}])])
