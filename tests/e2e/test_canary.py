@@ -6,9 +6,9 @@ import pytest
 
 from workflow_bench.canary._suite import ATTACKS as SUITE_ATTACKS  # every module registered there
 from workflow_bench.canary.attacks_budgets import BUDGET_ATTACKS
+from workflow_bench.canary.attacks_fork import FORK_ATTACKS
 from workflow_bench.canary.attacks_graphs import GRAPH_ATTACKS
 from workflow_bench.canary.attacks_judging import ATTACKS as JUDGING_ATTACKS
-from workflow_bench.canary.attacks_fork import FORK_ATTACKS
 from workflow_bench.canary.attacks_limits import LIMIT_ATTACKS
 from workflow_bench.canary.attacks_relay import BREACH_ATTACKS
 from workflow_bench.canary.attacks_replay import REPLAY_ATTACKS
