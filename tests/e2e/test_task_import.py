@@ -185,6 +185,39 @@ def test_only_refusals_write_nothing(clones, tmp_path, capsys, bwrap_bin, privat
     assert not any(corpus.iterdir())
 
 
+def test_an_escaping_repo_and_an_oversized_instance_are_refused_by_name_the_rest_imported(
+    clones, tmp_path, capsys, bwrap_bin, private_tmpdir
+):
+    """The oversized instance first (it used to abort the import, exit 2, naming a staging path),
+    then a ``repo`` reaching beside ``--clones`` (a real clone there: the self-check used to run in
+    it), then a sound one: only the sound one is imported, the other two are named."""
+    clone = clones / "r1chardj0n3s__parse"
+    subprocess.run(["git", "clone", "-q", str(clone), str(tmp_path / "outside-repo")], check=True)
+    many = [f"tests/test_parse.py::test_x{i}" for i in range(200_000)]
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text(
+        json.dumps(_instance(clone, "parse-huge", FAIL_TO_PASS=many))
+        + "\n"
+        + json.dumps(_instance(clone, "parse-outside", repo="../outside-repo"))
+        + "\n"
+        + json.dumps(_instance(clone, "parse-dates"))
+        + "\n"
+    )
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    code = tasks_main(
+        ["import", "swebench", "--instances", str(instances), "--clones", str(clones),
+         "--tasks", str(corpus / "tasks.yaml"), "--repeats", "1"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "[import] parse-huge: REFUSED: FAIL_TO_PASS and PASS_TO_PASS name 200002 tests" in out
+    assert "[import] parse-outside: REFUSED: repo '../outside-repo' is not owner/name or name" in out
+    assert "[import] parse-dates: imported" in out and "1 imported" in out and "2 refused" in out
+    assert [t["id"] for t in yaml.safe_load((corpus / "tasks.yaml").read_text())["tasks"]] == ["parse-dates"]
+    assert "outside-repo" not in out.split("parse-outside: REFUSED")[0]  # nothing ran there first
+
+
 def test_bad_input_exits_2_and_writes_nothing(clones, tmp_path, capsys, private_tmpdir):
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -13,7 +13,15 @@ import pytest
 
 from workflow_bench.tasks.harbor import HarborError, draft_harbor
 from workflow_bench.tasks.kit.wfbench_select import dotted, matches
-from workflow_bench.tasks.swebench import Instance, InstanceError, find_clone, read_instances
+from workflow_bench.tasks.swebench import (
+    MAX_LINE_BYTES,
+    MAX_TEST_IDS,
+    Instance,
+    InstanceError,
+    find_clone,
+    read_instances,
+    size_problem,
+)
 
 pytestmark = pytest.mark.unit
 NODE = "tests/test_x.py::Case::test_y[a b]"
@@ -96,6 +104,60 @@ def test_clones_are_found_by_each_layout_and_a_missing_one_named(tmp_path):
     assert find_clone(tmp_path, "x/r") == tmp_path / "r"
     with pytest.raises(InstanceError, match="no clone of a/b in"):
         find_clone(tmp_path, "a/b")
+
+
+@pytest.mark.parametrize(
+    "repo", ["../outside-repo", "/abs/path", "o/../outside-repo", "a/b/c", ".", "..", "o/.", "", "o/", "-x/y"]
+)
+def test_a_repo_that_is_not_a_plain_name_is_refused_before_any_lookup(tmp_path, repo):
+    clones = tmp_path / "clones"
+    clones.mkdir()
+    (tmp_path / "outside-repo").mkdir()  # beside --clones: what "../outside-repo" would reach
+    (clones / "o").mkdir()
+    with pytest.raises(InstanceError, match="is not owner/name or name"):
+        find_clone(clones, repo)
+
+
+def test_a_clone_whose_symlink_leads_outside_the_clones_is_refused(tmp_path):
+    clones = tmp_path / "clones"
+    clones.mkdir()
+    (tmp_path / "outside-repo").mkdir()
+    (clones / "o__escape").symlink_to(tmp_path / "outside-repo")
+    (clones / "inside").mkdir()
+    (clones / "o__alias").symlink_to(clones / "inside")  # resolved, still beneath: allowed
+    (clones / "o__self").symlink_to(clones)
+    with pytest.raises(InstanceError, match="leads outside --clones"):
+        find_clone(clones, "o/escape")
+    with pytest.raises(InstanceError, match="leads outside --clones"):
+        find_clone(clones, "o/self")
+    assert find_clone(clones, "o/alias") == clones / "o__alias"
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"FAIL_TO_PASS": [f"t::x{i}" for i in range(200_000)]}, f"name 200000 tests, over {MAX_TEST_IDS}"),
+        ({"PASS_TO_PASS": ["t::" + "y" * 5000]}, "a test id is 5003 characters"),
+        ({"FAIL_TO_PASS": [f"t::{'z' * 900}{i}" for i in range(800)]}, "over an oracle file's"),
+        ({"patch": "p" * (2 * 1024 * 1024)}, "patch is 2097152 bytes"),
+        ({"test_patch": "t" * (5 * 1024 * 1024)}, "test_patch is 5242880 bytes"),
+        ({"problem_statement": "s" * (300 * 1024)}, "problem_statement is 307200 bytes"),
+        ({"base_commit": "a" * 300}, "base_commit is 300 characters"),
+    ],
+)
+def test_an_instance_over_a_bound_is_named_and_one_within_is_not(changes, named):
+    assert size_problem(Instance.model_validate(_instance(), by_alias=True)) is None  # the control
+    problem = size_problem(Instance.model_validate(_instance(**changes), by_alias=True))
+    assert problem is not None and named in problem
+
+
+def test_an_oversized_line_is_refused_by_line_and_the_next_one_still_read(tmp_path):
+    path = tmp_path / "i.jsonl"
+    huge = json.dumps(_instance(instance_id="huge", patch="p" * (MAX_LINE_BYTES + 10)))
+    path.write_text(huge + "\n" + json.dumps(_instance(instance_id="small")) + "\n")
+    (first, why), (second, found) = list(read_instances(path))
+    assert (first, second) == (1, 2) and why == f"over {MAX_LINE_BYTES} bytes"
+    assert isinstance(found, Instance) and found.instance_id == "small"
 
 
 def _harbor(tmp_path, name="t1", **files: str):

@@ -10,6 +10,7 @@ import pytest
 from tests.builders import row, usage
 from workflow_bench.canary.attacks import Evidence, Plant
 from workflow_bench.canary.attacks_evidence import HIDDEN_TURN
+from workflow_bench.canary.attacks_fork import FORK_ATTACKS
 from workflow_bench.canary.attacks_limits import LimitEvidence
 from workflow_bench.canary.attacks_relay import BREACH_ATTACKS, HIDDEN_OUTPUT_TOKENS
 from workflow_bench.cells.skill_evidence import forked_skills
@@ -45,7 +46,7 @@ def _breach(output: str, **fields) -> LimitEvidence:
 CAUGHT = {
     "error_kind": "evidence-tampered",
     "error_detail": "request 2 starts a conversation the session never had; the provider served ...",
-    "cost_usd": None,
+    "cost_usd": 25.000425,  # 10 input and 1,000,015 output tokens at the CLI's default table
     "usage_wire": usage(10, 0, 0, HIDDEN_OUTPUT_TOKENS + 15),
 }
 SERVED = "breached key present\nrelay-answer hidden 200 upstream-answer"
@@ -56,6 +57,7 @@ SERVED = "breached key present\nrelay-answer hidden 200 upstream-answer"
     [
         (SERVED, CAUGHT, True),
         (SERVED, {**CAUGHT, "cost_usd": 0.02}, False),  # a cost that leaves the hidden turn out
+        (SERVED, {**CAUGHT, "cost_usd": None}, False),  # the spend not priced at all
         (SERVED, {**CAUGHT, "usage_wire": usage(10, 0, 0, 15)}, False),  # the spend not shown
         (SERVED, {"error_kind": None}, False),  # accepted as a subagent
         ("breached key absent\nrelay-answer hidden 401 relay-refusal", CAUGHT, False),  # no breach: no test
@@ -102,3 +104,32 @@ def test_forked_skills_are_read_from_front_matter_only(tmp_path):
     (skills / "linked").symlink_to(skills / "work")  # a symlinked skill dir is no skill
     (skills / "file").write_text("x")
     assert forked_skills(skills, tmp_path / "missing") == frozenset({"work", "renamed", "other-name"})
+
+
+FORKED = {
+    "error_kind": "evidence-tampered",
+    "error_detail": "request 3 forks the conversation at reply 0: request 1 continued it already ...",
+    "relay_forked_requests": 20,
+    "cost_usd": 2.5005,  # 30 input and 100,014 output tokens at the CLI's default table
+    "usage_wire": usage(30, 0, 0, 100_014),
+}
+ALL_SERVED = (
+    "breached key present\n" + "relay-answer fork 200 relay-refusal\n" * 20
+)  # the marker is in the reply
+
+
+@pytest.mark.parametrize(
+    ("output", "fields", "blocked"),
+    [
+        (ALL_SERVED, FORKED, True),
+        (ALL_SERVED, {**FORKED, "error_kind": None}, False),  # accepted
+        (ALL_SERVED, {**FORKED, "relay_forked_requests": 0}, False),  # not counted
+        (ALL_SERVED, {**FORKED, "cost_usd": 0.000425}, False),  # the CLI's own total: forks left out
+        (ALL_SERVED, {**FORKED, "cost_usd": None}, False),
+        ("breached key present\n" + "relay-answer fork 401 relay-refusal\n" * 20, FORKED, False),  # no breach
+        ("breached key absent", FORKED, False),
+    ],
+)
+def test_the_fork_judge(output, fields, blocked):
+    (fork,) = FORK_ATTACKS
+    assert fork.judge(_breach(output, **fields))[0] is blocked

@@ -64,7 +64,11 @@ def test_a_cut_stream_is_still_spend_but_not_a_turn() -> None:
     retry = wire_exchange(1, [USER], wire_reply("m1", TEXT, 10))
     wire = analyse(wire_record([cut, retry]))
     assert wire.tampering == () and wire.unverifiable == ()
-    assert wire.usage["input_tokens"] == 17 and wire.usage_main["input_tokens"] == 10
+    assert wire.usage["input_tokens"] == 17 and wire.turns == 1
+    # CLI 2.1.332 counts a message from its message_start on (measured, tests/e2e/test_fork_accounting)
+    assert wire.usage_main["input_tokens"] == 17
+    unstarted = _raw(0, _facts(completed=False, message_id=None, usage=wire_usage(7)))
+    assert analyse(wire_record([unstarted, retry])).usage_main["input_tokens"] == 10
 
 
 def test_one_message_served_twice_is_spent_once_but_messages_without_ids_each_count() -> None:

@@ -10,8 +10,8 @@ Each is a Bash call from the scripted agent inside the real sandbox, written as 
 
   - the hidden turn is sent while the model's own Skill call (same turn) is still unanswered,
     the case the old rule accepted as a subagent; the scripted provider serves it 1,000,000
-    output tokens. Blocked when the row is ``evidence-tampered`` naming the thread, its cost is
-    unknown (the CLI never priced that turn) and ``usage_wire`` shows the spend.
+    output tokens. Blocked when the row is ``evidence-tampered`` naming the thread, ``usage_wire``
+    shows the spend and ``cost_usd`` prices it (the CLI's own total never saw that turn).
   - each smuggling form (bare LF, all-LF, obs-fold, a control byte, repeated ``Content-Length``,
     CL with TE, a repeated session header, HTTP/1.0, a pipelined second request) is sent with
     the right key and session id. Blocked when every one got the relay's own 400/411.
@@ -31,7 +31,9 @@ from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
 from workflow_bench.relay.server import SESSION_KEY_PREFIX
+from workflow_bench.rows.model import Row
 from workflow_bench.sandbox import MODEL_SOCKET_DIR
+from workflow_bench.usage import CLI_RATE_TABLES, price
 from workflow_bench.workspace.paths import RELAY_DIR
 
 from ._suite import CANARY_MODEL, TURN_USAGE, scripted_canary_access
@@ -41,6 +43,7 @@ from .attacks_limits import LimitAttack, LimitCell, LimitEvidence, run_limit_cel
 
 BREACHED_KEY = "breached-key"
 HIDDEN_OUTPUT_TOKENS = 1_000_000
+CLI_DEFAULT_RATES = CLI_RATE_TABLES[0]  # what CLI 2.1.332 charges a model it does not know
 
 # ── the breached-credential cell ───────────────────────────────────────────
 
@@ -98,9 +101,25 @@ def _hidden_subagent(ev: LimitEvidence) -> tuple[bool, str]:
         return False, f"refused by the relay ({answer[2]}): the breach did not take"
     if row.error_kind != ErrorKind.EVIDENCE_TAMPERED or "never had" not in detail:
         return False, f"served; row error_kind={row.error_kind}: accepted as a subagent"
-    if row.cost_usd is not None or served < HIDDEN_OUTPUT_TOKENS:
-        return False, f"caught, but cost_usd={row.cost_usd} and usage_wire output={served}"
-    return True, f"served, caught: evidence-tampered, cost unknown, {served:,} output tokens in usage_wire"
+    if served < HIDDEN_OUTPUT_TOKENS:
+        return False, f"caught, but usage_wire output={served}: the hidden spend is not shown"
+    if problem := cost_covers_usage_wire(row):
+        return False, f"caught, but {problem}"
+    return True, f"served, caught: evidence-tampered, {served:,} output tokens priced (${row.cost_usd})"
+
+
+def cost_covers_usage_wire(row: Row) -> str | None:
+    """Why the row's cost leaves out served spend (None: it prices every served token).
+
+    The canary's cells use one model, priced by the CLI at its default table; ``usage_wire`` is
+    the sum over every served exchange, so its price is the served exchanges' cost."""
+    wire = row.usage_wire.model_dump() if row.usage_wire is not None else {}
+    expected = price(wire, CLI_DEFAULT_RATES) if wire else None
+    if row.cost_usd is None or expected is None:
+        return f"cost_usd={row.cost_usd}, usage_wire={wire or None}: the spend is not priced"
+    if abs(row.cost_usd - expected) > 1e-6:
+        return f"cost_usd={row.cost_usd} but the served tokens cost {expected:.6f}"
+    return None
 
 
 def _smuggling(ev: LimitEvidence) -> tuple[bool, str]:
@@ -148,7 +167,7 @@ BREACH_CELL = LimitCell(
         LimitAttack(
             "relay-hidden-subagent",
             "with a breached key, a hidden turn under a new agent id while a Skill call is unanswered",
-            "evidence-tampered; cost unknown; the spend in usage_wire",
+            "evidence-tampered; the spend in usage_wire and priced in cost_usd",
             "Bash",
             lambda _p: {"command": _HIDDEN_SUBAGENT},
             _hidden_subagent,
@@ -225,7 +244,7 @@ def _descends_from(pid: int, ancestor: int) -> bool:
 
 
 @contextlib.contextmanager
-def _breaching_route(provider: ScriptedProvider, work_root: Path) -> Iterator[ModelAccess]:
+def breaching_route(provider: ScriptedProvider, work_root: Path) -> Iterator[ModelAccess]:
     with _Breacher(work_root):
         yield scripted_canary_access(provider)
 
@@ -238,5 +257,5 @@ def run_breach_cell(*, claude_bin: Path, claude_version: str, bwrap_bin: str, pr
         bwrap_bin=bwrap_bin,
         progress=progress,
         cells=(BREACH_CELL,),
-        route=_breaching_route,
+        route=breaching_route,
     )

@@ -140,7 +140,7 @@ class _Forward(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def _capturing_route(provider: ScriptedProvider, work_root: Path) -> Iterator[ModelAccess]:
+def capturing_route(provider: ScriptedProvider, work_root: Path) -> Iterator[ModelAccess]:
     server = _Capture(provider.base_url, work_root)
     thread = threading.Thread(target=server.serve_forever, name="canary-replay-capture", daemon=True)
     thread.start()
@@ -160,5 +160,5 @@ def run_replay_cell(*, claude_bin: Path, claude_version: str, bwrap_bin: str, pr
         bwrap_bin=bwrap_bin,
         progress=progress,
         cells=(REPLAY_CELL,),
-        route=_capturing_route,
+        route=capturing_route,
     )

@@ -40,6 +40,7 @@ from workflow_bench.usage import USAGE_FIELDS, sum_usage
 
 from .sessions import SessionOutcome
 from .skill_evidence import TOOL_NAME_CHARS, skill_evidence
+from .wire_cost import served_cost
 
 _AGENT_TOOLS = frozenset({"agent", "task"})  # Task: the Agent tool's earlier name
 # The first line of a forked skill's subagent prompt (CLI 2.1.332, measured): "<this><skill dir>".
@@ -78,6 +79,10 @@ class WireEvidence:
     """Served to threads no spawning call opened (empty when none): spend the CLI never priced."""
     unverifiable: tuple[str, ...] = ()
     summary: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    forks: int = 0
+    """Requests that forked a conversation beyond what the CLI's own retries produce (``_forks``)."""
+    served: tuple[tuple[str | None, Mapping[str, int | None]], ...] = ()
+    """(model, usage) of every exchange ``usage`` sums: each one the provider served, to be priced."""
 
     def skill_invoked(self, expected: str) -> bool:
         """The model requested Skill(expected) and a request carried a non-error result for it."""
@@ -137,6 +142,7 @@ def analyse(record: WireRecord, policy: SubagentPolicy | None = None) -> WireEvi
     summaries: dict[int, tuple[str, ...]] = {}  # candidate compaction replies: index -> quotable texts
     compacted: set[int] = set()
     foreign: set[int] = set()  # threads that started as a conversation the session never had
+    continuations: dict[int, list[int]] = {}  # a reply -> the distinct requests continuing it
     for exchange in exchanges:
         i, request = exchange.index, exchange.request
         if request.messages in answered:
@@ -150,6 +156,7 @@ def analyse(record: WireRecord, policy: SubagentPolicy | None = None) -> WireEvi
                 parent = by_continuation.get(request.messages[: k + 1])
                 if parent is not None:
                     consumed.add(parent)
+                    continuations.setdefault(parent, []).append(i)
                     break
         anchor = (
             None
@@ -202,10 +209,33 @@ def analyse(record: WireRecord, policy: SubagentPolicy | None = None) -> WireEvi
                 if use.id in tool_uses:
                     tampering.append(f"response {i} repeats tool call id {printable(use.id, 64)}")
                 tool_uses.setdefault(use.id, use)
+    forks = _forks(exchanges, continuations, answered)
+    tampering += forks
     evidence = _evidence(
         record, thread_of, consumed - compacted, tool_uses, tool_results, tampering, unverifiable, compacted
     )
-    return replace(evidence, usage_foreign=_foreign_usage(exchanges, thread_of, foreign))
+    return replace(evidence, usage_foreign=_foreign_usage(exchanges, thread_of, foreign), forks=len(forks))
+
+
+def _forks(exchanges, continuations: Mapping[int, list[int]], answered) -> list[str]:
+    """Requests continuing a reply that an earlier, different request continued and got answered.
+
+    The CLI continues a reply once; it sends a different continuation of the same reply only after
+    the earlier one failed or was cut (e.g. a 400 for a prompt too long, then a compaction), and a
+    retry repeats the very request (a thread's own copy, never a continuation). A tool that replays
+    the CLI's bytes can fork the conversation any number of times: each fork is served spend the
+    CLI never continues (all of it is priced: ``cells.wire_cost``) and is counted here."""
+    by_index = {exchange.index: exchange for exchange in exchanges}
+    found = []
+    for parent, children in continuations.items():
+        for n, child in enumerate(children[1:], start=1):
+            earlier = next((c for c in children[:n] if by_index[c].request.messages in answered), None)
+            if earlier is not None:
+                found.append(
+                    f"request {child} forks the conversation at reply {parent}: request {earlier} "
+                    "continued it already and got its reply whole (the CLI continues a reply once)"
+                )
+    return found
 
 
 def _foreign_usage(exchanges, thread_of, foreign: set[int]) -> dict[str, int | None]:
@@ -293,16 +323,22 @@ def _evidence(
     # that was retried away is spend (usage_wire) but not part of what the CLI reports.
     accepted = (set(consumed) | set(last_in_thread.values())) - set(compacted)
     seen_ids: set[str] = set()
-    spend, main_usage, summary = [], [], []
+    spend, main_usage, summary, served, cut_main = [], [], [], [], []
     counts: dict[str, int] = {}
     main_ids: list[str] = []
     for exchange in exchanges:
         response, i = exchange.response, exchange.index
         if response.status == 200 and not response.completed:
             spend.append(dict(response.usage))  # a cut stream may still be billed: its usage stays
+            served.append((exchange.request.model, dict(response.usage)))
+            if thread_of[i] == main and response.message_id is not None:
+                # CLI 2.1.332 adds a message's usage to its result once message_start arrives
+                # (measured: a stream cut right after it, then retried, is in result.usage twice).
+                cut_main.append(dict(response.usage))
         if response.completed and response.message_id not in seen_ids:
             seen_ids.add(response.message_id or f"#{i}")
             spend.append(dict(response.usage))
+            served.append((exchange.request.model, dict(response.usage)))
         if response.completed and i in accepted:
             for use in response.tool_uses:
                 name = printable(use.name, TOOL_NAME_CHARS)  # model output: bounded and escaped
@@ -334,7 +370,7 @@ def _evidence(
         exchanges=len(exchanges),
         refused=record.refused,
         usage=sum_usage(spend),
-        usage_main=sum_usage(main_usage),
+        usage_main=sum_usage(main_usage + cut_main),
         tool_use_counts=dict(sorted(counts.items())),
         tool_uses=tool_uses,
         tool_results=tool_results,
@@ -343,6 +379,7 @@ def _evidence(
         tampering=tuple(dict.fromkeys(tampering)),
         unverifiable=tuple(dict.fromkeys(unverifiable)),
         summary=tuple(summary),
+        served=tuple(served),
     )
 
 
@@ -456,13 +493,14 @@ def apply_wire(
         "usage_wire": dict(wire.usage),
         "tool_use_counts": dict(wire.tool_use_counts),
         "relay_refused": record.refused,
+        "relay_forked": wire.forks,
         "wire_summary": wire.summary,
         "skills_invoked": wire.skills_invoked(),
+        # Every served exchange priced, whatever its thread; the CLI's own total leaves out what it
+        # never continued (forks, retried-away replies, threads it never opened).
+        "cost_usd": served_cost(wire.served, outcome.events, overflow=record.overflow),
         "events": (),  # the cross-check is done; do not carry the stream further
     }
-    if any(wire.usage_foreign.values()):
-        # Served, never priced by the CLI: its total_cost_usd leaves this out, so it is no cost.
-        common["cost_usd"] = None
     if problems and outcome.error_kind != ErrorKind.CANCELLED:
         return replace(
             outcome,

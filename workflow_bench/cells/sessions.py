@@ -83,6 +83,8 @@ class SessionOutcome:
     usage_wire: Mapping[str, int | None] = field(default_factory=unknown_usage)
     """Every message the relay saw served in this session, subagents included (evidence of record)."""
     relay_refused: int = 0
+    relay_forked: int = 0
+    """Requests that forked a conversation the CLI had (``evidence.WireEvidence.forks``)."""
     wire_summary: tuple[Mapping[str, Any], ...] = ()
     skills_invoked: tuple[str, ...] | None = None
     """Skills the wire proves invoked (``evidence.WireEvidence.skills_invoked``); None without a record."""

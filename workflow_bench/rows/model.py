@@ -30,13 +30,15 @@ from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import CellKey
 from workflow_bench.review.score import ReviewScore, review_row_fields
 
-SCHEMA_VERSION = 8
-"""8 added ``task_runtimes``, ``oracle_sealed``, ``test_config_changed`` and ``task_impossible``;
-7 added ``skills_expected``, ``skills_invoked`` and ``mcp_tools_granted`` (did the treatment fire);
-6: the typed row (closed ``error_kind``, every field present and typed), the kernel budgets in
-``resource_limits`` (``cpus`` … ``seccomp_denied``) and ``cost_usd`` unknown when the relay served
-a thread the CLI never opened; 5 added per-test outcomes (``verify_tests*``, ``oracle_tests*``) and
-``expected_tests_digest``; 1–7 migrate on read."""
+SCHEMA_VERSION = 9
+"""9 added ``relay_forked_requests``, and ``cost_usd`` became every exchange the relay served,
+priced (was the CLI's total_cost_usd); 8 added ``task_runtimes``, ``oracle_sealed``,
+``test_config_changed`` and ``task_impossible``; 7 added ``skills_expected``, ``skills_invoked``
+and ``mcp_tools_granted`` (did the treatment fire); 6: the typed row (closed ``error_kind``,
+every field present and typed), the kernel budgets in ``resource_limits`` (``cpus`` …
+``seccomp_denied``) and ``cost_usd`` unknown when the relay served a thread the CLI never
+opened; 5 added per-test outcomes (``verify_tests*``, ``oracle_tests*``) and
+``expected_tests_digest``; 1–8 migrate on read."""
 
 # A measured quantity that is an integer or a float as produced (``round`` keeps a sum of ints an
 # int): the value is stored as given, so a row re-serializes to the same bytes.
@@ -285,8 +287,10 @@ class SessionLayer(Part):
     cache_read_input_tokens: int | None = _f(_SAME_FOUR, default=None)
     output_tokens: int | None = _f(_SAME_FOUR, default=None)
     cost_usd: Number | None = _f(
-        "sum of the CLI's total_cost_usd (includes subagents); null if any session lacked it, or "
-        "if the relay served a thread the CLI never opened (its spend is in usage_wire, never priced)",
+        "USD over every exchange the relay served (usage_wire's messages: main loop, subagents, "
+        "retried-away replies, forks and threads the CLI never opened), each at the rates the "
+        "CLI's result priced its model with (one of its bundled tables, found from modelUsage); "
+        "null if any served exchange cannot be priced or nothing was served",
         default=None,
     )
     duration_s: Number | None = _f(
@@ -308,6 +312,12 @@ class SessionLayer(Part):
         "subagents included, deduplicated by message.id; null fields when the stream carried no "
         "real usage (through a LiteLLM gateway its per-message usage is all zeros). CLI 2.1.332 "
         "reports output_tokens from message_start, so against a real API output is a lower bound",
+        default=None,
+    )
+    relay_forked_requests: int | None = _f(
+        "requests that forked a conversation of the session beyond what the CLI's own retries "
+        "produce (a reply continued a second way after a first continuation got its reply whole); "
+        "any makes the cell evidence-tampered; their spend is in usage_wire and cost_usd",
         default=None,
     )
     relay_refused_requests: int | None = _f(

@@ -47,14 +47,14 @@ from workflow_bench.input_files import InputFileError, TreeLimitError, bounded_w
 from workflow_bench.process import ProcessError
 from workflow_bench.sandbox import Mount, RunPolicy, SandboxKind, create_sandbox
 from workflow_bench.taskspec.oracle_spec import MAX_ORACLE_FILES, target_problem
-from workflow_bench.taskspec.schema import MAX_PROMPT_BYTES, TASK_ID_PATTERN
+from workflow_bench.taskspec.schema import MAX_PROMPT_BYTES, MAX_REFERENCE_PATCH_BYTES, TASK_ID_PATTERN
 from workflow_bench.workspace.clone import build_template, copy_clone
 from workflow_bench.workspace.git import sandbox_git
 from workflow_bench.workspace.paths import make_work_root
 from workflow_bench.workspace.remove import remove_tree
 
 from .draft import TaskDraft
-from .fixdiff import resolve_commit
+from .fixdiff import FixError, resolve_commit
 from .frameworks import FRAMEWORKS, overlay_oracle
 from .new import NewTaskError, worktree_top
 from .recipes import linked_copy, write_repository
@@ -63,6 +63,7 @@ MAX_FILE_BYTES = 512 * 1024
 MAX_TREE_ENTRIES = 20_000  # a task's environment/ or tests/: files for a starting state, not a dataset
 MAX_TREE_DEPTH = 64
 SOLVE_TIMEOUT_S = 600
+MAX_CATEGORY_CHARS = 64  # a longer category is no class name: the task is plain "harbor"
 ENVIRONMENT_EXCLUDED = ("Dockerfile", "docker-compose.yaml", "docker-compose.yml", ".dockerignore")
 CONTAINER_WORKDIR = "/app"
 # Terminal-Bench 1 task files that are the harness's, not the starting state.
@@ -219,20 +220,36 @@ def draft_harbor(
     try:
         ref = resolve_commit(source, "HEAD", what="the repository's HEAD")
         patch = solution_patch(source, ref, solve, bwrap_bin=bwrap_bin)
+    except FixError as err:
+        if repo is None:
+            discard_repository(source)
+        raise HarborError(str(err)) from None
     except BaseException:
         if repo is None:
             discard_repository(source)
         raise
+    problem = None
     if not patch.strip():
+        problem = f"{layout.solve_name} changed nothing in the repository: no reference patch"
+    elif len(patch) > MAX_REFERENCE_PATCH_BYTES:
+        problem = (
+            f"{layout.solve_name}'s change is {len(patch)} bytes, over a reference patch's "
+            f"{MAX_REFERENCE_PATCH_BYTES}"
+        )
+    if problem is not None:
         if repo is None:
             discard_repository(source)
-        raise HarborError(f"{layout.solve_name} changed nothing in the repository: no reference patch")
+        raise HarborError(problem)
     site = [f"{t}/site-packages" for s, t in dependencies if (source / s / "site-packages").is_dir()]
     oracle = overlay_oracle(pytest.command(runnable, pythonpath=site), linked=[t for _, t in dependencies])
     category = layout.category
     entry: dict[str, Any] = {
         "id": task_id,
-        "class": f"harbor-{category}" if isinstance(category, str) and category.isidentifier() else "harbor",
+        "class": (
+            f"harbor-{category}"
+            if isinstance(category, str) and category.isidentifier() and len(category) <= MAX_CATEGORY_CHARS
+            else "harbor"
+        ),
         "ref": ref,
         "prompt": instruction,
         "verify": "true",

@@ -3,7 +3,9 @@
 Every instance (a SWE-bench JSONL line, a Harbor task directory) becomes a draft (``swebench``,
 ``harbor``) or a named refusal; the drafts are staged together and self-checked in the sandbox
 (the same judges as a cell); an instance whose task does not discriminate, or whose recorded
-tests are not the instance's own (``swebench.expectation_problems``), is refused by name. The
+tests are not the instance's own (``swebench.expectation_problems``), is refused by name, and so
+is one over a bound (``swebench.size_problem``, then ``_within_bounds``: a file or entry the task
+loader would not read), before staging, while the others go on. The
 rest are written at once (``draft.commit``: all or nothing). Exit: 0 every instance imported;
 1 some were refused (listed, nothing of them written); 2 bad input (nothing written).
 
@@ -18,9 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
+from workflow_bench.taskspec.oracles import MAX_ORACLE_FILE_BYTES
+from workflow_bench.taskspec.schema import MAX_REFERENCE_PATCH_BYTES, MAX_TASK_FILE_BYTES
 
 from .check import TaskCheck, render_table
-from .draft import DraftError, TaskDraft, commit, existing_ids, stage
+from .draft import DraftError, TaskDraft, commit, dump_tasks, existing_ids, stage
 from .frameworks import test_command_problem
 from .harbor import HarborError, discard_repository, draft_harbor
 from .new import NewTaskError, worktree_top
@@ -182,8 +186,8 @@ def _harbor(
                 bwrap_bin=bwrap,
                 dependencies=dependencies,
             )
-        except HarborError as err:
-            refused[name] = str(err)
+        except (HarborError, NewTaskError) as err:
+            refused[name] = str(err)  # one task's problem is that task's refusal, never the import's
             continue
         drafts.append(draft)
         if args.repo is None:
@@ -198,6 +202,7 @@ def _import(
     ``refused`` with their reasons. The drafts written."""
     accepted: list[TaskDraft] = []
     locks = {}
+    drafts = _within_bounds(drafts, refused, tasks_file)
     if drafts:
         with stage(drafts, tasks_file.parent, progress=lambda m: print(f"[import] {m}")) as staged:
             bindings, unbound = bind_one_by_one(staged)
@@ -220,6 +225,34 @@ def _import(
         if draft.task_id not in refused and draft not in accepted:
             refused[draft.task_id] = "was not judged"
     return accepted
+
+
+def _within_bounds(drafts: list[TaskDraft], refused: dict[str, str], tasks_file: Path) -> list[TaskDraft]:
+    """The drafts whose files and entries fit what the task loader reads; the rest join ``refused``.
+
+    Checked before staging: a file over its bound would otherwise fail the staged task file as a
+    whole (exit 2, naming the staging directory) and take every other instance down with it."""
+    try:
+        room = MAX_TASK_FILE_BYTES - (tasks_file.stat().st_size if tasks_file.exists() else 0)
+    except OSError:
+        room = MAX_TASK_FILE_BYTES
+    kept = []
+    for draft in drafts:
+        problem = None
+        for relative, data in draft.files:
+            limit = MAX_REFERENCE_PATCH_BYTES if relative.startswith("reference/") else MAX_ORACLE_FILE_BYTES
+            if len(data) > limit:
+                problem = f"{relative} would be {len(data)} bytes, over {limit}"
+                break
+        size = len(dump_tasks([draft.entry_for(tasks_file.parent)]).encode())
+        if problem is None and size > room:
+            problem = f"its task entry ({size} bytes) does not fit the task file's {MAX_TASK_FILE_BYTES}"
+        if problem is not None:
+            refused[draft.task_id] = problem
+            continue
+        room -= size
+        kept.append(draft)
+    return kept
 
 
 def _remove(repos: list[Path]) -> None:

@@ -6,7 +6,11 @@ One JSONL line per instance with ``repo`` (``owner/name``), ``instance_id``, ``b
 (``hints_text``, ``version``, ``environment_setup_commit``, ...) are ignored. ``draft_instance``:
 
 - **repository**: the clone at ``<clones>/<owner>__<name>``, ``<clones>/<owner>/<name>`` or
-  ``<clones>/<name>`` (the first that exists), a git working tree holding ``base_commit``;
+  ``<clones>/<name>`` (the first that exists), a git working tree holding ``base_commit``; ``repo``
+  is ``owner/name`` or ``name`` of plain names only, and the clone (symlinks resolved) is strictly
+  beneath ``--clones`` and the top of its own working tree (``find_clone``);
+- **bounds** (``size_problem``): test ids, patches, the problem statement and ``base_commit``
+  each bounded, so an oversized instance is refused by name before any work, never the import;
 - **prompt** = ``problem_statement``; **reference patch** = ``patch``, verbatim (it must apply);
 - **hidden oracle** = the files ``test_patch`` adds or changes, at their contents after it,
   staged at their repository paths and run over a copy of the agent's workspace (as ``tasks
@@ -26,6 +30,7 @@ Callers: ``tasks.importers``, tests.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -36,8 +41,10 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 
 from workflow_bench.input_files import InputModel, Text, problems
+from workflow_bench.redaction import printable
 from workflow_bench.taskspec.oracle_spec import MAX_ORACLE_FILES, target_problem
-from workflow_bench.taskspec.schema import MAX_PROMPT_BYTES, TASK_ID_PATTERN
+from workflow_bench.taskspec.oracles import MAX_ORACLE_FILE_BYTES
+from workflow_bench.taskspec.schema import MAX_PROMPT_BYTES, MAX_REFERENCE_PATCH_BYTES, TASK_ID_PATTERN
 
 from .check import TaskCheck
 from .draft import TaskDraft
@@ -50,6 +57,13 @@ PLUGIN = Path(__file__).with_name("kit") / "wfbench_select.py"
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one instance: its patches and problem statement
 MAX_INSTANCES = 10_000
 MAX_VERIFY_BYTES = 60 * 1024  # verify runs as one /bin/sh -c string (taskspec.schema.MAX_COMMAND_BYTES)
+# Per-instance bounds, each refused by name (the published datasets' largest instances are far
+# below them: a few thousand test ids, patches of a few hundred KiB).
+MAX_TEST_IDS = 20_000
+MAX_TEST_ID_CHARS = 1024
+MAX_TEST_PATCH_BYTES = 4 * 1024 * 1024
+MAX_COMMIT_CHARS = 256
+_REPO_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 class InstanceError(ValueError):
@@ -96,7 +110,11 @@ def read_instances(path: Path) -> Iterator[tuple[int, Instance | str]]:
             if number > MAX_INSTANCES:
                 raise InstanceError(f"--instances {path}: over {MAX_INSTANCES} lines")
             if len(raw) > MAX_LINE_BYTES:
-                raise InstanceError(f"--instances {path}: line {number} is over {MAX_LINE_BYTES} bytes")
+                # One oversized instance is refused by its line; the rest of it is skipped unread.
+                while not raw.endswith(b"\n") and (raw := handle.readline(MAX_LINE_BYTES)):
+                    pass
+                yield number, f"over {MAX_LINE_BYTES} bytes"
+                continue
             if not raw.strip():
                 continue
             try:
@@ -110,13 +128,55 @@ def read_instances(path: Path) -> Iterator[tuple[int, Instance | str]]:
 
 
 def find_clone(clones: Path, repo: str) -> Path:
-    owner, _, name = repo.partition("/")
-    for candidate in (clones / f"{owner}__{name}", clones / owner / name, clones / (name or owner)):
-        if candidate.is_dir():
-            return candidate
-    raise InstanceError(
-        f"no clone of {repo} in {clones} (looked for {owner}__{name}, {owner}/{name} and {name or owner})"
+    """The clone ``repo`` names, strictly beneath ``clones``: ``owner/name`` (looked for as
+    ``owner__name``, ``owner/name``, then ``name``) or a bare ``name``, each part a plain name (no
+    ``..``, no absolute path, no separator), and the directory found — symlinks resolved — inside
+    ``clones`` (``InstanceError`` naming why not)."""
+    parts = repo.split("/")
+    if len(parts) > 2 or not all(_REPO_PART.fullmatch(part) for part in parts):
+        raise InstanceError(
+            f"repo {printable(repo, 120)!r} is not owner/name or name (letters, digits, '.', '_', '-'; "
+            "no '..', no absolute path): it must name a clone beneath --clones"
+        )
+    owner, name = parts if len(parts) == 2 else ("", parts[0])
+    candidates = (
+        [clones / f"{owner}__{name}", clones / owner / name, clones / name] if owner else [clones / name]
     )
+    root = clones.resolve()
+    for candidate in candidates:
+        if not candidate.is_dir():
+            continue
+        real = candidate.resolve()
+        if real == root or not real.is_relative_to(root):
+            raise InstanceError(f"{candidate} leads outside --clones {clones} (to {real})")
+        return candidate
+    looked = ", ".join(str(c.relative_to(clones)) for c in candidates)
+    raise InstanceError(f"no clone of {repo} in {clones} (looked for {looked})")
+
+
+def size_problem(instance: Instance) -> str | None:
+    """Why the instance is too large to import (None: within every bound), before any work on it."""
+    ids = {*instance.fail_to_pass, *instance.pass_to_pass}
+    if len(ids) > MAX_TEST_IDS:
+        return f"FAIL_TO_PASS and PASS_TO_PASS name {len(ids)} tests, over {MAX_TEST_IDS}"
+    if long := next((i for i in ids if len(i) > MAX_TEST_ID_CHARS), None):
+        return f"a test id is {len(long)} characters, over {MAX_TEST_ID_CHARS}: {printable(long, 60)!r}"
+    if (size := len(_selection(instance)) + 1) > MAX_ORACLE_FILE_BYTES:
+        return f"its test ids take {size} bytes, over an oracle file's {MAX_ORACLE_FILE_BYTES}"
+    for label, text, limit in (
+        ("patch", instance.patch, MAX_REFERENCE_PATCH_BYTES),
+        ("test_patch", instance.test_patch, MAX_TEST_PATCH_BYTES),
+        ("problem_statement", instance.problem_statement, MAX_PROMPT_BYTES),
+    ):
+        if (size := len(text.encode())) > limit:
+            return f"{label} is {size} bytes, over {limit}"
+    if len(instance.base_commit) > MAX_COMMIT_CHARS:
+        return f"base_commit is {len(instance.base_commit)} characters, over {MAX_COMMIT_CHARS}"
+    return None
+
+
+def _selection(instance: Instance) -> bytes:
+    return json.dumps(sorted({*instance.fail_to_pass, *instance.pass_to_pass}), indent=0).encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +193,14 @@ def draft_instance(instance: Instance, options: ImportOptions) -> TaskDraft:
         raise InstanceError(f"instance_id {task_id!r} is not a usable task id ({TASK_ID_PATTERN.pattern})")
     if not instance.fail_to_pass:
         raise InstanceError("FAIL_TO_PASS is empty: nothing shows the gold patch fixes anything")
-    if len(instance.problem_statement.encode()) > MAX_PROMPT_BYTES:
-        raise InstanceError(f"problem_statement is over {MAX_PROMPT_BYTES} bytes")
+    if problem := size_problem(instance):
+        raise InstanceError(problem)
     try:
-        repo = worktree_top(find_clone(options.clones, instance.repo))
+        clone = find_clone(options.clones, instance.repo)
+        repo = worktree_top(clone)
+        if repo != clone.resolve():
+            # A directory inside some other repository: git would work in that one, outside --clones.
+            raise InstanceError(f"{clone} is not a clone's top directory (its working tree is {repo})")
         base = resolve_commit(repo, instance.base_commit, what="base_commit")
         with tempfile.TemporaryDirectory(prefix="wfbench-swe-") as scratch:
             borrowed = borrowing_repo(repo, Path(scratch))
@@ -157,9 +221,11 @@ def draft_instance(instance: Instance, options: ImportOptions) -> TaskDraft:
             f"test_patch changes {len(files)} files; with the selection plugin and its list an oracle "
             f"holds at most {MAX_ORACLE_FILES - 2}"
         )
-    for path, _ in files:
+    for path, data in files:
         if problem := target_problem(path):
             raise InstanceError(f"test_patch's {path!r} cannot be an oracle file: it {problem}")
+        if len(data) > MAX_ORACLE_FILE_BYTES:
+            raise InstanceError(f"test_patch's {path!r} is {len(data)} bytes, over {MAX_ORACLE_FILE_BYTES}")
     pytest = FRAMEWORKS["pytest"]
     runnable = [p for p, data in files if pytest.runs(p, data)]
     if not runnable and options.test_command is None:
@@ -173,7 +239,7 @@ def draft_instance(instance: Instance, options: ImportOptions) -> TaskDraft:
     runner, _ = runner_options(pytest, base_view)
     oracle = _oracle_command(options, runnable, site, runner, [t for _, t in dependencies])
     verify = _verify_command(options, instance, runnable, site, runner, base_view)
-    selection = json.dumps(sorted({*instance.fail_to_pass, *instance.pass_to_pass}), indent=0).encode()
+    selection = _selection(instance)
     oracle_files = [
         *files,
         (".wfbench-select/wfbench_select.py", PLUGIN.read_bytes()),
