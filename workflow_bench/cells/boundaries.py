@@ -11,7 +11,9 @@ the scans' changed paths, so "changed since the base" costs what changed, not th
 The patch: the base commit is the template's (nothing before the sessions changed the tree) or
 the template's plus the setup's changes, imported before the first session; the "after" commit
 adds what the sessions changed. Both live in the cell's own view (beside the cell directory,
-never on its volume), which borrows the template view's objects.
+never on its volume), which borrows the template view's objects and imports at most
+``MAX_VIEW_IMPORT_BYTES`` of the cell's content (``view_budget_bytes``; None lifts it, which only
+the negative control of the host-cost test does).
 
 Must never: reuse a state after a scan of it failed (the next read scans again and fails the
 same way), or import a file's bytes at any other moment than the boundary its state describes.
@@ -23,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from workflow_bench.workspace.baseline import TemplateBaseline
-from workflow_bench.workspace.patch import PatchView
+from workflow_bench.workspace.patch import MAX_VIEW_IMPORT_BYTES, PatchView
 from workflow_bench.workspace.snapshot import (
     Scan,
     WorkspaceState,
@@ -44,6 +46,7 @@ class WorkspaceTrack:
         view_dir: Path,
         excluded: Iterable[str],
         upper: Path | None = None,
+        view_budget_bytes: int | None = MAX_VIEW_IMPORT_BYTES,
     ) -> None:
         """``workspace``: the harness's fresh copy of the template (nothing sandboxed has run on it),
         or, with ``upper``, an overlay of the template whose upper layer that is (``sandbox._overlay``):
@@ -62,7 +65,14 @@ class WorkspaceTrack:
         self._since_base: set[str] = set()
         self.base: WorkspaceState | None = None
         self.base_commit: str | None = None
-        self.view = PatchView(view_dir, excluded=excluded, alternate=baseline.view, create=False)
+        # The view is on the host's disk, not the cell's volume: its content is capped per cell.
+        self.view = PatchView(
+            view_dir,
+            excluded=excluded,
+            alternate=baseline.view,
+            create=False,
+            budget_bytes=view_budget_bytes,
+        )
 
     def scan(self) -> Scan:
         """One phase boundary. Raises ``WorkspaceLimitError`` (then the next ``state`` scans again)."""
