@@ -38,10 +38,10 @@ from .conftest import REPO_ROOT
 pytestmark = pytest.mark.e2e
 MIB = 1024 * 1024
 BOUND_MIB = int(os.environ.get("WFBENCH_TEST_BOUND_MIB", "256"))
-# Above the bound: the template and its view, the overlay's metadata, the volume's ext4 slack
-# (~5 % + 8 MiB), the CLI's transcripts and the cell's view (at most MAX_VIEW_IMPORT_BYTES of
-# content, spooled once and stored once). Measured: see the module docstring.
-HOST_OVERHEAD_MIB = 160
+# Above the bound: the volume's ext4 slack (5 % + 8 MiB, ``sandbox._volume``), then a fixed
+# overhead: the cell's view (at most MAX_VIEW_IMPORT_BYTES = 32 MiB of content, spooled once and
+# stored once), the overlay's metadata, the CLI's transcripts. Measured: see the module docstring.
+HOST_OVERHEAD_MIB = 96
 # The runner's peak RSS, whatever the file sizes: measured ~100 MiB at every bound.
 RUNNER_RSS_MIB = 300
 TIMEOUT_S = 600
@@ -102,9 +102,16 @@ def _free(path: Path) -> int:
     return st.f_bavail * st.f_frsize
 
 
-def _script(path: Path, bound_mib: int) -> Path:
-    # One file the size of the whole bound, then two more the full volume refuses (as in the issue).
-    fill = "; ".join(f"head -c {bound_mib}M /dev/zero > big{i}.bin 2>&1 | tail -1" for i in (1, 2, 3))
+def _fill_command(mode: str, bound_mib: int) -> str:
+    if mode == "one-file":
+        # One file the size of the whole bound, then two more the full volume refuses (as in the issue).
+        return "; ".join(f"head -c {bound_mib}M /dev/zero > big{i}.bin 2>&1 | tail -1" for i in (1, 2, 3))
+    # Distinct 4 MiB files (random: identical ones would be one blob) until the volume is full.
+    return "i=0; while head -c 4M /dev/urandom > f$i.bin 2>/dev/null; do i=$((i+1)); done; echo $i"
+
+
+def _script(path: Path, mode: str, bound_mib: int) -> Path:
+    fill = _fill_command(mode, bound_mib)
     script = {
         "schema_version": 1,
         "model": "scripted-fill",
@@ -114,7 +121,7 @@ def _script(path: Path, bound_mib: int) -> Path:
                 "sessions": [
                     {
                         "turns": [
-                            {"tool_calls": [{"name": "Bash", "input": {"command": f"{fill}; ls -s big*"}}]},
+                            {"tool_calls": [{"name": "Bash", "input": {"command": f"{fill}; du -sm ."}}]},
                             {"text": "Done."},
                         ]
                     }
@@ -126,10 +133,12 @@ def _script(path: Path, bound_mib: int) -> Path:
     return path
 
 
-def run_filling_agent(tasks: Path, tmp_path: Path, private_tmp: Path, bound_mib: int) -> tuple[Peaks, dict]:
+def run_filling_agent(
+    tasks: Path, tmp_path: Path, private_tmp: Path, mode: str, bound_mib: int
+) -> tuple[Peaks, dict]:
     """Run one baseline cell whose agent fills ``bound_mib``; the sampled peaks and the row."""
     out = tmp_path / "out"
-    script = _script(tmp_path / "fill.yaml", bound_mib)
+    script = _script(tmp_path / "fill.yaml", mode, bound_mib)
     argv = [sys.executable, "-m", "workflow_bench.runner", "--provider", "scripted", "--script", str(script)]
     argv += ["--tasks", str(tasks), "--arms", "baseline", "--runs", "1", "--out", str(out)]
     argv += ["--cell-disk-mib", str(bound_mib)]
@@ -164,20 +173,44 @@ def run_filling_agent(tasks: Path, tmp_path: Path, private_tmp: Path, bound_mib:
     return peaks, rows[0]
 
 
+@pytest.mark.parametrize("mode", ["one-file", "many-files"])
 def test_an_agent_at_its_disk_bound_costs_the_host_at_most_the_bound_plus_overhead(
-    task_file_for, tmp_path, private_tmpdir, bwrap_bin, claude_bin
+    mode, task_file_for, tmp_path, private_tmpdir, bwrap_bin, claude_bin
 ) -> None:
     needs_root("the cell's disk bound is its own loop volume")
     tasks = task_file_for("trivial-amount-grouping")
-    peaks, row = run_filling_agent(tasks, tmp_path, private_tmpdir, BOUND_MIB)
+    peaks, row = run_filling_agent(tasks, tmp_path, private_tmpdir, mode, BOUND_MIB)
     grown = (peaks.tree_peak - peaks.tree_base) / MIB
     fallen = (peaks.free_base - peaks.free_low) / MIB
     rss = peaks.rss_peak_kib / 1024
-    print(f"bound {BOUND_MIB} MiB: work root grew {grown:.0f} MiB, host free fell {fallen:.0f} MiB, rss {rss:.0f} MiB")
+    print(f"{mode}, bound {BOUND_MIB} MiB: work root grew {grown:.0f} MiB, host free fell {fallen:.0f} MiB, rss {rss:.0f} MiB")
     # The agent really filled its bound (else the test proves nothing) and was charged for it.
     assert row["resource_limits"]["disk_mib"] == BOUND_MIB, row["resource_limits"]
     assert row["error_kind"] == "resource-limit", (row["error_kind"], row["error_detail"])
     assert "disk limit" in str(row["error_detail"]), row["error_detail"]
     assert grown >= BOUND_MIB * 0.9, f"the agent wrote only {grown:.0f} MiB"
-    assert grown <= BOUND_MIB + HOST_OVERHEAD_MIB, (grown, BOUND_MIB, HOST_OVERHEAD_MIB)
+    allowed = BOUND_MIB * 1.05 + 8 + HOST_OVERHEAD_MIB
+    assert grown <= allowed, f"the work root grew {grown:.0f} MiB, over {allowed:.0f} MiB"
     assert 0 < rss <= RUNNER_RSS_MIB, (rss, RUNNER_RSS_MIB)
+
+
+@pytest.mark.parametrize("defended", [True, False], ids=["defended", "caps-lifted"])
+def test_the_host_cost_canary_attack_and_its_negative_control(defended, monkeypatch, bwrap_bin, claude_bin):
+    """The canary's attack (``canary/attacks_host_cost.py``) blocked; with the patch view's caps
+    lifted (the defence removed) the same cell is NOT BLOCKED: the judge can fail."""
+    needs_root("the cell's disk bound is its own loop volume")
+    from workflow_bench.canary.attacks_host_cost import run_host_cost_cell
+    from workflow_bench.claude_cli import claude_version
+    from workflow_bench.workspace import patch as patch_module
+
+    if not defended:
+        monkeypatch.setattr(patch_module, "MAX_BLOB_BYTES", 1 << 40)
+        monkeypatch.setattr(patch_module, "MAX_VIEW_IMPORT_BYTES", 1 << 40)
+    lines: list[str] = []
+    (verdict,) = run_host_cost_cell(
+        claude_bin=claude_bin, claude_version=claude_version(claude_bin), bwrap_bin=bwrap_bin, progress=lines.append
+    )
+    print(f"{'defended' if defended else 'caps lifted'}: blocked={verdict.blocked} {verdict.observed}")
+    assert verdict.blocked is defended, (verdict.observed, lines[-20:])
+    if not defended:
+        assert "attack did not take" not in verdict.observed, verdict.observed

@@ -12,8 +12,7 @@ The patch: the base commit is the template's (nothing before the sessions change
 the template's plus the setup's changes, imported before the first session; the "after" commit
 adds what the sessions changed. Both live in the cell's own view (beside the cell directory,
 never on its volume), which borrows the template view's objects and imports at most
-``MAX_VIEW_IMPORT_BYTES`` of the cell's content (``view_budget_bytes``; None lifts it, which only
-the negative control of the host-cost test does).
+``workspace.patch.MAX_VIEW_IMPORT_BYTES`` of content per import.
 
 Must never: reuse a state after a scan of it failed (the next read scans again and fails the
 same way), or import a file's bytes at any other moment than the boundary its state describes.
@@ -25,7 +24,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from workflow_bench.workspace.baseline import TemplateBaseline
-from workflow_bench.workspace.patch import MAX_VIEW_IMPORT_BYTES, PatchView
+from workflow_bench.workspace import patch as patch_caps
+from workflow_bench.workspace.patch import PatchView
 from workflow_bench.workspace.snapshot import (
     Scan,
     WorkspaceState,
@@ -46,7 +46,6 @@ class WorkspaceTrack:
         view_dir: Path,
         excluded: Iterable[str],
         upper: Path | None = None,
-        view_budget_bytes: int | None = MAX_VIEW_IMPORT_BYTES,
     ) -> None:
         """``workspace``: the harness's fresh copy of the template (nothing sandboxed has run on it),
         or, with ``upper``, an overlay of the template whose upper layer that is (``sandbox._overlay``):
@@ -71,7 +70,7 @@ class WorkspaceTrack:
             excluded=excluded,
             alternate=baseline.view,
             create=False,
-            budget_bytes=view_budget_bytes,
+            budget_bytes=patch_caps.MAX_VIEW_IMPORT_BYTES,  # read now: a negative control lifts it
         )
 
     def scan(self) -> Scan:

@@ -26,13 +26,15 @@ mount points (read-only, never the agent's work).
 
 Bounded by the cell, not by what the agent writes (issue 30): the view lives beside the cell
 directory, on the host's disk, so what it stores is capped. A file over ``MAX_BLOB_BYTES``, and
-in a cell's view every file once ``MAX_VIEW_IMPORT_BYTES`` of content has been imported (the
-smallest first), is recorded as a one-line stand-in naming its size and sha256 (the snapshot's
-streamed digest: the file is not read again), so the diff shows that stand-in instead of its
-bytes; the saved patch is capped at ``MAX_PATCH_BYTES`` anyway. Content is copied into the
-import stream in chunks, never held whole. A cell's view so costs the host at most
-``MAX_VIEW_IMPORT_BYTES`` of content, spooled once and stored once (uncompressed), plus one
-stand-in line per path past the caps; the runner's memory does not grow with any file's size.
+in a cell's view every file once one import (the base: what setup changed; the after: what the
+sessions changed) has taken ``MAX_VIEW_IMPORT_BYTES`` of content (the smallest first), is
+recorded as a one-line stand-in naming its size and sha256 (the snapshot's streamed digest: the
+file is not read again), so the diff shows that stand-in instead of its bytes; the saved patch
+is capped at ``MAX_PATCH_BYTES`` anyway. Content is copied into the import stream in chunks,
+never held whole. A cell's view so costs the host at most two imports' content stored
+(uncompressed) and one's spooled at a time, plus one stand-in line per path past the caps; the
+runner's memory does not grow with any file's size. A file over a cap counts as one changed
+file with the stand-in's one line in the churn.
 Before this, a 1 GB file was read into the runner twice and stored twice beside the cell.
 """
 
@@ -59,9 +61,9 @@ from .snapshot import (
 
 MAX_PATCH_BYTES = 300_000  # reference harness cap; a larger diff is truncated with a marker
 # A file larger than this is a stand-in in every view (its diff could never fit the patch cap),
-# and a cell's view imports at most this much content in all: the host cost of a cell's view.
+# and each import of a cell's view takes at most this much content: the host cost of its view.
 MAX_BLOB_BYTES = 8 * 1024 * 1024
-MAX_VIEW_IMPORT_BYTES = 32 * 1024 * 1024
+MAX_VIEW_IMPORT_BYTES = 16 * 1024 * 1024
 STAND_IN = b"workflow-bench: content not recorded in the patch view"
 _CHUNK = 1 << 20
 # numstat is one short line per changed path: 64 MiB is ~1M paths. Above it the churn would be a
@@ -97,7 +99,7 @@ class PatchView:
         self._alternate = alternate
         self._created = False
         self._budget = budget_bytes
-        """Content bytes this view may still import (None: no total cap, the template's own view)."""
+        """Content bytes one import may take (None: no such cap, the template's own view)."""
         self.stand_ins = 0
         """Files recorded as a stand-in (over a cap) by this view so far."""
         if create:
@@ -123,7 +125,7 @@ class PatchView:
     def record_state(self, workspace: Path, ref: str, state: WorkspaceState) -> str:
         """Commit every file and link of ``state`` (just scanned from ``workspace``, nothing writing it)."""
         paths = sorted(p for p, e in state.entries.items() if e.startswith(_BLOB_KINDS) and self._kept(p))
-        blobs = self._blobs(workspace, paths, state)
+        blobs = self._blobs(workspace, paths, state, budget=None)
         return self._import(ref, None, (), blobs, total_bytes=state.total_bytes, entries=len(paths))
 
     def record_changes(
@@ -151,14 +153,17 @@ class PatchView:
         if not deleted and not written:
             return parent
         size = sum(after.keys[p][2] for p in written)
-        blobs = self._blobs(workspace, written, after)
+        blobs = self._blobs(workspace, written, after, budget=self._budget)
         return self._import(
             ref, parent, deleted, blobs, total_bytes=size, entries=len(written) + len(deleted)
         )
 
-    def _blobs(self, workspace: Path, paths: list[str], state: WorkspaceState) -> Iterator[_Blob]:
-        """The blobs of ``paths`` (files and links of ``state``): content while the caps allow,
-        the smallest first, else a stand-in; the budget is spent as they are chosen."""
+    def _blobs(
+        self, workspace: Path, paths: list[str], state: WorkspaceState, *, budget: int | None
+    ) -> Iterator[_Blob]:
+        """The blobs of ``paths`` (files and links of ``state``): content while the caps allow
+        (``budget``: this import's content bytes, None for none), the smallest first, else a
+        stand-in."""
         for path in sorted(paths, key=lambda p: (state.keys[p][2], p)):
             entry = state.entries[path]
             if entry.startswith("link:"):
@@ -166,12 +171,12 @@ class PatchView:
                 continue
             size = state.keys[path][2]
             mode = b"100755" if int(entry.split(":", 2)[1], 8) & 0o111 else b"100644"
-            if size > MAX_BLOB_BYTES or (self._budget is not None and size > self._budget):
+            if size > MAX_BLOB_BYTES or (budget is not None and size > budget):
                 self.stand_ins += 1
                 yield os.fsencode(path), mode, stand_in(size, entry.rsplit(":", 1)[1])
                 continue
-            if self._budget is not None:
-                self._budget -= size
+            if budget is not None:
+                budget -= size
             yield os.fsencode(path), mode, _Content(os.path.join(workspace, path), size)
 
     def _kept(self, rel: str) -> bool:
