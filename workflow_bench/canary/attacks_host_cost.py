@@ -7,8 +7,9 @@ root *outside* the cell's own directory and volume image (the patch view, its im
 ``canary.host_cost``) and the canary process's peak RSS over its start. Before the fix the patch
 view read the file into the runner twice and stored it twice beside the cell (+2× the bound of
 disk and of RSS); now a file over the view's caps is a one-line stand-in
-(``workspace.patch``). Negative control (``tests/e2e/test_host_cost_bounds.py``): with the caps
-lifted the same cell is NOT BLOCKED.
+(``workspace.patch``). Negative controls: with the view's caps lifted the same cell is NOT
+BLOCKED (``tests/e2e/test_host_cost_bounds.py``, on the disk figure); with the file also read
+whole (by hand once) the RSS figure fails it too.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from .attacks_limits import LimitAttack, LimitCell, LimitEvidence, _bash, run_li
 
 MIB = 1024 * 1024
 BOUND_MIB = 256
-# What the harness may add beside a full cell: the view's content cap (32 MiB), spooled once and
-# stored once, plus git's pack index and the transcripts. Measured: see README (Isolation).
+# What the harness may add beside a full cell: the view's content caps (16 MiB an import: two
+# stored, one spooled at a time), git's pack index, the transcripts. Measured +18 MiB (README,
+# Isolation); the caps lifted, +530 MiB.
 HARNESS_OVERHEAD_BYTES = 96 * MIB
-# The canary process's RSS growth during the cell (relay, provider, row assembly). Measured: see README.
-RSS_OVERHEAD_BYTES = 160 * MIB
+# The canary process's RSS growth during the cell (relay, provider, row assembly). Measured +2 MiB;
+# with the file read whole (the old view), +257 MiB.
+RSS_OVERHEAD_BYTES = 96 * MIB
 
 
 def _host_cost(ev: LimitEvidence) -> tuple[bool, str]:
@@ -51,7 +54,7 @@ HOST_COST = LimitCell(
         LimitAttack(
             "judge-copies-of-a-full-bound",
             f"one {BOUND_MIB} MiB file (the whole bound) for the harness to copy, hash and diff",
-            "harness adds ≤ 96 MiB disk and ≤ 160 MiB RSS beside the full cell",
+            "harness adds ≤ 96 MiB disk and ≤ 96 MiB RSS beside the full cell",
             "Bash",
             _bash(
                 f"for i in 1 2; do head -c {BOUND_MIB}M /dev/zero > big$i.bin 2>&1 | tail -1; done; ls -s big*"
