@@ -42,7 +42,8 @@ def _cell(tmp_path: Path, change, *, budget: int | None) -> tuple[PatchView, byt
     change(ws)
     after = scan_workspace(ws, previous=before).state
     cell = PatchView(tmp_path / "cell.git", alternate=template, budget_bytes=budget)
-    changed = [p for p in set(before.entries) | set(after.entries) if before.entries.get(p) != after.entries.get(p)]
+    keys = set(before.entries) | set(after.entries)
+    changed = [p for p in keys if before.entries.get(p) != after.entries.get(p)]
     commit = cell.record_changes(ws, "after", parent=base, before=before, after=after, paths=changed)
     patch, _churn = cell.diff(base, commit)
     return cell, patch, base, commit
@@ -69,7 +70,7 @@ def test_a_file_over_the_per_file_cap_is_a_stand_in_never_stored_or_held(tmp_pat
     # The scan and the copy read 1 MiB chunks: the peak is a few chunks, not the file.
     assert peak < 4 * MIB, f"peak allocation {peak} bytes"
     assert cell.stand_ins == 1
-    with pytest.raises(WorkspaceLimitError, match="big.bin"):
+    with pytest.raises(WorkspaceLimitError, match=r"big\.bin"):
         cell.read(commit, "big.bin")
     assert cell.read(commit, "a.py") == b"x = 2\n"
 

@@ -183,7 +183,8 @@ def test_an_agent_at_its_disk_bound_costs_the_host_at_most_the_bound_plus_overhe
     grown = (peaks.tree_peak - peaks.tree_base) / MIB
     fallen = (peaks.free_base - peaks.free_low) / MIB
     rss = peaks.rss_peak_kib / 1024
-    print(f"{mode}, bound {BOUND_MIB} MiB: work root grew {grown:.0f} MiB, host free fell {fallen:.0f} MiB, rss {rss:.0f} MiB")
+    print(f"{mode}, bound {BOUND_MIB} MiB: work root grew {grown:.0f} MiB, ", end="")
+    print(f"host free fell {fallen:.0f} MiB, rss {rss:.0f} MiB")
     # The agent really filled its bound (else the test proves nothing) and was charged for it.
     assert row["resource_limits"]["disk_mib"] == BOUND_MIB, row["resource_limits"]
     assert row["error_kind"] == "resource-limit", (row["error_kind"], row["error_detail"])
@@ -208,7 +209,10 @@ def test_the_host_cost_canary_attack_and_its_negative_control(defended, monkeypa
         monkeypatch.setattr(patch_module, "MAX_VIEW_IMPORT_BYTES", 1 << 40)
     lines: list[str] = []
     (verdict,) = run_host_cost_cell(
-        claude_bin=claude_bin, claude_version=claude_version(claude_bin), bwrap_bin=bwrap_bin, progress=lines.append
+        claude_bin=claude_bin,
+        claude_version=claude_version(claude_bin),
+        bwrap_bin=bwrap_bin,
+        progress=lines.append,
     )
     print(f"{'defended' if defended else 'caps lifted'}: blocked={verdict.blocked} {verdict.observed}")
     assert verdict.blocked is defended, (verdict.observed, lines[-20:])

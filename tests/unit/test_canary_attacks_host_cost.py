@@ -17,7 +17,9 @@ from workflow_bench.canary.attacks_limits import LimitEvidence
 
 pytestmark = pytest.mark.unit
 MIB = 1024 * 1024
-FULL = row(error_kind="resource-limit", error_detail="disk limit 256 MiB: volume full (primary=judging-error)")
+FULL = row(
+    error_kind="resource-limit", error_detail="disk limit 256 MiB: volume full (primary=judging-error)"
+)
 DEFENDED = LimitEvidence(
     output="",
     row=FULL,

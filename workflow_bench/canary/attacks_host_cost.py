@@ -57,7 +57,8 @@ HOST_COST = LimitCell(
             "harness adds ≤ 96 MiB disk and ≤ 96 MiB RSS beside the full cell",
             "Bash",
             _bash(
-                f"for i in 1 2; do head -c {BOUND_MIB}M /dev/zero > big$i.bin 2>&1 | tail -1; done; ls -s big*"
+                f"for i in 1 2; do head -c {BOUND_MIB}M /dev/zero > big$i.bin 2>&1 | tail -1; done; "
+                "ls -s big*"
             ),
             _host_cost,
         ),

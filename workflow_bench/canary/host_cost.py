@@ -3,7 +3,8 @@
 Owns ``HostCost``, a context manager around one ``run_cell``: a thread samples every 100 ms the
 bytes allocated under the work root (each inode once, never crossing into a mount: the cell's
 volume counts once, as its sparse image's blocks; the patch views and templates beside it count
-too; the part outside the cell's own directory and image is the harness's), and the process's peak RSS is reset before (``/proc/self/clear_refs``, 5) and read after
+too; the part outside the cell's own directory and image is the harness's), and the process's
+peak RSS is reset before (``/proc/self/clear_refs``, 5) and read after
 (``VmHWM``). Either is None when it could not be measured (no such proc file): unknown, never 0.
 
 Used by ``attacks_limits.run_limit_cells`` for every limit cell; only ``attacks_host_cost``

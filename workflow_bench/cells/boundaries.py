@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from workflow_bench.workspace.baseline import TemplateBaseline
 from workflow_bench.workspace import patch as patch_caps
+from workflow_bench.workspace.baseline import TemplateBaseline
 from workflow_bench.workspace.patch import PatchView
 from workflow_bench.workspace.snapshot import (
     Scan,
