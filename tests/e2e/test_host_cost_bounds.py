@@ -16,7 +16,7 @@ again), and each import of a cell's view takes at most ``MAX_VIEW_IMPORT_BYTES``
 
 Measured (2 cores, loaded by 7 other helpers), work root growth / runner peak RSS: before the
 fix, 1024 MiB bound 4,122 / 2,189 MiB, 256 MiB bound 1,040 / 652 MiB; after, 1024 MiB 1,048 / 141,
-256 MiB one file 275-281 / 133-142, 256 MiB of 4 MiB files 297-351 / 133-143 (with the import
+256 MiB one file 275-281 / 133-142, 256 MiB of 4 MiB files 297-305 / 133-139 (with the import
 budget lifted by hand: 1,048, failed). Run at another bound with ``WFBENCH_TEST_BOUND_MIB``.
 """
 
