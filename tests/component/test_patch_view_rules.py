@@ -10,6 +10,7 @@ rather than undercounted when the numstat is cut at its cap.
 from __future__ import annotations
 
 import errno
+import io
 import shutil
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def test_a_file_is_never_read_through_a_link(tmp_path) -> None:
     link = tmp_path / "link"
     link.symlink_to(target)
     with pytest.raises(OSError) as raised:
-        patch_module._read(str(link), len("secret\n"))  # a file swapped for a link after the walk
+        _copy(str(link), len("secret\n"))  # a file swapped for a link after the walk
     assert raised.value.errno == errno.ELOOP
 
 
@@ -85,8 +86,17 @@ def test_a_file_that_changed_size_since_the_walk_is_refused(tmp_path) -> None:
     grown = tmp_path / "grown"
     grown.write_text("12345")
     with pytest.raises(WorkspaceLimitError, match="changed size while it was recorded"):
-        patch_module._read(str(grown), 3)  # the walk saw 3 bytes; 5 are there now
-    assert patch_module._read(str(grown), 5) == b"12345"
+        _copy(str(grown), 3)  # the walk saw 3 bytes; 5 are there now
+    with pytest.raises(WorkspaceLimitError, match="changed size while it was recorded"):
+        _copy(str(grown), 7)  # or shrank
+    assert _copy(str(grown), 5) == b"12345"
+
+
+def _copy(path: str, size: int) -> bytes:
+    """What the import stream receives for a file the walk saw at ``size`` bytes (in chunks)."""
+    out = io.BytesIO()
+    patch_module._Content(path, size).copy_to(out)
+    return out.getvalue()
 
 
 def test_churn_is_never_a_silent_undercount_of_a_cut_numstat(tmp_path, workspace, monkeypatch) -> None:

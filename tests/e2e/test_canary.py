@@ -8,6 +8,7 @@ from workflow_bench.canary._suite import ATTACKS as SUITE_ATTACKS  # every modul
 from workflow_bench.canary.attacks_budgets import BUDGET_ATTACKS
 from workflow_bench.canary.attacks_fork import FORK_ATTACKS
 from workflow_bench.canary.attacks_graphs import GRAPH_ATTACKS
+from workflow_bench.canary.attacks_host_cost import HOST_COST_ATTACKS
 from workflow_bench.canary.attacks_judging import ATTACKS as JUDGING_ATTACKS
 from workflow_bench.canary.attacks_limits import LIMIT_ATTACKS
 from workflow_bench.canary.attacks_relay import BREACH_ATTACKS
@@ -16,7 +17,8 @@ from workflow_bench.canary.attacks_sealing import SEALING_ATTACKS
 
 # The judging suite adds one verdict per attack plus the breaker's.
 ATTACKS = (
-    *SUITE_ATTACKS, *LIMIT_ATTACKS, *BUDGET_ATTACKS, *REPLAY_ATTACKS, *BREACH_ATTACKS, *FORK_ATTACKS,
+    *SUITE_ATTACKS, *LIMIT_ATTACKS, *HOST_COST_ATTACKS, *BUDGET_ATTACKS, *REPLAY_ATTACKS, *BREACH_ATTACKS,
+    *FORK_ATTACKS,
     *JUDGING_ATTACKS, *SEALING_ATTACKS, *GRAPH_ATTACKS,
 )  # fmt: skip
 TOTAL = len(ATTACKS) + 1

@@ -18,6 +18,7 @@ from ._suite import CANARY_TASKS, VerdictRow, render_table, run_suite
 from .attacks_budgets import run_budget_cells
 from .attacks_fork import run_fork_cell
 from .attacks_graphs import run_graph_suite
+from .attacks_host_cost import run_host_cost_cell
 from .attacks_judging import run_judging_suite
 from .attacks_limits import run_limit_cells
 from .attacks_relay import run_breach_cell
@@ -40,6 +41,7 @@ def run_canary(
     cli = {"claude_bin": claude_bin, "claude_version": version, "bwrap_bin": bwrap, "progress": progress}
     verdicts: list[VerdictRow] = [*run_suite(**cli)]
     verdicts += run_limit_cells(**cli)  # attacks_limits.py: one cell per resource bound, own limits
+    verdicts += run_host_cost_cell(**cli)  # attacks_host_cost.py: the harness's copies of a full bound
     verdicts += run_budget_cells(**cli)  # attacks_budgets.py: per-user kernel budgets, host and 2nd cell
     verdicts += run_replay_cell(**cli)  # attacks_replay.py: a byte-identical replay of a CLI request
     verdicts += run_breach_cell(**cli)  # attacks_relay.py: a breached relay key, hidden turns, smuggling

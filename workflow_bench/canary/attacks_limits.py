@@ -52,6 +52,7 @@ from ._suite import (
 )
 from ._suite import _tool_results as tool_results
 from .attacks import Plant
+from .host_cost import HostCost
 
 MIB = 1024 * 1024
 RUN_LIMIT, SHM_LIMIT = 4 * MIB, 64 * MIB  # keep in sync with sandbox/_environment.py
@@ -67,6 +68,9 @@ class LimitEvidence:
     transcripts: str
     console: tuple[str, ...]  # every live progress line the cell printed
     sentinel_alive: bool
+    disk_grown: int | None = None  # host bytes the cell added under the work root at its peak
+    harness_grown: int | None = None  # the part outside the cell's own directory and volume
+    rss_grown: int | None = None  # the canary process's peak RSS during the cell over its start
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,7 +346,8 @@ def run_limit_cells(
                         limits=cell.limits,
                     )
                     key = CellKey(task_id=binding.spec.task_id, run=0, arm=cell.arm)
-                    result = run_cell(settings, task, resolve_arm(cell.arm), key)
+                    with HostCost(work_root) as cost:
+                        result = run_cell(settings, task, resolve_arm(cell.arm), key)
                 transcripts = "".join(
                     data.decode("utf-8", "replace")
                     for name, data in sorted(result.artifacts.items())
@@ -356,6 +361,9 @@ def run_limit_cells(
                         transcripts=transcripts,
                         console=tuple(console),
                         sentinel_alive=sentinel.is_alive(),
+                        disk_grown=cost.disk_grown,
+                        harness_grown=cost.harness_grown,
+                        rss_grown=cost.rss_grown,
                     )
                     blocked, observed = attack.judge(evidence)
                     verdicts.append(Verdict(attack, blocked, observed))  # type: ignore[arg-type]

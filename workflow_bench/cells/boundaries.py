@@ -11,7 +11,8 @@ the scans' changed paths, so "changed since the base" costs what changed, not th
 The patch: the base commit is the template's (nothing before the sessions changed the tree) or
 the template's plus the setup's changes, imported before the first session; the "after" commit
 adds what the sessions changed. Both live in the cell's own view (beside the cell directory,
-never on its volume), which borrows the template view's objects.
+never on its volume), which borrows the template view's objects and imports at most
+``workspace.patch.MAX_VIEW_IMPORT_BYTES`` of content per import.
 
 Must never: reuse a state after a scan of it failed (the next read scans again and fails the
 same way), or import a file's bytes at any other moment than the boundary its state describes.
@@ -22,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from workflow_bench.workspace import patch as patch_caps
 from workflow_bench.workspace.baseline import TemplateBaseline
 from workflow_bench.workspace.patch import PatchView
 from workflow_bench.workspace.snapshot import (
@@ -62,7 +64,14 @@ class WorkspaceTrack:
         self._since_base: set[str] = set()
         self.base: WorkspaceState | None = None
         self.base_commit: str | None = None
-        self.view = PatchView(view_dir, excluded=excluded, alternate=baseline.view, create=False)
+        # The view is on the host's disk, not the cell's volume: its content is capped per cell.
+        self.view = PatchView(
+            view_dir,
+            excluded=excluded,
+            alternate=baseline.view,
+            create=False,
+            budget_bytes=patch_caps.MAX_VIEW_IMPORT_BYTES,  # read now: a negative control lifts it
+        )
 
     def scan(self) -> Scan:
         """One phase boundary. Raises ``WorkspaceLimitError`` (then the next ``state`` scans again)."""

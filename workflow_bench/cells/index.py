@@ -57,7 +57,7 @@ def index_digest(root: Path, *, volatile: tuple[str, ...] = (), canonical: bytes
         elif any(fnmatch.fnmatchcase(rel, pattern) for pattern in volatile):
             entry = ["volatile", rel]
         else:
-            entry = ["file", rel, hashlib.sha256(Path(full).read_bytes()).hexdigest()]
+            entry = ["file", rel, _file_sha256(full)]
         h.update(json.dumps(entry).encode())
     if canonical is not None:
         lines = sorted(canonical.decode("utf-8", "replace").splitlines())
@@ -113,3 +113,12 @@ def build_index(template: Path, *, toolkit: Toolkit, bwrap_bin: str) -> IndexRes
     except (ValueError, OSError) as exc:  # TreeLimitError is a ValueError
         return IndexResult(step.output, None, f"index output unreadable: {exc}"[:LOG_TAIL_CHARS])
     return IndexResult(step.output, digest, None)
+
+
+def _file_sha256(path: str) -> str:
+    """In 1 MiB chunks: an index file is never held in the runner's memory whole."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -23,22 +23,49 @@ state after the last one. Files a ``.gitignore`` hides are on disk, so they are 
 Not represented (documented limits): empty directories, special files (FIFOs, sockets,
 devices) and any path with a component named ``.git`` (git cannot store one), the dependency
 mount points (read-only, never the agent's work).
+
+Bounded by the cell, not by what the agent writes (issue 30): the view lives beside the cell
+directory, on the host's disk, so what it stores is capped. A file over ``MAX_BLOB_BYTES``, and
+in a cell's view every file once one import (the base: what setup changed; the after: what the
+sessions changed) has taken ``MAX_VIEW_IMPORT_BYTES`` of content (the smallest first), is
+recorded as a one-line stand-in naming its size and sha256 (the snapshot's streamed digest: the
+file is not read again), so the diff shows that stand-in instead of its bytes; the saved patch
+is capped at ``MAX_PATCH_BYTES`` anyway. Content is copied into the import stream in chunks,
+never held whole. A cell's view so costs the host at most two imports' content stored
+(uncompressed) and one's spooled at a time, plus one stand-in line per path past the caps; the
+runner's memory does not grow with any file's size. A file over a cap counts as one changed
+file with the stand-in's one line in the churn.
+Before this, a 1 GB file was read into the runner twice and stored twice beside the cell.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from workflow_bench.process import ProcessError
 
 from .git import git_result, run_git, scaled_timeout
-from .snapshot import MAX_SNAPSHOT_BYTES, NON_WORK_PATHS, WorkspaceLimitError, WorkspaceState, walk_tree
+from .snapshot import (
+    MAX_SNAPSHOT_BYTES,
+    NON_WORK_PATHS,
+    WorkspaceLimitError,
+    WorkspaceState,
+    walk_tree,
+)
 
 MAX_PATCH_BYTES = 300_000  # reference harness cap; a larger diff is truncated with a marker
+# A file larger than this is a stand-in in every view (its diff could never fit the patch cap),
+# and each import of a cell's view takes at most this much content: the host cost of its view.
+MAX_BLOB_BYTES = 8 * 1024 * 1024
+MAX_VIEW_IMPORT_BYTES = 16 * 1024 * 1024
+STAND_IN = b"workflow-bench: content not recorded in the patch view"
+_CHUNK = 1 << 20
 # numstat is one short line per changed path: 64 MiB is ~1M paths. Above it the churn would be a
 # silent undercount, so the change is refused instead (charged to the arm as workspace-invalid).
 MAX_NUMSTAT_BYTES = 64 * 1024 * 1024
@@ -65,11 +92,16 @@ class PatchView:
         excluded: Iterable[str] = (),
         alternate: PatchView | None = None,
         create: bool = True,
+        budget_bytes: int | None = None,
     ) -> None:
         self.git_dir = git_dir
         self._excluded = frozenset(p.strip("/") for p in excluded)
         self._alternate = alternate
         self._created = False
+        self._budget = budget_bytes
+        """Content bytes one import may take (None: no such cap, the template's own view)."""
+        self.stand_ins = 0
+        """Files recorded as a stand-in (over a cap) by this view so far."""
         if create:
             self._create()
 
@@ -93,7 +125,7 @@ class PatchView:
     def record_state(self, workspace: Path, ref: str, state: WorkspaceState) -> str:
         """Commit every file and link of ``state`` (just scanned from ``workspace``, nothing writing it)."""
         paths = sorted(p for p, e in state.entries.items() if e.startswith(_BLOB_KINDS) and self._kept(p))
-        blobs = (_blob(workspace, p, state) for p in paths)
+        blobs = self._blobs(workspace, paths, state, budget=None)
         return self._import(ref, None, (), blobs, total_bytes=state.total_bytes, entries=len(paths))
 
     def record_changes(
@@ -121,10 +153,31 @@ class PatchView:
         if not deleted and not written:
             return parent
         size = sum(after.keys[p][2] for p in written)
-        blobs = (_blob(workspace, p, after) for p in written)
+        blobs = self._blobs(workspace, written, after, budget=self._budget)
         return self._import(
             ref, parent, deleted, blobs, total_bytes=size, entries=len(written) + len(deleted)
         )
+
+    def _blobs(
+        self, workspace: Path, paths: list[str], state: WorkspaceState, *, budget: int | None
+    ) -> Iterator[_Blob]:
+        """The blobs of ``paths`` (files and links of ``state``): content while the caps allow
+        (``budget``: this import's content bytes, None for none), the smallest first, else a
+        stand-in."""
+        for path in sorted(paths, key=lambda p: (state.keys[p][2], p)):
+            entry = state.entries[path]
+            if entry.startswith("link:"):
+                yield os.fsencode(path), b"120000", os.fsencode(entry[len("link:") :])
+                continue
+            size = state.keys[path][2]
+            mode = b"100755" if int(entry.split(":", 2)[1], 8) & 0o111 else b"100644"
+            if size > MAX_BLOB_BYTES or (budget is not None and size > budget):
+                self.stand_ins += 1
+                yield os.fsencode(path), mode, stand_in(size, entry.rsplit(":", 1)[1])
+                continue
+            if budget is not None:
+                budget -= size
+            yield os.fsencode(path), mode, _Content(os.path.join(workspace, path), size)
 
     def _kept(self, rel: str) -> bool:
         return not any(part.lower() == ".git" for part in rel.split("/")) and not any(
@@ -136,7 +189,7 @@ class PatchView:
         ref: str,
         parent: str | None,
         deleted: Iterable[str],
-        blobs: Iterable[tuple[bytes, bytes, bytes]],
+        blobs: Iterable[_Blob],
         *,
         total_bytes: int = 0,
         entries: int = 0,
@@ -152,7 +205,11 @@ class PatchView:
                     out.write(b"D %s\n" % _quote(os.fsencode(gone)))
                 for path, mode, data in blobs:
                     out.write(b"M %s inline %s\ndata %d\n" % (mode, _quote(path), len(data)))
-                    out.write(data + b"\n")
+                    if isinstance(data, _Content):
+                        data.copy_to(out)
+                    else:
+                        out.write(data)
+                    out.write(b"\n")
                 out.write(b"done\n")
             run_git(
                 self._args("fast-import", "--quiet", "--done", f"--export-marks={marks}"),
@@ -175,8 +232,10 @@ class PatchView:
         result = run_git(
             self._args("cat-file", "blob", f"{commit}:{path}"),
             what=f"read {path!r} from the harness patch view",
-            max_stdout_bytes=MAX_SNAPSHOT_BYTES,
+            max_stdout_bytes=MAX_BLOB_BYTES,
         )
+        if result.stdout_overflow or result.stdout.startswith(STAND_IN):
+            raise WorkspaceLimitError(f"{path!r} is over the patch view's caps: its bytes were not recorded")
         return result.stdout
 
     def diff(self, base: str, after: str) -> tuple[bytes, dict[str, int]]:
@@ -205,18 +264,48 @@ class PatchView:
         return patch, parse_numstat(numstat.stdout.decode("utf-8", "replace"))
 
 
-def _blob(workspace: Path, rel: str, state: WorkspaceState) -> tuple[bytes, bytes, bytes]:
-    """(path, git mode, bytes) of one file or link of ``state``, read now (never through a link)."""
-    entry = state.entries[rel]
-    if entry.startswith("link:"):
-        return os.fsencode(rel), b"120000", os.fsencode(entry[len("link:") :])
-    executable = int(entry.split(":", 2)[1], 8) & 0o111
-    data = _read(os.path.join(workspace, rel), state.keys[rel][2])
-    return os.fsencode(rel), b"100755" if executable else b"100644", data
+class _Content:
+    """A file's bytes, copied into the import stream in chunks when the stream is written."""
+
+    def __init__(self, path: str, size: int) -> None:
+        self.path, self.size = path, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def copy_to(self, out: BinaryIO) -> None:
+        """Copy exactly ``size`` bytes (never through a link); ``WorkspaceLimitError`` if it changed."""
+        fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        copied = 0
+        with os.fdopen(fd, "rb") as handle:
+            while chunk := handle.read(min(_CHUNK, self.size + 1 - copied)):
+                copied += len(chunk)
+                if copied > self.size:
+                    break
+                out.write(chunk)
+        if copied != self.size:
+            raise WorkspaceLimitError(f"{self.path} changed size while it was recorded")
 
 
-def _entries(root: Path, excluded: frozenset[str]) -> Iterator[tuple[bytes, bytes, bytes]]:
-    """(path, git mode, bytes) of every regular file and symlink, sorted, never through a link."""
+_Blob = tuple[bytes, bytes, "bytes | _Content"]
+
+
+def stand_in(size: int, sha256: str) -> bytes:
+    """What a view records for a file over its caps: its size and digest, on one line."""
+    return STAND_IN + b": %d bytes, sha256 %s\n" % (size, sha256.encode())
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _entries(root: Path, excluded: frozenset[str]) -> Iterator[_Blob]:
+    """(path, git mode, content) of every regular file and symlink, sorted, never through a link."""
     total = 0
     for rel, full, st in walk_tree(root):
         parts = rel.split("/")
@@ -231,16 +320,10 @@ def _entries(root: Path, excluded: frozenset[str]) -> Iterator[tuple[bytes, byte
             if total > MAX_SNAPSHOT_BYTES:
                 raise WorkspaceLimitError(f"workspace exceeds {MAX_SNAPSHOT_BYTES} bytes")
             mode = b"100755" if st.st_mode & 0o111 else b"100644"
-            yield os.fsencode(rel), mode, _read(full, st.st_size)
-
-
-def _read(path: str, size: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(size + 1)
-    if len(data) != size:
-        raise WorkspaceLimitError(f"{path} changed size while it was recorded")
-    return data
+            if st.st_size > MAX_BLOB_BYTES:
+                yield os.fsencode(rel), mode, stand_in(st.st_size, _sha256(full))
+            else:
+                yield os.fsencode(rel), mode, _Content(full, st.st_size)
 
 
 def _quote(path: bytes) -> bytes:
