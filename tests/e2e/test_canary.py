@@ -6,6 +6,7 @@ import pytest
 
 from workflow_bench.canary._suite import ATTACKS as SUITE_ATTACKS  # every module registered there
 from workflow_bench.canary.attacks_budgets import BUDGET_ATTACKS
+from workflow_bench.canary.attacks_confine import CONFINE_ATTACKS
 from workflow_bench.canary.attacks_graphs import GRAPH_ATTACKS
 from workflow_bench.canary.attacks_judging import ATTACKS as JUDGING_ATTACKS
 from workflow_bench.canary.attacks_limits import LIMIT_ATTACKS
@@ -15,8 +16,8 @@ from workflow_bench.canary.attacks_sealing import SEALING_ATTACKS
 
 # The judging suite adds one verdict per attack plus the breaker's.
 ATTACKS = (
-    *SUITE_ATTACKS, *LIMIT_ATTACKS, *BUDGET_ATTACKS, *REPLAY_ATTACKS, *BREACH_ATTACKS, *JUDGING_ATTACKS,
-    *SEALING_ATTACKS, *GRAPH_ATTACKS,
+    *SUITE_ATTACKS, *LIMIT_ATTACKS, *BUDGET_ATTACKS, *REPLAY_ATTACKS, *BREACH_ATTACKS, *CONFINE_ATTACKS,
+    *JUDGING_ATTACKS, *SEALING_ATTACKS, *GRAPH_ATTACKS,
 )  # fmt: skip
 TOTAL = len(ATTACKS) + 1
 

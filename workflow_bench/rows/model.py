@@ -30,13 +30,14 @@ from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import CellKey
 from workflow_bench.review.score import ReviewScore, review_row_fields
 
-SCHEMA_VERSION = 8
-"""8 added ``task_runtimes``, ``oracle_sealed``, ``test_config_changed`` and ``task_impossible``;
+SCHEMA_VERSION = 9
+"""9 added ``cli_config_written`` (CLI configuration the agent wrote, which no session read);
+8 added ``task_runtimes``, ``oracle_sealed``, ``test_config_changed`` and ``task_impossible``;
 7 added ``skills_expected``, ``skills_invoked`` and ``mcp_tools_granted`` (did the treatment fire);
 6: the typed row (closed ``error_kind``, every field present and typed), the kernel budgets in
 ``resource_limits`` (``cpus`` … ``seccomp_denied``) and ``cost_usd`` unknown when the relay served
 a thread the CLI never opened; 5 added per-test outcomes (``verify_tests*``, ``oracle_tests*``) and
-``expected_tests_digest``; 1–7 migrate on read."""
+``expected_tests_digest``; 1–8 migrate on read."""
 
 # A measured quantity that is an integer or a float as produced (``round`` keeps a sum of ints an
 # int): the value is stored as given, so a row re-serializes to the same bytes.
@@ -346,6 +347,13 @@ class SessionLayer(Part):
         "fingerprint of the seeded skill files the sessions had to leave intact", default=None
     )
     variant_head_sha: str | None = _f("HEAD after skill seeding and setup: the diff base", default=None)
+    cli_config_written: list[str] | None = _f(
+        "Claude Code configuration the agent left in the workspace (any .claude/settings*.json, "
+        ".claude.json, .mcp.json, managed-settings.json added or changed since the base), at most 50, "
+        "sorted; no session read any of it (the CLI reads only the harness's settings: README "
+        "Isolation); [] none; null when the sessions did not run",
+        default=None,
+    )
 
 
 class ProviderUsage(Part):
