@@ -89,7 +89,7 @@ class LimitCell:
     """The attacker's script (default: one attack per turn, ``attacker_script``)."""
     skip_outputs: int = 0
     """Tool results before the first attack's (calls the script makes that are no attack)."""
-    confinement: Confinement = Confinement()
+    confinement: Confinement = field(default_factory=Confinement)
     """The defences the cell runs with (all on; one off in a negative control, ``attacks_confine``)."""
 
 

@@ -47,7 +47,7 @@ class Harness:
     claude_version: str
     bwrap_bin: str
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
-    confinement: Confinement = Confinement()
+    confinement: Confinement = field(default_factory=Confinement)
     """Every defence on; only the canary's negative controls turn one off (``sandbox.Confinement``)."""
 
 

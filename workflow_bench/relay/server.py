@@ -238,7 +238,9 @@ class ModelRelay:
         with self._lock:
             exchanges = tuple(sorted(self._exchanges, key=lambda e: e.index))
             refused = len(self._refusals)
-            return WireRecord(exchanges, refused, tuple(self._refusals[:20]), self._overflow, self.refused_peer)
+            return WireRecord(
+                exchanges, refused, tuple(self._refusals[:20]), self._overflow, self.refused_peer
+            )
 
     def _refuse(self, client: socket.socket, status: int, reason: str) -> None:
         with self._lock:

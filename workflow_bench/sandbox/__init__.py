@@ -55,9 +55,6 @@ from ._mounts import Unmounted, unmount
 from ._stale import release_stale_mounts
 
 __all__ = [
-    "PROJECT_MASK_NAME",
-    "PROJECT_SETTINGS",
-    "Confinement",
     "DEFAULT_DISK_MIB",
     "DEFAULT_MEMORY_MIB",
     "DEFAULT_PIDS",
@@ -68,6 +65,8 @@ __all__ = [
     "MIN_MEMORY_MIB",
     "MIN_PIDS",
     "MODEL_SOCKET_DIR",
+    "PROJECT_MASK_NAME",
+    "PROJECT_SETTINGS",
     "SANDBOX_CLAUDE_BIN",
     "SANDBOX_HOME",
     "SANDBOX_WORKSPACE",
@@ -75,6 +74,7 @@ __all__ = [
     "UNSAFE_HOST_ARMS",
     "CellLimits",
     "CellResources",
+    "Confinement",
     "Mount",
     "ProcessBounds",
     "RunPolicy",

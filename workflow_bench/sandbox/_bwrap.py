@@ -255,7 +255,9 @@ class BwrapSandbox:
         if policy.with_claude:
             if self.claude_bin is None or self.runtime_dir is None:
                 raise SandboxError("no Claude Code binary or runtime dir configured for this sandbox")
-            binary = exec_only_copy(self.claude_bin, self.runtime_dir) if self.exec_only_cli else self.claude_bin
+            binary = (
+                exec_only_copy(self.claude_bin, self.runtime_dir) if self.exec_only_cli else self.claude_bin
+            )
             args += ["--ro-bind", str(binary), SANDBOX_CLAUDE_BIN]
             args += ["--ro-bind", str(self.runtime_dir), SANDBOX_RUNTIME_DIR]
             # An immutable, empty user-level skills dir: a skill the agent
