@@ -460,9 +460,14 @@ class _CellRun:
     def review_dir(self) -> Path:
         return self.cell_dir / "review-output"
 
-    def _cli_config_written(self) -> list[str]:
-        """CLI configuration the agent added or changed in the workspace (none of it was read)."""
-        return sorted(p for p in self.track.changed_since_base() if CLI_CONFIG.search(p))[:MAX_LISTED]
+    def _cli_config_written(self) -> list[str] | None:
+        """CLI configuration the agent added or changed in the workspace (none of it was read);
+        None when the workspace cannot be scanned (the cell is ``workspace-invalid`` already)."""
+        try:
+            changed = self.track.changed_since_base()
+        except WorkspaceLimitError:
+            return None
+        return sorted(p for p in changed if CLI_CONFIG.search(p))[:MAX_LISTED]
 
     def _session_policy(self, relay_dir: Path) -> RunPolicy:
         mounts = [Mount(source=relay_dir, target=MODEL_SOCKET_DIR)]

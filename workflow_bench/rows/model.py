@@ -351,7 +351,7 @@ class SessionLayer(Part):
         "Claude Code configuration the agent left in the workspace (any .claude/settings*.json, "
         ".claude.json, .mcp.json, managed-settings.json added or changed since the base), at most 50, "
         "sorted; no session read any of it (the CLI reads only the harness's settings: README "
-        "Isolation); [] none; null when the sessions did not run",
+        "Isolation); [] none; null when the sessions did not run or the workspace could not be scanned",
         default=None,
     )
 
