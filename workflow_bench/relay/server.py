@@ -12,7 +12,9 @@ relay per session that
   credential (``x-api-key``: a fresh key per session that only the CLI process holds, in its
   environment, which tool processes cannot read), for this session's id
   (``X-Claude-Code-Session-Id``) and the configured model, with a bounded ``Content-Length``
-  body; anything else gets a 4xx/5xx and is counted in ``refused`` (the row's
+  body, from the CLI process itself (``_check_peer``: the socket peer of the first admitted
+  request, so a child that inherited or read the key gains nothing); anything else gets a
+  4xx/5xx and is counted in ``refused`` (the row's
   ``relay_refused_requests``), never forwarded;
 - serves at most ``MAX_CONNECTIONS`` connections at once, each with read timeouts;
 - forwards to the one configured upstream (the scripted provider, a gateway, or the Anthropic
