@@ -191,7 +191,7 @@ def test_a_bound_that_cannot_be_enforced_is_never_claimed(tmp_path, monkeypatch)
     monkeypatch.setattr(_cgroups, "own_cgroup", lambda _controller: None)
     monkeypatch.setattr(_limits, "_can_mount", lambda: False)
     monkeypatch.setattr(_limits._watchdog, "available", lambda: False)  # no way to find the cell's processes
-    monkeypatch.setattr(_limits, "filter_program", lambda: None)
+    monkeypatch.setattr(_limits, "filter_program", lambda **_: None)
     monkeypatch.setattr(_limits.CellUserNamespace, "open", _no_userns)
     resources = CellResources(SMALL, tmp_path / "cell")
     resources.open(clone_source=tmp_path)
@@ -215,7 +215,7 @@ def test_without_root_the_process_count_falls_back_to_rlimit_nproc(tmp_path, bwr
     monkeypatch.setattr(_limits, "_is_root", lambda: False)
     monkeypatch.setattr(_limits._watchdog, "available", lambda: False)  # the kernel backstop alone
     # argv is run by hand below, without the cell wrapper that opens the namespace and filter fds
-    monkeypatch.setattr(_limits, "filter_program", lambda: None)
+    monkeypatch.setattr(_limits, "filter_program", lambda **_: None)
     monkeypatch.setattr(_limits.CellUserNamespace, "open", _no_userns)
     resources = CellResources(SMALL, tmp_path / "cell")
     resources.open(clone_source=tmp_path)

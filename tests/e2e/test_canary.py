@@ -7,6 +7,7 @@ import pytest
 from workflow_bench.canary._suite import ATTACKS as SUITE_ATTACKS  # every module registered there
 from workflow_bench.canary.attacks_budgets import BUDGET_ATTACKS
 from workflow_bench.canary.attacks_fork import FORK_ATTACKS
+from workflow_bench.canary.attacks_confine import CONFINE_ATTACKS
 from workflow_bench.canary.attacks_graphs import GRAPH_ATTACKS
 from workflow_bench.canary.attacks_host_cost import HOST_COST_ATTACKS
 from workflow_bench.canary.attacks_judging import ATTACKS as JUDGING_ATTACKS
@@ -18,7 +19,7 @@ from workflow_bench.canary.attacks_sealing import SEALING_ATTACKS
 # The judging suite adds one verdict per attack plus the breaker's.
 ATTACKS = (
     *SUITE_ATTACKS, *LIMIT_ATTACKS, *HOST_COST_ATTACKS, *BUDGET_ATTACKS, *REPLAY_ATTACKS, *BREACH_ATTACKS,
-    *FORK_ATTACKS,
+    *FORK_ATTACKS, *CONFINE_ATTACKS,
     *JUDGING_ATTACKS, *SEALING_ATTACKS, *GRAPH_ATTACKS,
 )  # fmt: skip
 TOTAL = len(ATTACKS) + 1

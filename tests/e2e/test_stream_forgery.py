@@ -4,7 +4,8 @@ The attack (tests/e2e/scripts/forge-stream.yaml) is written as an adversary woul
 find the CLI, append a forged Skill pair and a forged successful result with 1/1 tokens to
 /proc/<cli>/fd/1. Two defences, each tested with the other removed:
 
-1. tool confinement (sandbox/_confine.py): the write and the environ read are refused;
+1. tool confinement (sandbox/_confine.py; and the execute-only CLI binary, sandbox/_bwrap.py): the
+   write and the environ read are refused;
 2. the wire cross-check (evidence.py): with confinement removed on purpose, the forged events
    land in the stream, and the row says ``evidence-tampered`` with the provider's real usage.
 """
@@ -18,7 +19,7 @@ import pytest
 
 from tests.builders import result_dicts
 from workflow_bench import runner
-from workflow_bench.sandbox import _environment, _userns
+from workflow_bench.sandbox import _bwrap, _environment, _userns
 
 from .conftest import tool_results
 
@@ -66,6 +67,9 @@ def test_with_confinement_removed_the_forgery_lands_and_is_caught(
     # A root runner's cell uid is a second wall: the CLI's stdout pipe belongs to host root, which
     # a tool of the cell uid cannot reopen through /proc. Mapped to the runner's uid, as before.
     monkeypatch.setattr(_userns, "_is_root", lambda: False)
+    # And a third: the CLI runs from an execute-only copy, so it is not dumpable and its /proc/<pid>
+    # entries (fd/1 included) are closed to every process of the cell. The readable original, here.
+    monkeypatch.setattr(_bwrap, "exec_only_copy", lambda claude_bin, _runtime_dir: claude_bin)
     row, seen, _ = _sweep(task_file_for, tmp_path)
     assert "FD1-WRITE:ok" in seen, seen  # the defence really was removed: the forgery landed
     assert row["error_kind"] == "evidence-tampered", (row["error_kind"], row["error_detail"])

@@ -17,6 +17,7 @@ from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 from ._suite import CANARY_TASKS, VerdictRow, render_table, run_suite
 from .attacks_budgets import run_budget_cells
 from .attacks_fork import run_fork_cell
+from .attacks_confine import run_confine_cells
 from .attacks_graphs import run_graph_suite
 from .attacks_host_cost import run_host_cost_cell
 from .attacks_judging import run_judging_suite
@@ -46,6 +47,7 @@ def run_canary(
     verdicts += run_replay_cell(**cli)  # attacks_replay.py: a byte-identical replay of a CLI request
     verdicts += run_breach_cell(**cli)  # attacks_relay.py: a breached relay key, hidden turns, smuggling
     verdicts += run_fork_cell(**cli)  # attacks_fork.py: the CLI's bytes and key, its conversation forked
+    verdicts += run_confine_cells(**cli)  # attacks_confine.py: the CLI's settings, an unprefixed tool
     verdicts += run_judging_suite(**cli, canary_tasks=CANARY_TASKS)  # attacks_judging.py
     verdicts += run_sealing_suite(**cli)  # attacks_sealing.py: forging the oracle's outcome
     verdicts += run_graph_suite(**cli)  # attacks_graphs.py: MCP servers, the index, tool grants

@@ -36,7 +36,7 @@ from workflow_bench.cells.run import run_cell
 from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.providers.scripted import Script, ScriptedProvider, parse_script
 from workflow_bench.rows.model import Row
-from workflow_bench.sandbox import CellLimits, write_runtime_dir
+from workflow_bench.sandbox import CellLimits, Confinement, write_runtime_dir
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 from workflow_bench.workspace.paths import make_work_root
@@ -89,6 +89,7 @@ def canary_settings(
     model: str = CANARY_MODEL,
     runtime_dir: Path | None = None,
     limits: CellLimits | None = None,
+    confinement: Confinement | None = None,
 ) -> SweepSettings:
     """The sweep settings every canary suite runs its cells with (one retry, no effort)."""
     return SweepSettings(
@@ -100,7 +101,12 @@ def canary_settings(
             max_retries=1,
             limits=limits if limits is not None else CellLimits(),
         ),
-        harness=Harness(claude_bin=claude_bin, claude_version=claude_version, bwrap_bin=bwrap_bin),
+        harness=Harness(
+            claude_bin=claude_bin,
+            claude_version=claude_version,
+            bwrap_bin=bwrap_bin,
+            confinement=confinement or Confinement(),
+        ),
         evaluated=Evaluated(toolkit=toolkit),
         access=access,
         work_root=work_root,

@@ -23,7 +23,7 @@ from pathlib import Path
 from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
-from workflow_bench.sandbox import MODEL_SOCKET_DIR
+from workflow_bench.sandbox import MODEL_SOCKET_DIR, Confinement
 
 from ._suite import CANARY_MODEL, TURN_USAGE
 from .attacks import Plant, _first_line
@@ -102,6 +102,9 @@ FORK_CELL = LimitCell(
     ),
     script=_fork_script,
     skip_outputs=1,  # the harmless first call's result
+    # Both breaches assumed whole, as for the breach cell: the relay's peer pin alone refuses every
+    # fork a tool sends (``attacks_confine`` unprefixed-relay-key); this cell tests the accounting.
+    confinement=Confinement(relay_peer_pin=False),
 )
 FORK_ATTACKS = FORK_CELL.attacks
 

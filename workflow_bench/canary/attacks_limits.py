@@ -35,7 +35,7 @@ from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider
 from workflow_bench.redaction import REDACTED
 from workflow_bench.rows.model import Row
-from workflow_bench.sandbox import HOME_SIZE_BYTES, TMP_SIZE_BYTES, CellLimits, write_runtime_dir
+from workflow_bench.sandbox import HOME_SIZE_BYTES, TMP_SIZE_BYTES, CellLimits, Confinement, write_runtime_dir
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 from workflow_bench.workspace.paths import make_work_root
@@ -93,6 +93,8 @@ class LimitCell:
     """The attacker's script (default: one attack per turn, ``attacker_script``)."""
     skip_outputs: int = 0
     """Tool results before the first attack's (calls the script makes that are no attack)."""
+    confinement: Confinement = field(default_factory=Confinement)
+    """The defences the cell runs with (all on; one off in a negative control, ``attacks_confine``)."""
 
 
 def _bash(command: str) -> Callable[[Plant], dict[str, Any]]:
@@ -344,6 +346,7 @@ def run_limit_cells(
                         verify_timeout_s=60,
                         runtime_dir=runtime_dir,
                         limits=cell.limits,
+                        confinement=cell.confinement,
                     )
                     key = CellKey(task_id=binding.spec.task_id, run=0, arm=cell.arm)
                     with HostCost(work_root) as cost:

@@ -32,7 +32,7 @@ from workflow_bench.providers.access import ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider, parse_script
 from workflow_bench.relay.server import SESSION_KEY_PREFIX
 from workflow_bench.rows.model import Row
-from workflow_bench.sandbox import MODEL_SOCKET_DIR
+from workflow_bench.sandbox import MODEL_SOCKET_DIR, Confinement
 from workflow_bench.usage import CLI_RATE_TABLES, price
 from workflow_bench.workspace.paths import RELAY_DIR
 
@@ -184,6 +184,9 @@ BREACH_CELL = LimitCell(
     arm="workflow_direct",
     script=_breach_script,
     skip_outputs=1,  # the Skill call's result comes first
+    # The breach assumed whole: the key *and* the process it is pinned to (the relay's peer pin
+    # alone refuses every request here: ``attacks_confine`` unprefixed-relay-key).
+    confinement=Confinement(relay_peer_pin=False),
 )
 BREACH_ATTACKS = BREACH_CELL.attacks
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from workflow_bench.providers.access import ModelAccess
 from workflow_bench.rows.model import Row
-from workflow_bench.sandbox import CellLimits, SandboxKind
+from workflow_bench.sandbox import CellLimits, Confinement, SandboxKind
 from workflow_bench.taskspec.spec import TaskBinding
 from workflow_bench.toolkit.comparator import ComparatorPlugin
 from workflow_bench.toolkit.overlay import Overlay
@@ -47,6 +47,8 @@ class Harness:
     claude_version: str
     bwrap_bin: str
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
+    confinement: Confinement = field(default_factory=Confinement)
+    """Every defence on; only the canary's negative controls turn one off (``sandbox.Confinement``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -485,6 +485,11 @@ def apply_wire(
         # The CLI never sends what the relay refuses (measured); a session that then failed was
         # failed from inside (e.g. a connection flood starving the CLI): never an outage.
         problems.append(f"the relay refused {record.refused} request(s) from inside the sandbox")
+    if record.refused_peer:
+        # The key left the CLI: a process inside the sandbox held it (relay/server.py _check_peer).
+        problems.append(
+            f"the relay refused {record.refused_peer} keyed request(s) from a process other than the CLI"
+        )
     invoked = wire.skill_invoked(expected_skill) if expected_skill is not None else None
     if stream_skill is True and invoked is False:
         problems.append(f"the stream shows skill {expected_skill} invoked; the wire does not")

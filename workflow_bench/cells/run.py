@@ -70,6 +70,7 @@ from workflow_bench.rows.model import (
 from workflow_bench.sandbox import (
     EMPTY_DIR_NAME,
     MODEL_SOCKET_DIR,
+    PROJECT_MASK_NAME,
     SANDBOX_WORKSPACE,
     CellResources,
     Mount,
@@ -100,7 +101,7 @@ from .draft import CellDraft
 from .evidence import SubagentPolicy, apply_wire, wire_lines
 from .rows import identity, infra_error, oracle_tests, provenance, provider_usage, verify_tests
 from .session_fold import progress_observer, sum_sessions
-from .sessions import SessionOutcome, SessionRequest, run_session
+from .sessions import CLI_CONFIG, SessionOutcome, SessionRequest, run_session
 from .skill_evidence import forked_skills
 
 SETUP_TIMEOUT_S = 600  # reference value: setup installs/patches, never runs the model
@@ -121,7 +122,10 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
     artifacts: dict[str, bytes] = {}
     run: _CellRun | None = None
     cell_dir = new_cell_dir_path(settings.work_root)  # fixed length: the relay socket must fit
-    resources = CellResources(settings.cell.limits, cell_dir)
+    confinement = settings.harness.confinement
+    resources = CellResources(
+        settings.cell.limits, cell_dir, process_access_denied=confinement.seccomp_process_access
+    )
     try:
         if task.index is not None and task.index.error is not None:
             raise RuntimeError(task.index.error)  # memoized per task: no cell of it can run
@@ -266,6 +270,7 @@ class _CellRun:
             base_mounts=task_mounts(task.binding),
             bwrap_bin=settings.harness.bwrap_bin,
             resources=resources,
+            exec_only_cli=settings.harness.confinement.exec_only_cli,
         )
         # Every read of the workspace from here on: one scan per phase boundary, what changed only.
         # The patch's base is the exact tree on disk before the first session, recorded in a git
@@ -303,6 +308,7 @@ class _CellRun:
             variant_head_sha=base_sha,
             skills_expected=[s for s in map(self._skill_name, self.arm.sessions) if s is not None],
         )
+        layer = layer.model_copy(update={"cli_config_written": self._cli_config_written()})
         self.measured = layer
         self.draft = CellDraft(verdict=verdict, session=layer)
         if settings.cancel.is_set():
@@ -454,8 +460,22 @@ class _CellRun:
     def review_dir(self) -> Path:
         return self.cell_dir / "review-output"
 
+    def _cli_config_written(self) -> list[str] | None:
+        """CLI configuration the agent added or changed in the workspace (none of it was read);
+        None when the workspace cannot be scanned (the cell is ``workspace-invalid`` already)."""
+        try:
+            changed = self.track.changed_since_base()
+        except WorkspaceLimitError:
+            return None
+        return sorted(p for p in changed if CLI_CONFIG.search(p))[:MAX_LISTED]
+
     def _session_policy(self, relay_dir: Path) -> RunPolicy:
         mounts = [Mount(source=relay_dir, target=MODEL_SOCKET_DIR)]
+        if self.settings.harness.confinement.harness_settings_only:
+            # First, so the skills below are bound inside it: the session's .claude is the
+            # harness's read-only directory (PROJECT_SETTINGS), whatever the agent wrote there.
+            mask = self.settings.runtime_dir / PROJECT_MASK_NAME
+            mounts.append(Mount(source=mask, target=f"{SANDBOX_WORKSPACE}/.claude"))
         empty = self.settings.runtime_dir / EMPTY_DIR_NAME
         skills = self.sandbox.workspace / SKILLS_DIR
         skills_target = f"{SANDBOX_WORKSPACE}/{SKILLS_DIR}"
@@ -600,6 +620,7 @@ class _CellRun:
                 client_key=session_key,
                 session_id=session_id,
                 model=settings.cell.model,
+                pin_peer=settings.harness.confinement.relay_peer_pin,
             )
             self.agent_started = True
             with relay:
@@ -662,6 +683,7 @@ class _CellRun:
             timeout_s=settings.cell.session_timeout_s,
             effort=settings.cell.effort,
             extra_args=self._session_args(),
+            harness_settings_only=settings.harness.confinement.harness_settings_only,
         )
 
     def _subagent_policy(self, request: SessionRequest) -> SubagentPolicy:

@@ -26,7 +26,7 @@ from typing import Any
 from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.process import ProcessResult
 from workflow_bench.redaction import printable, redact_text, redact_value
-from workflow_bench.sandbox import SANDBOX_CLAUDE_BIN, RunPolicy, Sandbox
+from workflow_bench.sandbox import PROJECT_SETTINGS, SANDBOX_CLAUDE_BIN, RunPolicy, Sandbox
 from workflow_bench.toolkit.mcp import EMPTY_MCP_CONFIG
 from workflow_bench.usage import USAGE_FIELDS, unknown_usage
 
@@ -38,7 +38,18 @@ TAIL_CHARS = 2000
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 # Inline settings for every session: no hooks from anywhere (a repository's
 # .claude/settings.json could otherwise run commands outside the tool log).
-SESSION_SETTINGS = json.dumps({"disableAllHooks": True}, separators=(",", ":"))
+SESSION_SETTINGS = PROJECT_SETTINGS  # also the project mask's settings.json (sandbox/_confine.py)
+# The only file setting source a session loads: the project's, which is the harness's read-only
+# mask of the workspace's .claude (cells/run.py); never the user's ($CLAUDE_CONFIG_DIR under the
+# agent-writable HOME) or the local one. Measured on 2.1.332: the CLI reloads a settings file the
+# agent writes mid-session (env, apiKeyHelper, statusLine, hooks...), and ``project`` is the
+# source that gates the workspace's skills (with none, the seeded skills do not load).
+SETTING_SOURCES = "--setting-sources=project"
+# Workspace paths the CLI would read as its configuration in some source: recorded in the row
+# (``cli_config_written``) when the agent leaves one; none is read by any session.
+CLI_CONFIG = re.compile(
+    r"(^|/)(\.claude/settings(\.local)?\.json|\.claude\.json|\.mcp\.json|managed-settings\.json)$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +66,7 @@ class SessionRequest:
     effort: str | None = None
     extra_args: tuple[str, ...] = ()  # --flag=value forms only (variadic flags swallow what follows)
     mcp_config: str = EMPTY_MCP_CONFIG  # always passed with --strict-mcp-config (toolkit/mcp.py)
+    harness_settings_only: bool = True  # False only in the canary's negative control
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +117,7 @@ def claude_argv(request: SessionRequest, *, session_id: str) -> list[str]:
         "dontAsk",
         f"--tools={','.join(request.tools)}",
         f"--allowedTools={','.join(request.tools)}",
+        *((SETTING_SOURCES,) if request.harness_settings_only else ()),
         "--settings",
         SESSION_SETTINGS,
         "--strict-mcp-config",

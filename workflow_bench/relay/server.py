@@ -12,7 +12,9 @@ relay per session that
   credential (``x-api-key``: a fresh key per session that only the CLI process holds, in its
   environment, which tool processes cannot read), for this session's id
   (``X-Claude-Code-Session-Id``) and the configured model, with a bounded ``Content-Length``
-  body; anything else gets a 4xx/5xx and is counted in ``refused`` (the row's
+  body, from the CLI process itself (``_check_peer``: the socket peer of the first admitted
+  request, so a child that inherited or read the key gains nothing); anything else gets a
+  4xx/5xx and is counted in ``refused`` (the row's
   ``relay_refused_requests``), never forwarded;
 - serves at most ``MAX_CONNECTIONS`` connections at once, each with read timeouts;
 - forwards to the one configured upstream (the scripted provider, a gateway, or the Anthropic
@@ -36,6 +38,7 @@ import os
 import secrets
 import socket
 import ssl
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -150,6 +153,8 @@ class WireRecord:
     refused: int
     refusal_reasons: tuple[str, ...]
     overflow: bool
+    refused_peer: int = 0
+    """Requests carrying the session's key from a process other than the CLI (``ModelRelay._check_peer``)."""
 
 
 class ModelRelay:
@@ -168,6 +173,7 @@ class ModelRelay:
         client_key: str,
         session_id: str | None = None,
         model: str | None = None,
+        pin_peer: bool = True,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.query:
@@ -181,6 +187,9 @@ class ModelRelay:
         self._credentials = credentials
         self._session_id = session_id
         self._client_key = client_key
+        self._pin_peer = pin_peer
+        self._peer: tuple[int, str] | None = None  # (host pid, /proc starttime) of the CLI, once admitted
+        self.refused_peer = 0
         self._models = None if model is None else {model, MODEL_ALIASES.get(model, model)}
         self._lock = threading.Lock()
         self._exchanges: list[Exchange] = []
@@ -230,7 +239,10 @@ class ModelRelay:
     def record(self) -> WireRecord:
         with self._lock:
             exchanges = tuple(sorted(self._exchanges, key=lambda e: e.index))
-            return WireRecord(exchanges, len(self._refusals), tuple(self._refusals[:20]), self._overflow)
+            refused = len(self._refusals)
+            return WireRecord(
+                exchanges, refused, tuple(self._refusals[:20]), self._overflow, self.refused_peer
+            )
 
     def _refuse(self, client: socket.socket, status: int, reason: str) -> None:
         with self._lock:
@@ -329,12 +341,35 @@ class ModelRelay:
             raise RequestRefused(401, "request does not carry this session's credential")
         if self._session_id is not None and request.header(SESSION_HEADER) != self._session_id:
             raise RequestRefused(403, "request is not from this session")
+        self._check_peer(client)
         facts = parse_request(bytes(request.body))
         if facts.parse_error:
             raise RequestRefused(400, facts.parse_error)
         if self._models is not None and facts.model not in self._models:
             raise RequestRefused(400, f"model {str(facts.model)[:80]!r} is not the configured model")
         return request, request.header(AGENT_HEADER) or None, facts
+
+    def _check_peer(self, client: socket.socket) -> None:
+        """Refuse a request whose socket peer is not the process of the first admitted one.
+
+        The key is a bearer secret a child of the CLI could learn (a prefix the agent replaced, a
+        helper the CLI runs itself); the peer process cannot be forged: ``SO_PEERCRED`` is the
+        connecting process as the kernel saw it (its host pid, translated across the sandbox's
+        pid namespace), and its start time pins it against pid reuse. The first admitted request
+        is the CLI's: no tool exists before the model's first reply, which answers it. The CLI
+        is one process (subagents run inside it; measured on 2.1.332).
+        """
+        if not self._pin_peer:
+            return
+        pid = struct.unpack("3i", client.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+        peer = (pid, _start_time(pid))
+        with self._lock:
+            if self._peer is None and peer[1]:
+                self._peer = peer
+            if peer == self._peer:
+                return
+            self.refused_peer += 1
+        raise RequestRefused(403, "request is not from this session's CLI process")
 
     def _open_upstream(self) -> socket.socket:
         raw = socket.create_connection((self._host, self._port), timeout=UPSTREAM_TIMEOUT_S)
@@ -355,6 +390,16 @@ class ModelRelay:
             kept.append(f"Authorization: Bearer {self._credentials.auth_token}")
         line = f"{request.method} {self._prefix}{request.target} HTTP/1.1"
         return ("\r\n".join([line, *kept]) + "\r\n\r\n").encode("ascii")
+
+
+def _start_time(pid: int) -> str:
+    """Field 22 of ``/proc/<pid>/stat`` (clock ticks since boot), or "" when the process is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces
+    return fields[19] if len(fields) > 19 else ""
 
 
 def _pipe(upstream: socket.socket, client: socket.socket) -> tuple[bytes, bool, bool]:

@@ -31,7 +31,8 @@ from workflow_bench.providers.access import CellKey
 from workflow_bench.review.score import ReviewScore, review_row_fields
 
 SCHEMA_VERSION = 9
-"""9 added ``relay_forked_requests``, and ``cost_usd`` became every exchange the relay served,
+"""9 added ``relay_forked_requests`` and ``cli_config_written`` (CLI configuration the agent
+wrote, which no session read), and ``cost_usd`` became every exchange the relay served,
 priced (was the CLI's total_cost_usd); 8 added ``task_runtimes``, ``oracle_sealed``,
 ``test_config_changed`` and ``task_impossible``; 7 added ``skills_expected``, ``skills_invoked``
 and ``mcp_tools_granted`` (did the treatment fire); 6: the typed row (closed ``error_kind``,
@@ -359,6 +360,13 @@ class SessionLayer(Part):
         "fingerprint of the seeded skill files the sessions had to leave intact", default=None
     )
     variant_head_sha: str | None = _f("HEAD after skill seeding and setup: the diff base", default=None)
+    cli_config_written: list[str] | None = _f(
+        "Claude Code configuration the agent left in the workspace (any .claude/settings*.json, "
+        ".claude.json, .mcp.json, managed-settings.json added or changed since the base), at most 50, "
+        "sorted; no session read any of it (the CLI reads only the harness's settings: README "
+        "Isolation); [] none; null when the sessions did not run or the workspace could not be scanned",
+        default=None,
+    )
 
 
 class ProviderUsage(Part):

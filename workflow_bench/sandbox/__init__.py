@@ -20,6 +20,7 @@ from workflow_bench.process import ProcessResult
 
 from ._bwrap import BwrapSandbox, Mount, ProcessBounds, RunPolicy, SandboxError, preflight_bwrap
 from ._cgroups import collect_stale_cgroups
+from ._confine import PROJECT_MASK_NAME, PROJECT_SETTINGS, Confinement
 from ._environment import (
     EMPTY_DIR_NAME,
     HOME_SIZE_BYTES,
@@ -64,6 +65,8 @@ __all__ = [
     "MIN_MEMORY_MIB",
     "MIN_PIDS",
     "MODEL_SOCKET_DIR",
+    "PROJECT_MASK_NAME",
+    "PROJECT_SETTINGS",
     "SANDBOX_CLAUDE_BIN",
     "SANDBOX_HOME",
     "SANDBOX_WORKSPACE",
@@ -71,6 +74,7 @@ __all__ = [
     "UNSAFE_HOST_ARMS",
     "CellLimits",
     "CellResources",
+    "Confinement",
     "Mount",
     "ProcessBounds",
     "RunPolicy",
@@ -125,6 +129,7 @@ def create_sandbox(
     runtime_dir: Path | None = None,
     base_mounts: tuple[Mount, ...] = (),
     resources: ProcessBounds | None = None,
+    exec_only_cli: bool = True,
 ) -> Sandbox:
     """A sandbox over ``workspace``; ``claude_bin``/``runtime_dir`` are needed only for CLI sessions.
 
@@ -138,6 +143,7 @@ def create_sandbox(
             base_mounts=base_mounts,
             bwrap_bin=bwrap_bin,
             resources=resources,
+            exec_only_cli=exec_only_cli,
         )
     if kind is SandboxKind.HOST_UNSAFE:
         return HostSandbox(

@@ -26,6 +26,7 @@ from typing import Protocol
 
 from workflow_bench.process import ProcessResult, run_process
 
+from ._confine import EXEC_ONLY_MODE
 from ._environment import (
     EMPTY_DIR_NAME,
     HOME_SIZE_BYTES,
@@ -179,8 +180,10 @@ class BwrapSandbox:
         base_mounts: tuple[Mount, ...] = (),
         bwrap_bin: str = "bwrap",
         resources: ProcessBounds | None = None,
+        exec_only_cli: bool = True,
     ) -> None:
         self.workspace = workspace
+        self.exec_only_cli = exec_only_cli
         self.resources = resources
         self.base_mounts = base_mounts
         self.claude_bin = claude_bin
@@ -252,7 +255,10 @@ class BwrapSandbox:
         if policy.with_claude:
             if self.claude_bin is None or self.runtime_dir is None:
                 raise SandboxError("no Claude Code binary or runtime dir configured for this sandbox")
-            args += ["--ro-bind", str(self.claude_bin), SANDBOX_CLAUDE_BIN]
+            binary = (
+                exec_only_copy(self.claude_bin, self.runtime_dir) if self.exec_only_cli else self.claude_bin
+            )
+            args += ["--ro-bind", str(binary), SANDBOX_CLAUDE_BIN]
             args += ["--ro-bind", str(self.runtime_dir), SANDBOX_RUNTIME_DIR]
             # An immutable, empty user-level skills dir: a skill the agent
             # writes under $HOME can never shadow the evaluated one.
@@ -296,6 +302,34 @@ class BwrapSandbox:
             cancel=cancel,
             on_stdout_line=on_stdout_line,
         )
+
+
+_COPY_LOCK = threading.Lock()
+EXEC_ONLY_NAME = "exec-only-claude"
+
+
+def exec_only_copy(claude_bin: Path, runtime_dir: Path) -> Path:
+    """The CLI binary as the sandbox runs it: a copy no process of any cell may read (mode 0111).
+
+    ``execve`` of a file its caller cannot read leaves the process non-dumpable (the kernel's
+    ``would_dump``): its ``/proc/<pid>/environ``, ``mem``, ``fd/*`` become unreadable and
+    ``ptrace``/``process_vm_readv`` fail for every process without ``CAP_SYS_PTRACE`` over it,
+    whatever its uid, Landlock or not, and that holds for anything the CLI starts without the
+    harness's prefix too. Owner bits are ``--x`` as well: for a non-root runner the cell uid *is*
+    the owner, and the bind is read-only, so it cannot chmod it back. One copy per sweep, beside
+    the runtime dir (~400 MB, 0.4 s), of the source the runner checked against the pinned digest
+    (``claude_cli``, which reads the source, never this copy: a non-root runner cannot read it).
+    """
+    target = runtime_dir.parent / EXEC_ONLY_NAME / "claude"
+    with _COPY_LOCK:
+        if target.exists():
+            return target
+        target.parent.mkdir(mode=0o755, exist_ok=True)
+        staging = target.with_name(f"claude.{os.getpid()}.tmp")
+        shutil.copyfile(claude_bin, staging)
+        staging.chmod(EXEC_ONLY_MODE)
+        os.replace(staging, target)
+    return target
 
 
 # Runs as ``sh -c`` under ``setpriv --pdeathsig KILL``: $0 is the runner's pid.

@@ -21,6 +21,8 @@ not run (exit 126), so a host that cannot confine tools cannot silently run unco
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 CONFINE_NAME = "confine.py"
 CONFINE_EXIT = 126
 SANDBOX_PYTHON = "/usr/bin/python3"
@@ -51,3 +53,30 @@ if libc.syscall(RESTRICT_SELF, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
 os.close(fd)
 os.execv(sys.argv[1], sys.argv[1:])
 '''
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """The defences against a CLI the agent reconfigured or a process the CLI runs unprefixed.
+
+    Every field is True for every benchmark cell; the canary turns one off at a time to show the
+    attack it stops then gets through (its negative controls). Nothing else sets them.
+    """
+
+    harness_settings_only: bool = True
+    """The CLI loads no user or local settings, and the project's ``.claude`` is a read-only
+    harness directory (the seeded skills plus ``PROJECT_SETTINGS``): ``--setting-sources=project``."""
+    exec_only_cli: bool = True
+    """The CLI runs from an execute-only copy (mode 0111), so the kernel makes it non-dumpable:
+    its ``/proc/<pid>/environ``, ``mem`` and ``ptrace`` are refused to every process of the cell."""
+    seccomp_process_access: bool = True
+    """The cell's seccomp filter refuses ptrace, process_vm_readv/writev and pidfd_getfd."""
+    relay_peer_pin: bool = True
+    """The relay serves only the socket peer process of its first admitted request (the CLI)."""
+
+
+EXEC_ONLY_MODE = 0o111
+# The project settings every session reads (``.claude/settings.json`` of the read-only mask): no
+# hooks from anywhere. The same object is passed inline with ``--settings`` (cells/sessions.py).
+PROJECT_SETTINGS = '{"disableAllHooks":true}'
+PROJECT_MASK_NAME = "project-claude"

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from ._confine import CONFINE_NAME, CONFINE_SCRIPT, SANDBOX_PYTHON
+from ._confine import CONFINE_NAME, CONFINE_SCRIPT, PROJECT_MASK_NAME, PROJECT_SETTINGS, SANDBOX_PYTHON
 
 SANDBOX_WORKSPACE = "/workspace"
 SANDBOX_HOME = "/home/agent"
@@ -110,6 +110,14 @@ def write_runtime_dir(path: Path) -> Path:
     prefix = path / "shell-prefix"
     prefix.write_text(shell_prefix_script(confine=f"{SANDBOX_RUNTIME_DIR}/{CONFINE_NAME}"))
     prefix.chmod(0o555)
+    # The session's view of the workspace's .claude (bound read-only over it): the harness's
+    # settings and a mount point for the seeded skills; nothing the agent writes is read there.
+    mask = path / PROJECT_MASK_NAME
+    (mask / "skills").mkdir(parents=True, exist_ok=True)
+    (mask / "settings.json").write_text(PROJECT_SETTINGS + "\n")
+    (mask / "settings.json").chmod(0o444)
+    (mask / "skills").chmod(0o555)
+    mask.chmod(0o555)
     return path
 
 

@@ -61,7 +61,7 @@ from workflow_bench.process import run_checked
 from . import _watchdog
 from ._cgroups import Cgroup as _Cgroup
 from ._overlay import overlay_available
-from ._seccomp import BLOCKED_SYSCALLS, filter_program
+from ._seccomp import BLOCKED_SYSCALLS, PROCESS_ACCESS, filter_program
 from ._userns import NAMESPACE_LIMITS, CellUserNamespace, UserNamespaceError
 from ._volume import CellVolume
 from ._watchdog import Budget, CellWatchdog
@@ -126,8 +126,9 @@ def _can_mount() -> bool:
 class CellResources:
     """The kernel-enforced bounds of one cell. ``open`` before the clone; ``close`` always."""
 
-    def __init__(self, limits: CellLimits, cell_dir: Path) -> None:
+    def __init__(self, limits: CellLimits, cell_dir: Path, *, process_access_denied: bool = True) -> None:
         self.limits = limits
+        self.process_access_denied = process_access_denied  # False: the canary's negative control
         self.cell_dir = cell_dir
         self._volume = CellVolume(cell_dir)
         self._memory: _Cgroup | None = None
@@ -180,7 +181,7 @@ class CellResources:
             self._userns = userns
         except UserNamespaceError as exc:
             self.userns_error = str(exc)  # the row says: no per-cell uid, no namespace limits
-        program = filter_program()
+        program = filter_program(process_access=self.process_access_denied)
         if program is not None:
             path = self.cell_dir / "seccomp.bpf"
             path.write_bytes(program)
@@ -188,6 +189,11 @@ class CellResources:
             self._seccomp = path
         if self._volume.mounted:
             self._volume.mount_ptys(CELL_PTYS)
+
+    def _seccomp_denied(self) -> list[str] | None:
+        if self._seccomp is None:
+            return None
+        return [s for s in BLOCKED_SYSCALLS if self.process_access_denied or s not in PROCESS_ACCESS]
 
     @property
     def userns(self) -> CellUserNamespace | None:
@@ -307,7 +313,7 @@ class CellResources:
             "ptys": CELL_PTYS if self._volume.ptys is not None else None,
             "cell_uid": self._cell_uid(),
             "namespace_limits": dict(NAMESPACE_LIMITS) if self._userns is not None else None,
-            "seccomp_denied": list(BLOCKED_SYSCALLS) if self._seccomp is not None else None,
+            "seccomp_denied": self._seccomp_denied(),
             "sampled": [
                 name
                 for name, value in (

@@ -9,6 +9,13 @@ answers ``EPERM`` to:
   refuses the same three).
 - ``fanotify_init``: fanotify groups are a per-uid budget (``user.max_fanotify_groups``, 128)
   like inotify instances; unprivileged fanotify is a monitoring API no task needs.
+- ``ptrace``, ``process_vm_readv``, ``process_vm_writev``, ``pidfd_getfd`` (``PROCESS_ACCESS``):
+  reading or steering another process of the cell. The CLI holds the session's relay key in its
+  environment and its requests in memory; the CLI binary is execute-only (not dumpable, so the
+  kernel refuses these to the cell uid already, ``_bwrap``) and the Landlock prefix refuses them to
+  prefixed tools: this is the third layer, which neither a replaced shell prefix nor a process the
+  CLI starts by itself can drop (bwrap sets ``no_new_privs``; a seccomp filter is inherited and
+  cannot be removed). Cost: no debugger, strace or LeakSanitizer inside a cell.
 
 Everything else is allowed: the filter takes nothing else away. Architectures: the x86-64 ABI,
 its x32 numbers (bit 30) and the i386 ABI a 64-bit kernel also serves, and AArch64; on any
@@ -33,7 +40,14 @@ _BLOCKED = {
     "aarch64": (217, 218, 219, 262),
 }
 _BLOCKED_I386 = (286, 287, 288, 338)
-BLOCKED_SYSCALLS = ("add_key", "request_key", "keyctl", "fanotify_init")
+# ptrace, process_vm_readv, process_vm_writev, pidfd_getfd.
+_PROCESS_ACCESS = {
+    "x86_64": (101, 310, 311, 438),
+    "aarch64": (117, 270, 271, 438),
+}
+_PROCESS_ACCESS_I386 = (26, 347, 348, 438)
+PROCESS_ACCESS = ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd")
+BLOCKED_SYSCALLS = ("add_key", "request_key", "keyctl", "fanotify_init", *PROCESS_ACCESS)
 
 # linux/filter.h and linux/seccomp.h
 _LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
@@ -60,15 +74,19 @@ def _deny_list(numbers: tuple[int, ...]) -> list[bytes]:
     return out
 
 
-def filter_program(machine: str | None = None) -> bytes | None:
-    """The filter as bwrap reads it (``struct sock_filter[]``), or None on an unknown architecture."""
+def filter_program(machine: str | None = None, *, process_access: bool = True) -> bytes | None:
+    """The filter as bwrap reads it (``struct sock_filter[]``), or None on an unknown architecture.
+
+    ``process_access=False`` leaves ``PROCESS_ACCESS`` allowed: only the canary's negative control.
+    """
     machine = machine or platform.machine()
     if machine not in _AUDIT_ARCH:
         return None
-    native = _deny_list(_BLOCKED[machine])
+    extra = _PROCESS_ACCESS[machine] if process_access else ()
+    native = _deny_list(_BLOCKED[machine] + extra)
     program = [_insn(_LD_W_ABS, 0, 0, _ARCH)]
     if machine == "x86_64":
-        i386 = _deny_list(_BLOCKED_I386)
+        i386 = _deny_list(_BLOCKED_I386 + (_PROCESS_ACCESS_I386 if process_access else ()))
         # arch == x86_64 ? native : (arch == i386 ? i386 : allow)
         program.append(_insn(_JEQ_K, 0, 2 + len(native), _AUDIT_ARCH["x86_64"]))
         program.append(_insn(_LD_W_ABS, 0, 0, _NR))
