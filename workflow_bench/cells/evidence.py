@@ -456,6 +456,7 @@ def apply_wire(
         "usage_wire": dict(wire.usage),
         "tool_use_counts": dict(wire.tool_use_counts),
         "relay_refused": record.refused,
+        "relay_upstream_retries": sum(1 for exchange in record.exchanges if exchange.retried),
         "wire_summary": wire.summary,
         "skills_invoked": wire.skills_invoked(),
         "events": (),  # the cross-check is done; do not carry the stream further

@@ -83,6 +83,8 @@ class SessionOutcome:
     usage_wire: Mapping[str, int | None] = field(default_factory=unknown_usage)
     """Every message the relay saw served in this session, subagents included (evidence of record)."""
     relay_refused: int = 0
+    relay_upstream_retries: int = 0
+    """Requests whose first upstream attempt failed in transport and that the relay retried."""
     wire_summary: tuple[Mapping[str, Any], ...] = ()
     skills_invoked: tuple[str, ...] | None = None
     """Skills the wire proves invoked (``evidence.WireEvidence.skills_invoked``); None without a record."""

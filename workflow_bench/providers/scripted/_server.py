@@ -169,6 +169,9 @@ class _Handler(BaseHTTPRequestHandler):
         fault = decision.fault
         if fault is not None and fault.delay_s and not self._still_connected_after(fault.delay_s):
             return  # the client hung up while we slept (its cell was cancelled): nothing was served
+        if fault is not None and fault.reset:
+            self._reset_after_reply()  # the request was read; nothing is answered, nothing served
+            return
         self.server.book.record(key, decision.entry)
         if openai:
             self._answer_responses(decision, body)
