@@ -35,6 +35,8 @@ from pathlib import Path
 
 import defusedxml.ElementTree as ElementTree
 
+from workflow_bench.process import ManagedProcess, spawn_group
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PYTEST_ARGS = ("-n", "2", "--dist", "loadscope")
 # Spins only while its parent (this command) lives: a SIGKILLed load check leaves no busy loop.
@@ -101,9 +103,9 @@ def load_average() -> str:
 
 
 @contextmanager
-def busy_neighbour(count: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+def busy_neighbour(count: int) -> Iterator[list[ManagedProcess]]:
     """``count`` busy CPU loops for the duration; always stopped on the way out."""
-    loops: list[subprocess.Popen[bytes]] = []
+    loops: list[ManagedProcess] = []
     previous = signal.getsignal(signal.SIGTERM)
 
     def _terminate(_signum: int, _frame: object) -> None:
@@ -112,14 +114,28 @@ def busy_neighbour(count: int) -> Iterator[list[subprocess.Popen[bytes]]]:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         for _ in range(count):
-            loops.append(subprocess.Popen([sys.executable, "-c", _BUSY_LOOP], start_new_session=True))
+            loops.append(spawn_group([sys.executable, "-c", _BUSY_LOOP]))
+        print(
+            f"[load-check] busy loops: pids {' '.join(str(loop.pid) for loop in loops) or 'none'}", flush=True
+        )
         yield loops
     finally:
+        spent = [cpu_seconds(loop.pid) for loop in loops]
         for loop in loops:
-            loop.kill()
-        for loop in loops:
-            loop.wait()
+            loop.stop()
+        if loops:
+            shown = " ".join("?" if s is None else f"{s:.0f}" for s in spent)
+            print(f"[load-check] busy loops stopped; CPU seconds each: {shown}", flush=True)
         signal.signal(signal.SIGTERM, previous)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a live process (None once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _run(command: list[str], *, log: Path, env: dict[str, str]) -> tuple[int, str]:
@@ -165,7 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tests.runs += 1
                 tests.add(run, failed)
                 loads.append(load_average())
-                print(f"[load-check] pytest run {run}/{args.runs}: {len(failed)} failed, load {loads[-1]}")
+                print(
+                    f"[load-check] pytest run {run}/{args.runs}: {len(failed)} failed, load {loads[-1]}",
+                    flush=True,
+                )
             for run in range(1, canary_runs + 1):
                 command = [sys.executable, "-m", "workflow_bench.canary"]
                 returncode, output = _run(command, log=out / f"canary-{run}.log", env=env)
@@ -173,9 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 canary.runs += 1
                 canary.add(run, failed)
                 loads.append(load_average())
-                print(
-                    f"[load-check] canary run {run}/{canary_runs}: {len(failed)} not blocked, load {loads[-1]}"
-                )
+                said = f"{len(failed)} not blocked, load {loads[-1]}"
+                print(f"[load-check] canary run {run}/{canary_runs}: {said}", flush=True)
     except KeyboardInterrupt:
         interrupted = True
         print("[load-check] interrupted: the busy loops are stopped; partial results follow", file=sys.stderr)
