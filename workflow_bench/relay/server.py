@@ -60,6 +60,7 @@ UPSTREAM_TIMEOUT_S = 1800  # matches API_TIMEOUT_MS given to the CLI: a long tur
 # A transport fault before any response byte is tried once more (``_reach_upstream``); 1 = no retry.
 UPSTREAM_ATTEMPTS = 2
 UPSTREAM_RETRY_PAUSE_S = 0.05
+WORKER_THREAD = "model-relay-connection"  # one per served connection (at most MAX_CONNECTIONS)
 MESSAGES_PATH = "/v1/messages"
 SESSION_HEADER = "x-claude-code-session-id"
 AGENT_HEADER = "x-claude-code-agent-id"
@@ -259,7 +260,7 @@ class ModelRelay:
                 with client:
                     self._refuse(client, 503, f"more than {MAX_CONNECTIONS} concurrent connections")
                 continue
-            worker = threading.Thread(target=self._serve, args=(client,), daemon=True)
+            worker = threading.Thread(target=self._serve, args=(client,), name=WORKER_THREAD, daemon=True)
             with self._lock:
                 self._workers = {w for w in self._workers if w.is_alive()} | {worker}
             worker.start()
