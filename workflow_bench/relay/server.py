@@ -425,11 +425,18 @@ class _TransportFault(Exception):
         self.retried: str | None = None  # the first attempt's fault, when this was the retry
 
 
-def _pipe(upstream: socket.socket, client: socket.socket, first: bytes) -> tuple[bytes, bool, bool]:
-    """Copy the answer (``first``: its bytes already read) to the client: (bytes kept for the
-    record, overflow, delivered whole)."""
+def _pipe(
+    upstream: socket.socket, client: socket.socket, first: bytes | None = None
+) -> tuple[bytes, bool, bool]:
+    """Copy the answer (``first``: its bytes already read, if any) to the client: (bytes kept for
+    the record, overflow, delivered whole)."""
     kept: list[bytes] = []
     size, overflow = 0, False
+    if first is None:
+        try:
+            first = upstream.recv(65536)
+        except OSError:
+            first = b""  # the upstream's fault: the record shows a cut answer
     chunk = first
     while True:
         if not chunk:
