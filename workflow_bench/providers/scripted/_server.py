@@ -99,6 +99,12 @@ _ROUTES = {
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default listen backlog is 5. Parallel cells (each CLI with its subagents)
+    # open more connections than that at once: measured, 18 concurrent relay connections
+    # overflowed the accept queue 403 times in 40 s (TcpExtListenOverflows), and a connection
+    # whose handshake was dropped there now and then ended in a reset the provider never saw
+    # (the relay's "upstream closed"/"reset before any response byte"); with 128, none overflowed.
+    request_queue_size = 128
     book: Book
 
 
