@@ -16,7 +16,13 @@ from typing import ClassVar
 import pytest
 
 from workflow_bench.providers.access import CellCredentials
-from workflow_bench.relay.server import MAX_BODY_BYTES, MAX_CONNECTIONS, ModelRelay, new_session_key
+from workflow_bench.relay.server import (
+    MAX_BODY_BYTES,
+    MAX_CONNECTIONS,
+    WORKER_THREAD,
+    ModelRelay,
+    new_session_key,
+)
 
 pytestmark = pytest.mark.component
 SESSION = "11111111-2222-3333-4444-555555555555"
@@ -271,17 +277,22 @@ def test_connections_beyond_the_cap_are_refused_not_threaded(relay):
         while relay.record().refused < 20 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert relay.record().refused == 20
-        assert threading.active_count() < MAX_CONNECTIONS + 20
+        # This relay's own connection threads, not the process's: an xdist worker also holds
+        # whatever earlier tests' servers and relays still run down, more of them under load.
+        serving = [t for t in threading.enumerate() if t.name == WORKER_THREAD]
+        assert len(serving) <= MAX_CONNECTIONS
     finally:
         for client in idle:
             client.close()
     # Once the idle ones are gone, the session is served again. Until the relay has seen them go, a
-    # connection is still refused, and a refusal closed over our unread request arrives as a reset.
+    # connection is still refused, and a refusal closed over our request reaches us as a reset on
+    # the read, or (when we were descheduled between connect and send, as under load) as a broken
+    # pipe on the write: both are a refusal, so try again.
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
             response = _send(relay, _request(GOOD))
-        except ConnectionResetError:
+        except (ConnectionResetError, BrokenPipeError):
             response = b""
         if b" 200 " in response[:20]:
             break

@@ -81,6 +81,10 @@ def test_valid_script_loads_into_frozen_tuples(tmp_path: Path) -> None:
         ("- fault: {http_status: 529, times: 0}", "sessions[0].turns[0].fault.times", "at least 1"),
         ("- fault: {cut_after_events: -1}", "fault.cut_after_events", "non-negative int"),
         ("- fault: {delay_s: -0.5}", "fault.delay_s", "non-negative number"),
+        ("- fault: {reset: true, http_status: 529}", "fault.reset", "cannot be combined"),
+        ("- fault: {reset: true, cut_after_events: 1}", "fault.reset", "cannot be combined"),
+        ("- fault: {reset: 'yes'}", "fault.reset", "want true or false"),
+        ("- fault: {reset: false}", "sessions[0].turns[0].fault", "at least one of"),
         ("- fault: {}", "sessions[0].turns[0].fault", "at least one of"),
         # bad usage values
         ("- usage: {input_tokens: -1}", "sessions[0].turns[0].usage.input_tokens", "non-negative int"),

@@ -16,8 +16,8 @@ from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 
 from ._suite import CANARY_TASKS, VerdictRow, render_table, run_suite
 from .attacks_budgets import run_budget_cells
-from .attacks_fork import run_fork_cell
 from .attacks_confine import run_confine_cells
+from .attacks_fork import run_fork_cell
 from .attacks_graphs import run_graph_suite
 from .attacks_host_cost import run_host_cost_cell
 from .attacks_judging import run_judging_suite

@@ -499,6 +499,7 @@ def apply_wire(
         "tool_use_counts": dict(wire.tool_use_counts),
         "relay_refused": record.refused,
         "relay_forked": wire.forks,
+        "relay_upstream_retries": sum(1 for exchange in record.exchanges if exchange.retried),
         "wire_summary": wire.summary,
         "skills_invoked": wire.skills_invoked(),
         # Every served exchange priced, whatever its thread; the CLI's own total leaves out what it

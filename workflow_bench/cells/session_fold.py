@@ -112,6 +112,7 @@ def sum_sessions(
         usage_wire=Usage(**sum_usage(o.usage_wire for o in outcomes)),
         relay_refused_requests=sum(o.relay_refused for o in outcomes),
         relay_forked_requests=sum(o.relay_forked for o in outcomes),
+        relay_upstream_retries=sum(o.relay_upstream_retries for o in outcomes),
         plan_produced=plan_produced,
         plan_doc=plan_doc,
         skill_digest=skill_digest,

@@ -97,6 +97,8 @@ class SessionOutcome:
     relay_refused: int = 0
     relay_forked: int = 0
     """Requests that forked a conversation the CLI had (``evidence.WireEvidence.forks``)."""
+    relay_upstream_retries: int = 0
+    """Requests whose first upstream attempt failed in transport and that the relay retried."""
     wire_summary: tuple[Mapping[str, Any], ...] = ()
     skills_invoked: tuple[str, ...] | None = None
     """Skills the wire proves invoked (``evidence.WireEvidence.skills_invoked``); None without a record."""

@@ -60,6 +60,10 @@ MAX_RECORDED_RESPONSE_BYTES = 16 * 1024 * 1024  # a 128k-token reply is ~2 MB of
 MAX_EXCHANGES = 5000  # per session; beyond it the record is incomplete (unverifiable), not cut
 CLIENT_READ_TIMEOUT_S = 60  # the CLI sends a whole request at once; a trickling client is abuse
 UPSTREAM_TIMEOUT_S = 1800  # matches API_TIMEOUT_MS given to the CLI: a long turn must not be cut here
+# A transport fault before any response byte is tried once more (``_reach_upstream``); 1 = no retry.
+UPSTREAM_ATTEMPTS = 2
+UPSTREAM_RETRY_PAUSE_S = 0.05
+WORKER_THREAD = "model-relay-connection"  # one per served connection (at most MAX_CONNECTIONS)
 MESSAGES_PATH = "/v1/messages"
 SESSION_HEADER = "x-claude-code-session-id"
 AGENT_HEADER = "x-claude-code-agent-id"
@@ -143,6 +147,8 @@ class Exchange:
     response_overflow: bool
     delivered: bool = False
     """Every byte the upstream sent reached the client (False: unknown or cut on the client side)."""
+    retried: str | None = None
+    """The provider-side transport fault of a first attempt that the relay retried (None: none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +272,7 @@ class ModelRelay:
                 with client:
                     self._refuse(client, 503, f"more than {MAX_CONNECTIONS} concurrent connections")
                 continue
-            worker = threading.Thread(target=self._serve, args=(client,), daemon=True)
+            worker = threading.Thread(target=self._serve, args=(client,), name=WORKER_THREAD, daemon=True)
             with self._lock:
                 self._workers = {w for w in self._workers if w.is_alive()} | {worker}
             worker.start()
@@ -291,24 +297,18 @@ class ModelRelay:
                 self._track(client)
                 try:
                     try:
-                        upstream = self._open_upstream()
-                    except OSError as exc:
-                        fault = f"upstream unreachable: {type(exc).__name__}"
-                        _reply_error(client, 502, f"upstream unreachable: {exc}")
-                        self._store(index, agent_id, facts, b"HTTP/1.1 502 relay\r\n\r\n", False)
+                        upstream, first, retried = self._reach_upstream(request)
+                    except _TransportFault as failed:
+                        fault = failed.fault
+                        _reply_error(client, 502, failed.shown)
+                        raw = b"HTTP/1.1 502 relay\r\n\r\n"
+                        self._store(index, agent_id, facts, raw, False, retried=failed.retried)
                         return
                     with upstream:
-                        self._track(upstream)
-                        try:
-                            upstream.sendall(self._rewrite(request))
-                            upstream.sendall(request.body)
-                        except OSError as exc:  # the upstream hung up mid-request: the client sees 502
-                            fault = f"upstream closed: {type(exc).__name__}"
-                            _reply_error(client, 502, f"upstream closed: {type(exc).__name__}")
-                            self._store(index, agent_id, facts, b"HTTP/1.1 502 relay\r\n\r\n", False)
-                            return
-                        kept, overflow, delivered = _pipe(upstream, client)
-                    fault = self._store(index, agent_id, facts, kept, overflow, delivered=delivered)
+                        kept, overflow, delivered = _pipe(upstream, client, first)
+                    fault = self._store(
+                        index, agent_id, facts, kept, overflow, delivered=delivered, retried=retried
+                    )
                 finally:
                     self.endpoint.finish(ticket, fault)
                     with self._live_lock:
@@ -318,10 +318,12 @@ class ModelRelay:
         finally:
             self._slots.release()
 
-    def _store(self, index, agent_id, facts, raw: bytes, overflow: bool, *, delivered=False) -> str | None:
+    def _store(
+        self, index, agent_id, facts, raw: bytes, overflow: bool, *, delivered=False, retried=None
+    ) -> str | None:
         """Record the exchange; return the endpoint's fault in it (None when it answered well)."""
         response = parse_response(raw)
-        exchange = Exchange(index, agent_id, facts, response, overflow, delivered)
+        exchange = Exchange(index, agent_id, facts, response, overflow, delivered, retried)
         with self._lock:
             if len(self._exchanges) >= MAX_EXCHANGES:
                 self._overflow = True
@@ -371,6 +373,61 @@ class ModelRelay:
             self.refused_peer += 1
         raise RequestRefused(403, "request is not from this session's CLI process")
 
+    def _reach_upstream(self, request: Request) -> tuple[socket.socket, bytes, str | None]:
+        """The upstream socket, the first bytes of its answer, and the retried attempt's fault.
+
+        A transport fault before any response byte (connect refused, the connection reset or
+        closed while the request was written or before the answer began) is the provider side's
+        and cannot be the agent's: nothing reached the CLI yet, so it is retried once, on a fresh
+        connection, and the CLI never sees it. Once a byte arrived it was forwarded: never retried.
+        Raises ``_TransportFault`` when every attempt failed.
+        """
+        retried: str | None = None
+        for attempt in range(UPSTREAM_ATTEMPTS):
+            try:
+                upstream, first = self._attempt(request)
+            except _TransportFault as failed:
+                if attempt + 1 >= UPSTREAM_ATTEMPTS or not failed.retryable or self._closed.is_set():
+                    if retried is not None:
+                        failed.retried = retried
+                        failed.fault += f" (retried once; 1st attempt: {retried})"
+                    raise
+                retried = failed.fault
+                time.sleep(UPSTREAM_RETRY_PAUSE_S)
+                continue
+            return upstream, first, retried
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _attempt(self, request: Request) -> tuple[socket.socket, bytes]:
+        """One connection: open it, write the request, wait for the answer's first bytes."""
+        try:
+            upstream = self._open_upstream()
+        except OSError as exc:
+            raise _TransportFault(
+                f"upstream unreachable: {type(exc).__name__}", shown=f"upstream unreachable: {exc}"
+            ) from exc
+        self._track(upstream)
+        try:
+            try:
+                upstream.sendall(self._rewrite(request))
+                upstream.sendall(request.body)
+            except OSError as exc:  # the upstream hung up mid-request
+                raise _TransportFault(f"upstream closed: {type(exc).__name__}") from exc
+            try:
+                first = upstream.recv(65536)
+            except TimeoutError as exc:  # it took the request and said nothing: never sent twice
+                raise _TransportFault("upstream timed out before any response byte", retryable=False) from exc
+            except OSError as exc:
+                raise _TransportFault(
+                    f"upstream reset before any response byte: {type(exc).__name__}"
+                ) from exc
+            if not first:
+                raise _TransportFault("upstream closed before any response byte")
+        except _TransportFault:
+            upstream.close()
+            raise
+        return upstream, first
+
     def _open_upstream(self) -> socket.socket:
         raw = socket.create_connection((self._host, self._port), timeout=UPSTREAM_TIMEOUT_S)
         if self._scheme == "https":
@@ -402,15 +459,31 @@ def _start_time(pid: int) -> str:
     return fields[19] if len(fields) > 19 else ""
 
 
-def _pipe(upstream: socket.socket, client: socket.socket) -> tuple[bytes, bool, bool]:
-    """Copy the answer to the client: (bytes kept for the record, overflow, delivered whole)."""
+class _TransportFault(Exception):
+    """No answer from the upstream at all, on the provider side of the relay (see ``_reach_upstream``)."""
+
+    def __init__(self, fault: str, *, shown: str | None = None, retryable: bool = True) -> None:
+        super().__init__(fault)
+        self.fault = fault  # the endpoint log's words (failure attribution)
+        self.shown = shown or fault  # what the client's 502 says
+        self.retryable = retryable
+        self.retried: str | None = None  # the first attempt's fault, when this was the retry
+
+
+def _pipe(
+    upstream: socket.socket, client: socket.socket, first: bytes | None = None
+) -> tuple[bytes, bool, bool]:
+    """Copy the answer (``first``: its bytes already read, if any) to the client: (bytes kept for
+    the record, overflow, delivered whole)."""
     kept: list[bytes] = []
     size, overflow = 0, False
-    while True:
+    if first is None:
         try:
-            chunk = upstream.recv(65536)
+            first = upstream.recv(65536)
         except OSError:
-            break  # the upstream's fault: the record shows a cut answer
+            first = b""  # the upstream's fault: the record shows a cut answer
+    chunk = first
+    while True:
         if not chunk:
             break
         if size + len(chunk) <= MAX_RECORDED_RESPONSE_BYTES:
@@ -422,6 +495,10 @@ def _pipe(upstream: socket.socket, client: socket.socket) -> tuple[bytes, bool, 
             client.sendall(chunk)
         except OSError:
             return b"".join(kept), overflow, False  # the client left: it may retry this request
+        try:
+            chunk = upstream.recv(65536)
+        except OSError:
+            break  # the upstream's fault: the record shows a cut answer
     return b"".join(kept), overflow, True
 
 

@@ -31,7 +31,8 @@ from workflow_bench.providers.access import CellKey
 from workflow_bench.review.score import ReviewScore, review_row_fields
 
 SCHEMA_VERSION = 9
-"""9 added ``relay_forked_requests`` and ``cli_config_written`` (CLI configuration the agent
+"""9 added ``relay_forked_requests``, ``relay_upstream_retries`` (provider-side transport faults
+the relay retried) and ``cli_config_written`` (CLI configuration the agent
 wrote, which no session read), and ``cost_usd`` became every exchange the relay served,
 priced (was the CLI's total_cost_usd); 8 added ``task_runtimes``, ``oracle_sealed``,
 ``test_config_changed`` and ``task_impossible``; 7 added ``skills_expected``, ``skills_invoked``
@@ -324,6 +325,13 @@ class SessionLayer(Part):
     relay_refused_requests: int | None = _f(
         "requests the model relay refused (another path, model or session, malformed or oversized, "
         "over the connection cap); never forwarded",
+        default=None,
+    )
+    relay_upstream_retries: int | None = _f(
+        "model requests whose first upstream attempt failed in transport on the provider side of "
+        "the relay (connect refused, the connection reset or closed before any response byte) and "
+        "that the relay retried once before any byte reached the CLI; a fault that outlived the "
+        "retry is a session-error whose attribution names it",
         default=None,
     )
     sessions: int | None = _f("number of sessions that ran", default=None)

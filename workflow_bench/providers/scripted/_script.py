@@ -125,7 +125,9 @@ class Fault(Part):
 
     ``http_status`` answers with that status and an Anthropic error body; ``cut_after_events``
     sends that many SSE events and then resets the connection; ``delay_s`` sleeps before
-    answering and may be combined with either. ``times`` bounds how many requests hitting the
+    answering and may be combined with either; ``reset: true`` reads the request and drops the
+    connection with a TCP reset, answering nothing (a provider-side transport fault: the relay
+    retries it once, and nothing is logged as served). ``times`` bounds how many requests hitting the
     turn (per minted key) get the fault; ``None`` means every one, after which the turn is served
     normally.
     """
@@ -134,13 +136,21 @@ class Fault(Part):
     cut_after_events: Count = None
     delay_s: Annotated[float | int | None, BeforeValidator(_seconds)] = None
     times: Annotated[int | None, BeforeValidator(_times)] = None
+    reset: bool = False
 
     @model_validator(mode="after")
     def _one_fault(self) -> Fault:
-        if self.http_status is None and self.cut_after_events is None and self.delay_s is None:
-            raise ValueError("want at least one of http_status, cut_after_events, delay_s")
+        if (
+            self.http_status is None
+            and self.cut_after_events is None
+            and self.delay_s is None
+            and not self.reset
+        ):
+            raise ValueError("want at least one of http_status, cut_after_events, delay_s, reset")
         if self.http_status is not None and self.cut_after_events is not None:
             raise ValueError("cut_after_events: cannot be combined with http_status")
+        if self.reset and (self.http_status is not None or self.cut_after_events is not None):
+            raise ValueError("reset: cannot be combined with http_status or cut_after_events")
         return self
 
     def describe(self) -> str:
@@ -150,6 +160,8 @@ class Fault(Part):
             parts.append(f"http_status={self.http_status}")
         if self.cut_after_events is not None:
             parts.append(f"cut_after_events={self.cut_after_events}")
+        if self.reset:
+            parts.append("reset")
         return ",".join(parts)
 
 

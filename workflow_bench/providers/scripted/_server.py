@@ -99,6 +99,12 @@ _ROUTES = {
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default listen backlog is 5. Parallel cells (each CLI with its subagents)
+    # open more connections than that at once: measured, 18 concurrent relay connections
+    # overflowed the accept queue 403 times in 40 s (TcpExtListenOverflows), and a connection
+    # whose handshake was dropped there now and then ended in a reset the provider never saw
+    # (the relay's "upstream closed"/"reset before any response byte"); with 128, none overflowed.
+    request_queue_size = 128
     book: Book
 
 
@@ -169,6 +175,9 @@ class _Handler(BaseHTTPRequestHandler):
         fault = decision.fault
         if fault is not None and fault.delay_s and not self._still_connected_after(fault.delay_s):
             return  # the client hung up while we slept (its cell was cancelled): nothing was served
+        if fault is not None and fault.reset:
+            self._reset_after_reply()  # the request was read; nothing is answered, nothing served
+            return
         self.server.book.record(key, decision.entry)
         if openai:
             self._answer_responses(decision, body)
