@@ -58,6 +58,7 @@ KIT = Path(__file__).resolve().parent / "kit"
 KIT_FILES = (
     "judge_runner.py",
     "wfbench_result_channel.py",
+    "wfbench_framework_guard.py",
     "unittest_shim.py",
     "pytest_run.py",
     "review_check.py",

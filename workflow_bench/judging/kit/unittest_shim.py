@@ -55,7 +55,9 @@ def main(argv: list[str]) -> int:
         else:
             suite.addTests(loader.loadTestsFromName(target))
     for test in _tests(suite):
-        guard.watch_test(test, getattr(type(test), getattr(test, "_testMethodName", ""), None))
+        name = getattr(test, "_testMethodName", "")
+        if isinstance(test, unittest.TestCase) and hasattr(type(test), name):
+            guard.watch_test(test, getattr(type(test), name), lambda t=test, n=name: getattr(type(t), n, None))
     result = unittest.TextTestRunner(stream=sys.stderr, resultclass=result_class).run(suite)
     result_class.check(None)
     results.done(channel)

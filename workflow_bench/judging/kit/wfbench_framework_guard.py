@@ -59,9 +59,10 @@ class Guard:
     def _add(self, label, owner, *, whole):
         self._owners.append((label, owner, dict(_vars(owner)), whole))
 
-    def watch_test(self, test, function):
-        """Remember ``function`` (the test as loaded) for ``test``'s later checks."""
-        self._tests[_id(test)] = (test, function, _getattr(function, "__code__", None))
+    def watch_test(self, test, function, current=None):
+        """Remember ``function`` (the test as loaded) for ``test``'s later checks; ``current``
+        looks up what the framework will call for it now (unittest: the class attribute)."""
+        self._tests[_id(test)] = (test, function, _getattr(function, "__code__", None), current)
 
     def changed(self, test=None, *, names=("run", "__call__", "debug", "runtest")):
         """What differs from the snapshot now (and, for ``test``, from its function as loaded)."""
@@ -77,9 +78,11 @@ class Guard:
         if test is not None:
             kept = self._tests.get(_id(test))
             if kept is not None:
-                _, function, code = kept
+                _, function, code, current = kept
                 if _getattr(function, "__code__", None) is not code:
                     found.append(f"the code of {_name(function)} replaced")
+                if current is not None and current() is not function:
+                    found.append(f"the test {_name(function)} replaced on its class")
             attrs = _vars(test) if hasattr(test, "__dict__") else {}
             found += [f"{key} set on the test object {_name(test)}" for key in names if key in attrs]
         return found
