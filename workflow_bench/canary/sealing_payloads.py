@@ -199,6 +199,7 @@ def plant(path: str, code: str) -> str:
 # ``WfbenchSentinel_…`` class, defined after the sentinel banner in its file.
 _LOOKS_LIKE_A_SENTINEL = """    import re as _re, inspect as _in, linecache as _lc
     def _sentinel(_fn, _id):
+        _id = _id.rsplit('/', 1)[-1]  # not the staged oracle's path: its name has hex digits too
         if _re.search(r'[0-9a-f]{16}', _id) or 'WfbenchSentinel' in _id:
             return True
         try:
