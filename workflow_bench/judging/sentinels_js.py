@@ -39,7 +39,7 @@ def write(data: bytes, rng: random.Random, taken: set[str]) -> tuple[bytes, list
     titles = [m.group(2) for m in _TITLES.finditer(text)]
     taken.update(titles)
     vocab = _Titles(titles, rng, taken)
-    literals = _literals(text)
+    literals = [v for v in _literals(text) if v[1:-1] not in titles]  # values, not test titles
     anchors = [(i, m) for i, line in enumerate(lines) if (m := _ANCHOR.match(line.rstrip("\n")))]
     style = _Style(text)
     planted: list[Planted] = []
