@@ -103,7 +103,9 @@ def _with_fixed_shape_sentinels(monkeypatch) -> None:
 
 def _without_guard(monkeypatch, tmp_path: Path) -> None:
     """The adapters' framework guard finds nothing, whatever changed."""
-    _kit_with(monkeypatch, tmp_path, GUARD_FINDINGS, "        return []\n", module="wfbench_framework_guard.py")
+    _kit_with(
+        monkeypatch, tmp_path, GUARD_FINDINGS, "        return []\n", module="wfbench_framework_guard.py"
+    )
 
 
 def _without_claim_and_restore(monkeypatch, tmp_path: Path) -> None:

@@ -20,11 +20,19 @@ from pathlib import Path
 import pytest
 
 from workflow_bench.judging import outcome_report
-from workflow_bench.judging.sentinels import BANNER, Sentinel, SentinelPlan, add_sentinels, check, matches, split
+from workflow_bench.judging.sentinels import (
+    BANNER,
+    Sentinel,
+    SentinelPlan,
+    add_sentinels,
+    check,
+    matches,
+    split,
+)
 from workflow_bench.judging.verdict import Expectation, RunEvidence, TestResult, verdict
 from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
 
-ORACLE = '''import unittest
+ORACLE = """import unittest
 
 from amounts import double
 
@@ -51,7 +59,7 @@ def test_plain_function_doubles_zero():
 
 if __name__ == "__main__":
     unittest.main()
-'''
+"""
 FIXED = "def double(x):\n    return 2 * x\n"
 BROKEN = "def double(x):\n    return x\n"
 HEX = re.compile(r"[0-9a-f]{16}")
@@ -82,7 +90,9 @@ def test_no_fixed_feature_marks_them_and_they_move_between_runs() -> None:
             assert sentinel.token.startswith("test_") and sentinel.token not in _own_names(ORACLE)
             assert set(sentinel.token.split("_")) <= words | {"value", "values", "case", "cases"}
             containers.add(sentinel.scope)
-        order = [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+        order = [
+            n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
+        ]
         last_positions.add(order[-1] in {s.token for s in plan.sentinels})
         # The must-pass one never goes where a set-up hook runs first.
         assert all(s.scope != "DoubleWithSetupTest" for s in plan.sentinels if s.must == "passed")
@@ -102,11 +112,22 @@ def _run(tmp_path: Path, text: str, code: str, runner: str) -> list[TestResult]:
     if runner == "unittest":
         cmd = [sys.executable, "-m", "unittest", "-v", "test_double"]
         out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120).stderr
-        found = re.findall(r"^(test\w+) \((test_double\.\w+)(?:\.\w+)?\)[^\n]*?\.\.\. (ok|FAIL|ERROR|skipped)", out, re.M)
+        found = re.findall(
+            r"^(test\w+) \((test_double\.\w+)(?:\.\w+)?\)[^\n]*?\.\.\. (ok|FAIL|ERROR|skipped)", out, re.M
+        )
         kinds = {"ok": "passed", "FAIL": "failed", "ERROR": "error", "skipped": "skipped"}
         return [TestResult(f"{cls}.{name}", kinds[kind]) for name, cls, kind in found]
     junit = tmp_path / "junit.xml"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", "test_double.py"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--junitxml={junit}",
+        "test_double.py",
+    ]
     subprocess.run(cmd, cwd=tmp_path, capture_output=True, timeout=120)
     from workflow_bench.judging.junit import parse_junit
 
@@ -161,14 +182,20 @@ def test_javascript_sentinels_go_among_the_files_tests_with_their_binding() -> N
 
 
 def test_a_tampered_line_is_tampering_and_a_malformed_one_no_evidence() -> None:
-    evidence = RunEvidence(exit_code=0, complete=True, tests=(TestResult("a", "passed"),), tampered=("x replaced",))
+    evidence = RunEvidence(
+        exit_code=0, complete=True, tests=(TestResult("a", "passed"),), tampered=("x replaced",)
+    )
     result = verdict(evidence, Expectation(min_tests=1))
     assert result.tampered and not result.passed and "x replaced" in result.detail
     report = {"nonce": "n", "exit_code": 0, "tests": {}, "junit": [], "junit_refused": None, "done": True}
     report |= {"timed_out": False, "decoy_bytes": 0}
-    good = outcome_report.read_evidence(json.dumps({**report, "tampered": ["y"]}).encode(), nonce="n", junit_dir=None)
+    good = outcome_report.read_evidence(
+        json.dumps({**report, "tampered": ["y"]}).encode(), nonce="n", junit_dir=None
+    )
     assert good.tampered == ("y",)
-    bad = outcome_report.read_evidence(json.dumps({**report, "tampered": [1]}).encode(), nonce="n", junit_dir=None)
+    bad = outcome_report.read_evidence(
+        json.dumps({**report, "tampered": [1]}).encode(), nonce="n", junit_dir=None
+    )
     assert bad.problem == "the outcome report is malformed"
 
 
@@ -188,8 +215,14 @@ print(guard.changed())
     ("patch", "finding"),
     [
         ("unittest.TestCase.run = lambda self, result=None: None", "unittest.case.TestCase.run replaced"),
-        ("type.__setattr__(unittest.TestResult, 'addFailure', print)", "unittest.result.TestResult.addFailure replaced"),
-        ("unittest.TestCase.__getattribute__ = object.__getattribute__", "unittest.case.TestCase.__getattribute__ added"),
+        (
+            "type.__setattr__(unittest.TestResult, 'addFailure', print)",
+            "unittest.result.TestResult.addFailure replaced",
+        ),
+        (
+            "unittest.TestCase.__getattribute__ = object.__getattribute__",
+            "unittest.case.TestCase.__getattribute__ added",
+        ),
         ("import builtins; builtins.__build_class__ = print", "builtins.__build_class__ replaced"),
         ("pass", None),  # nothing changed: nothing found (the guard is no blanket alarm)
     ],

@@ -261,11 +261,12 @@ if _o.environ.get('WORKFLOW_BENCH_ORACLE_ROOT'):
             for _c in list(vars(_m).values()):
                 if isinstance(_c, type) and issubclass(_c, _u.TestCase):
                     for _k, _f in list(vars(_c).items()):
-                        if _k.startswith('test') and callable(_f) and not _sentinel(_f, _c.__name__ + '.' + _k):
+                        _spare = _sentinel(_f, _c.__name__ + '.' + _k)
+                        if _k.startswith('test') and callable(_f) and not _spare:
                             setattr(_c, _k, lambda self: None)
     def _hook(_frame, _event, _arg):
         _code = _frame.f_code
-        if _event == 'call' and _code.co_name == 'run' and _code.co_filename.endswith('unittest/case.py'):
+        if _event == 'call' and _code.co_name == 'run' and _code.co_filename.endswith('/case.py'):
             _s.setprofile(None)
             _swap()
     _s.setprofile(_hook)

@@ -21,7 +21,9 @@ from collections.abc import Sequence
 
 Planted = tuple[str, str, str]  # (title, scope, must); the scope of a JavaScript test is ""
 
-_ANCHOR = re.compile(r"^(?P<indent>[ \t]*)(?P<callee>test|it)\s*\(\s*(?P<q>['\"`])(?P<title>[^'\"`\\]*)(?P=q)\s*,(?P<rest>.*)$")
+_ANCHOR = re.compile(
+    r"^(?P<indent>[ \t]*)(?P<callee>test|it)\s*\(\s*(?P<q>['\"`])(?P<title>[^'\"`\\]*)(?P=q)\s*,(?P<rest>.*)$"
+)
 _TITLES = re.compile(r"\b(?:test|it|describe)(?:\.\w+)?\s*\(\s*(['\"`])([^'\"`\\]*)\1")
 _WORD = re.compile(r"[A-Za-z]+")
 _LITERAL = re.compile(r"""'([^'\\\n]{0,30})'|"([^"\\\n]{0,30})"|(?<![\w.])(-?\d+(?:\.\d+)?)(?![\w.])""")
@@ -85,7 +87,9 @@ class _Style:
         return "{}"
 
 
-def _sentinel(anchor: re.Match[str], title: str, must: str, style: _Style, literals, rng, *, library: bool) -> str:
+def _sentinel(
+    anchor: re.Match[str], title: str, must: str, style: _Style, literals, rng, *, library: bool
+) -> str:
     indent, callee, quote = anchor.group("indent"), anchor.group("callee"), anchor.group("q")
     rest = anchor.group("rest")
     is_async = "async" in rest.split("=>")[0]
@@ -113,8 +117,14 @@ def _guarded_block(vocab: _Titles, style: _Style, literals, rng, planted: list[P
         f"  {run}({names[2]!r}, () => {{}});",
         f"  {run}.skip({names[3]!r}, () => {{}});",
     ]
-    planted += [(n, "", must) for n, must in zip(names, ("failed", "failed", "passed", "skipped"), strict=True)]
-    return "\n// @ts-ignore\nif (typeof test === 'function' || typeof it === 'function') {\n" + "\n".join(body) + "\n}\n"
+    planted += [
+        (n, "", must) for n, must in zip(names, ("failed", "failed", "passed", "skipped"), strict=True)
+    ]
+    return (
+        "\n// @ts-ignore\nif (typeof test === 'function' || typeof it === 'function') {\n"
+        + "\n".join(body)
+        + "\n}\n"
+    )
 
 
 def _literals(text: str) -> list[str]:
@@ -123,7 +133,9 @@ def _literals(text: str) -> list[str]:
         single, double, number = match.groups()
         if number is not None:
             seen.setdefault(number, None)
-        elif (single or double or "").strip() and not (single or double or "").startswith(("node:", ".", "/")):
+        elif (single or double or "").strip() and not (single or double or "").startswith(
+            ("node:", ".", "/")
+        ):
             seen.setdefault(repr(single if single is not None else double), None)
     return list(seen)
 

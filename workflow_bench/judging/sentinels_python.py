@@ -129,7 +129,10 @@ def _containers(tree: ast.Module, lines: Sequence[str], text: str) -> list[_Cont
         tests = [n for n in node.body if _is_test(n)]
         if not tests or not (unittest_class or pytest_class):
             continue
-        hooks = any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name in _SETUP_HOOKS for n in node.body)
+        hooks = any(
+            isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name in _SETUP_HOOKS
+            for n in node.body
+        )
         safe = module_safe and not hooks and all(b in _PLAIN_BASES for b in bases)
         indent = " " * tests[0].col_offset
         out.append(_container(node.name, indent, tests, lines, unittest_class=unittest_class, safe=safe))
@@ -177,7 +180,9 @@ def _literals(tree: ast.Module) -> list[object]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and type(node.value) in (str, int, float):
             value = node.value
-            if isinstance(value, str) and (len(value) > 40 or "\n" in value or not value.strip() or value.startswith("__")):
+            if isinstance(value, str) and (
+                len(value) > 40 or "\n" in value or not value.strip() or value.startswith("__")
+            ):
                 continue
             seen.setdefault(value, None)
     return list(seen)
@@ -197,7 +202,9 @@ def _sentinel(box, name, must, lines, literals, bindings, rng, *, library: bool)
     under the skip decorator), or a body of its own when no test of ``box`` can be copied."""
     template = _template(box, rng) if must in ("failed", "skipped") else None
     if template is None:
-        return _plain_body(name, must, box.indent, box.unittest_class, literals, bindings, rng, library=library)
+        return _plain_body(
+            name, must, box.indent, box.unittest_class, literals, bindings, rng, library=library
+        )
     start, end = template.lineno - 1, template.end_lineno or template.lineno
     source = "".join(lines[start:end])
     source = source.replace(f"def {template.name}", f"def {name}", 1)
@@ -211,9 +218,7 @@ def _template(box: _Container, rng: random.Random) -> ast.FunctionDef | ast.Asyn
     """A test of ``box`` whose copy plus a false assertion is sure to fail: undecorated, and
     nothing in it may end it early (return, yield, a skip)."""
     usable = [
-        t
-        for t in box.tests
-        if not t.decorator_list and t.body[0].lineno > t.lineno and not _may_end_early(t)
+        t for t in box.tests if not t.decorator_list and t.body[0].lineno > t.lineno and not _may_end_early(t)
     ]
     return rng.choice(usable) if usable else None
 
@@ -234,8 +239,11 @@ def _pair(literals: Sequence[object], rng: random.Random) -> tuple[object, objec
     pool = list(literals) or ["0.00", 1]
     first = rng.choice(pool)
     others = [v for v in pool if v != first and type(v) is type(first)]
-    second = rng.choice(others) if others else (first + "0" if isinstance(first, str) else first + 1)
-    return first, second
+    if others:
+        return first, rng.choice(others)
+    if isinstance(first, str):
+        return first, first + "0"
+    return first, (first + 1 if isinstance(first, int | float) else "0")
 
 
 def _failing(library: bool, literals: Sequence[object], rng: random.Random) -> str:
@@ -255,7 +263,9 @@ def _plain_body(name, must, indent, unittest_class, literals, bindings, rng, *, 
         line = _failing(library and unittest_class, literals, rng)
     else:
         value = _pair(literals, rng)[0]
-        line = f"self.assertEqual({value!r}, {value!r})" if unittest_class else f"assert {value!r} == {value!r}"
+        line = (
+            f"self.assertEqual({value!r}, {value!r})" if unittest_class else f"assert {value!r} == {value!r}"
+        )
     return f"{decorator}{indent}def {name}({args}):\n{inner}{line}\n"
 
 

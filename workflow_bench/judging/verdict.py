@@ -199,7 +199,8 @@ def verdict(evidence: RunEvidence, expectation: Expectation) -> Verdict:
     if evidence.tampered:
         return Verdict(
             False,
-            f"tampered: the test framework was changed while the tests ran: {'; '.join(evidence.tampered)[:600]} "
+            "tampered: the test framework was changed while the tests ran: "
+            f"{'; '.join(evidence.tampered)[:600]} "
             "(code under test patching the framework that reports on it; README, 'Sealed outcomes')",
             tampered=True,
             sealed=False,

@@ -24,6 +24,7 @@ imports runs before the snapshot (README, "Sealed outcomes").
 
 import os
 import sys
+from typing import Any
 
 _KIT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _KIT)
@@ -58,11 +59,11 @@ class ResultLines:
         self.guard = None
         self.items: dict[str, object] = {}
         self.plugins: set[int] | None = None
-        self.pluginmanager = None
+        self.pluginmanager: Any = None
         self.reported: set[str] = set()
 
     def check(self, item) -> None:
-        found = self.guard.changed(item) if self.guard is not None else []
+        found: list[str] = self.guard.changed(item) if self.guard is not None else []
         if self.plugins is not None and self.pluginmanager is not None:
             for plugin in self.pluginmanager.get_plugins():
                 if id(plugin) in self.plugins or _is_conftest(plugin):
@@ -80,7 +81,8 @@ class ResultLines:
         self.pluginmanager = session.config.pluginmanager
         self.plugins = {id(p) for p in self.pluginmanager.get_plugins()}
         self.guard = framework_guard.Guard(
-            _GUARDED, extra=(("the pytest adapter", ResultLines), ("the result channel's stream", self.channel))
+            _GUARDED,
+            extra=(("the pytest adapter", ResultLines), ("the result channel's stream", self.channel)),
         )
 
     def pytest_collection_finish(self, session) -> None:

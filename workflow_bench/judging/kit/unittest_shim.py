@@ -57,7 +57,9 @@ def main(argv: list[str]) -> int:
     for test in _tests(suite):
         name = getattr(test, "_testMethodName", "")
         if isinstance(test, unittest.TestCase) and hasattr(type(test), name):
-            guard.watch_test(test, getattr(type(test), name), lambda t=test, n=name: getattr(type(t), n, None))
+            guard.watch_test(
+                test, getattr(type(test), name), lambda t=test, n=name: getattr(type(t), n, None)
+            )
     result = unittest.TextTestRunner(stream=sys.stderr, resultclass=result_class).run(suite)
     result_class.check(None)
     results.done(channel)
@@ -92,7 +94,8 @@ def _reporting(channel):
 
         @classmethod
         def check(cls, test):
-            for finding in cls.guard.changed(test) if cls.guard is not None else ():
+            findings: list[str] = cls.guard.changed(test) if cls.guard is not None else []
+            for finding in findings:
                 if finding not in reported:
                     reported.add(finding)
                     results.tampered(channel, finding)

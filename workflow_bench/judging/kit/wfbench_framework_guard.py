@@ -90,7 +90,9 @@ class Guard:
 
 def _matters(value):
     """Behaviour, not settings: a test suite may set ``TestCase.maxDiff``, never replace ``run``."""
-    return value is not _MISSING and (callable(value) or _isinstance(value, (classmethod, staticmethod, property)))
+    return value is not _MISSING and (
+        callable(value) or _isinstance(value, (classmethod, staticmethod, property))
+    )
 
 
 def _name(obj):
