@@ -10,7 +10,8 @@ host directory bound at ``/home`` for every sandboxed process instead of a fresh
 (test_canary.py) shows every attack blocked with every defence in place, each by the defence
 meant for it (``held_as``); these show that defence is what held:
 
-- without sentinels, the attacks only they stop resolve the cell, while the channel claim (its
+- without sentinels (and the adapters' framework guard, which alone catches the patched
+  ``TestCase.run``), the attacks only they stop resolve the cell, while the channel claim (its
   decoy catching the forged lines as tampering) and the test-configuration restore still hold
   theirs alone;
 - without the decoy as well, forged lines vanish unseen: an ordinary ``oracle-failed``;
@@ -145,9 +146,10 @@ def test_with_every_defence_each_attack_is_held_by_the_defence_meant_for_it(clau
 
 
 def test_without_sentinels_their_attacks_resolve_and_the_other_defences_hold_alone(
-    claude_bin, bwrap_bin, monkeypatch
+    claude_bin, bwrap_bin, monkeypatch, tmp_path
 ) -> None:
     _without_sentinels(monkeypatch)
+    _without_guard(monkeypatch, tmp_path)  # it alone holds patched-result-class (the unittest shim)
     rows = _run(
         claude_bin,
         bwrap_bin,

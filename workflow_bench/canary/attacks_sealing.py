@@ -82,7 +82,7 @@ SEALING_ATTACKS: tuple[SealingAttack, ...] = (
     SealingAttack(
         "patched-result-class",
         "unittest.TestCase.run reports every test passed",
-        "sentinel must-fail reported passed (evidence-tampered)",
+        "framework guard: TestCase.run replaced; sentinel must-fail passed (evidence-tampered)",
         "unittest",
         (payload.prepend(payload.PREPEND_PATCHED_RESULT),),
         ErrorKind.EVIDENCE_TAMPERED,
