@@ -10,7 +10,8 @@ host directory bound at ``/home`` for every sandboxed process instead of a fresh
 (test_canary.py) shows every attack blocked with every defence in place, each by the defence
 meant for it (``held_as``); these show that defence is what held:
 
-- without sentinels, the attacks only they stop resolve the cell, while the channel claim (its
+- without sentinels (and the adapters' framework guard, which alone catches the patched
+  ``TestCase.run``), the attacks only they stop resolve the cell, while the channel claim (its
   decoy catching the forged lines as tampering) and the test-configuration restore still hold
   theirs alone;
 - without the decoy as well, forged lines vanish unseen: an ordinary ``oracle-failed``;
@@ -19,11 +20,17 @@ meant for it (``held_as``); these show that defence is what held:
 - a forced exit 0 after an honest run is told apart from an honest failure by the sentinels alone
   (without them it is an ordinary ``oracle-failed``);
 - with HOME kept across processes, a user-site ``.pth`` resolves the cell, or, with the sentinels
-  in place, is caught by them.
+  in place, is caught by them;
+- the sentinel-aware attacks (issue 31: no-op every test that does not look like a sentinel)
+  resolve the cell against the old fixed-shape sentinels (``add_sentinels(fixed_shape=True)``)
+  with the adapters' framework guard removed; the sentinels written as the oracle's own tests
+  hold them alone (guard removed), and the guard alone holds the unittest ones (fixed-shape
+  sentinels); stock pytest has no adapter, so there only the sentinels stand.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Sequence
 from dataclasses import replace
@@ -34,13 +41,15 @@ import pytest
 from workflow_bench.canary.attacks_sealing import SEALING_ATTACKS, held_as_meant, run_sealing_suite
 from workflow_bench.judging import outcome_report
 from workflow_bench.judging.outcomes import ErrorKind
-from workflow_bench.judging.sentinels import SentinelPlan
+from workflow_bench.judging.sentinels import SentinelPlan, add_sentinels
 from workflow_bench.sandbox import _bwrap
 
 pytestmark = pytest.mark.e2e
 BY_NAME = {a.name: a for a in SEALING_ATTACKS}
 CLAIM = "    claim(fd, path)\n"
 DECOY = "        os.rename(path + DECOY_SUFFIX, path)\n"
+GUARD_FINDINGS = "        return found\n"
+SENTINEL_AWARE = ("spare-sentinels-run", "spare-sentinels-swap", "spare-sentinels-pytest")
 
 
 def _run(claude_bin, bwrap_bin, names, *, unlocked=()) -> dict[str, tuple[ErrorKind | None, bool]]:
@@ -68,13 +77,15 @@ def _without_sentinels(monkeypatch) -> None:
     )
 
 
-def _kit_with(monkeypatch, tmp_path: Path, old: str, new: str) -> None:
-    """The judges use a copy of the kit whose result channel has ``old`` replaced by ``new``."""
+def _kit_with(
+    monkeypatch, tmp_path: Path, old: str, new: str, *, module: str = "wfbench_result_channel.py"
+) -> None:
+    """The judges use a copy of the kit whose ``module`` has ``old`` replaced by ``new``."""
     kit = tmp_path / "kit-changed"
     shutil.copytree(outcome_report.KIT, kit)
-    channel = kit / "wfbench_result_channel.py"
+    channel = kit / module
     text = channel.read_text()
-    assert text.count(old) == 1, f"{old.strip()!r} moved in the adapters' channel: update this control"
+    assert text.count(old) == 1, f"{old.strip()!r} moved in the kit's {module}: update this control"
     channel.write_text(text.replace(old, new))
     monkeypatch.setattr(outcome_report, "KIT", kit)
 
@@ -82,6 +93,20 @@ def _kit_with(monkeypatch, tmp_path: Path, old: str, new: str) -> None:
 def _without_decoy(monkeypatch, tmp_path: Path) -> None:
     """The claim unlinks the path and closes fd 9 (as without a runner decoy): no tripwire."""
     _kit_with(monkeypatch, tmp_path, DECOY, "        raise FileNotFoundError(path)\n")
+
+
+def _with_fixed_shape_sentinels(monkeypatch) -> None:
+    """The sentinels as they were: a bannered block appended under 16-hex-digit names."""
+    monkeypatch.setattr(
+        "workflow_bench.judging.judge.add_sentinels", functools.partial(add_sentinels, fixed_shape=True)
+    )
+
+
+def _without_guard(monkeypatch, tmp_path: Path) -> None:
+    """The adapters' framework guard finds nothing, whatever changed."""
+    _kit_with(
+        monkeypatch, tmp_path, GUARD_FINDINGS, "        return []\n", module="wfbench_framework_guard.py"
+    )
 
 
 def _without_claim_and_restore(monkeypatch, tmp_path: Path) -> None:
@@ -121,9 +146,10 @@ def test_with_every_defence_each_attack_is_held_by_the_defence_meant_for_it(clau
 
 
 def test_without_sentinels_their_attacks_resolve_and_the_other_defences_hold_alone(
-    claude_bin, bwrap_bin, monkeypatch
+    claude_bin, bwrap_bin, monkeypatch, tmp_path
 ) -> None:
     _without_sentinels(monkeypatch)
+    _without_guard(monkeypatch, tmp_path)  # it alone holds patched-result-class (the unittest shim)
     rows = _run(
         claude_bin,
         bwrap_bin,
@@ -203,3 +229,29 @@ def test_with_home_kept_across_processes_a_user_site_pth_gets_through(
     rows = _run(claude_bin, bwrap_bin, ("planted-user-pth",))
     expected = (ErrorKind.EVIDENCE_TAMPERED, False) if sentinels else (None, True)
     assert rows["planted-user-pth"] == expected
+
+
+@pytest.mark.parametrize(
+    ("fixed_shape", "guard"),
+    [(True, False), (False, False), (True, True)],
+    ids=["fixed-shape-no-guard", "own-tests-sentinels-no-guard", "fixed-shape-with-guard"],
+)
+def test_sentinel_aware_attacks_against_each_defence_alone(
+    claude_bin, bwrap_bin, monkeypatch, tmp_path, fixed_shape, guard
+) -> None:
+    if fixed_shape:
+        _with_fixed_shape_sentinels(monkeypatch)
+    if not guard:
+        _without_guard(monkeypatch, tmp_path)
+    rows = _run(claude_bin, bwrap_bin, SENTINEL_AWARE)
+    tampered = (ErrorKind.EVIDENCE_TAMPERED, False)
+    if fixed_shape and not guard:
+        for name in SENTINEL_AWARE:  # NOT BLOCKED: the attacks tell the sentinels apart
+            assert rows[name] == (None, True), (name, rows[name])
+    elif not fixed_shape:
+        for name in SENTINEL_AWARE:  # the sentinels alone: none was recognised
+            assert rows[name] == tampered, (name, rows[name])
+    else:
+        assert rows["spare-sentinels-run"] == tampered  # the guard alone
+        assert rows["spare-sentinels-swap"] == tampered
+        assert rows["spare-sentinels-pytest"] == (None, True)  # stock pytest: no adapter, no guard

@@ -82,7 +82,7 @@ SEALING_ATTACKS: tuple[SealingAttack, ...] = (
     SealingAttack(
         "patched-result-class",
         "unittest.TestCase.run reports every test passed",
-        "sentinel must-fail reported passed (evidence-tampered)",
+        "framework guard: TestCase.run replaced; sentinel must-fail passed (evidence-tampered)",
         "unittest",
         (payload.prepend(payload.PREPEND_PATCHED_RESULT),),
         ErrorKind.EVIDENCE_TAMPERED,
@@ -161,6 +161,32 @@ SEALING_ATTACKS: tuple[SealingAttack, ...] = (
             payload.plant(".npmrc", payload.FILE_NPMRC),
         ),
         ErrorKind.ORACLE_FAILED,
+    ),
+    # Sentinel-aware (issue 31): they spare what looked like a sentinel by every fixed feature
+    # the sentinels once had (hex name, class, after the banner) and no-op the rest.
+    SealingAttack(
+        "spare-sentinels-run",
+        "TestCase.run no-ops every test but the sentinel-looking ones",
+        "framework guard: TestCase.run replaced; sentinels unrecognised (evidence-tampered)",
+        "unittest",
+        (payload.prepend(payload.PREPEND_SPARE_SENTINELS_UNITTEST),),
+        ErrorKind.EVIDENCE_TAMPERED,
+    ),
+    SealingAttack(
+        "spare-sentinels-swap",
+        "each loaded test method but the sentinel-looking ones swapped for a no-op",
+        "framework guard: tests replaced on their class; sentinels unrecognised (evidence-tampered)",
+        "unittest",
+        (payload.prepend(payload.PREPEND_SPARE_SENTINELS_SWAP),),
+        ErrorKind.EVIDENCE_TAMPERED,
+    ),
+    SealingAttack(
+        "spare-sentinels-pytest",
+        "stock pytest: Function.runtest no-ops all but the sentinel-looking tests",
+        "sentinels unrecognised: must-fail reported passed (evidence-tampered)",
+        "pytest",
+        (payload.prepend(payload.PREPEND_SPARE_SENTINELS_PYTEST),),
+        ErrorKind.EVIDENCE_TAMPERED,
     ),
 )
 

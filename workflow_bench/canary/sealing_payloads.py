@@ -191,3 +191,84 @@ def plant(path: str, code: str) -> str:
         f"p = pathlib.Path({path!r}).expanduser()\np.parent.mkdir(parents=True, exist_ok=True)\n"
         f"p.write_text({code!r})\nPY\necho PLA''NTED"
     )
+
+
+# Sentinel-aware forgeries (issue 31): every test that does not look like one of the harness's
+# sentinels becomes a no-op reported passed, while the sentinels run honestly. "Looks like" is
+# every fixed feature the README once documented: 16 hex digits in the id, a
+# ``WfbenchSentinel_…`` class, defined after the sentinel banner in its file.
+_LOOKS_LIKE_A_SENTINEL = """    import re as _re, inspect as _in, linecache as _lc
+    def _sentinel(_fn, _id):
+        _id = _id.rsplit('/', 1)[-1]  # not the staged oracle's path: its name has hex digits too
+        if _re.search(r'[0-9a-f]{16}', _id) or 'WfbenchSentinel' in _id:
+            return True
+        try:
+            _file, _line = _in.getsourcefile(_fn), _fn.__code__.co_firstlineno
+        except (TypeError, AttributeError):
+            return False
+        _banner = [_i for _i, _l in enumerate(_lc.getlines(_file), 1) if 'sentinel tests' in _l]
+        return bool(_banner) and _line > _banner[0]
+"""
+
+# unittest: TestCase.run replaced (the attack observed): sentinels run, the rest pass unrun.
+PREPEND_SPARE_SENTINELS_UNITTEST = (
+    """import os as _o, unittest as _u
+if _o.environ.get('WORKFLOW_BENCH_ORACLE_ROOT'):
+"""
+    + _LOOKS_LIKE_A_SENTINEL
+    + """    _honest = _u.TestCase.run
+    def _run(self, result=None):
+        if _sentinel(getattr(self, self._testMethodName, None), self.id()):
+            return _honest(self, result)
+        result.startTest(self)
+        result.addSuccess(self)
+        result.stopTest(self)
+    _u.TestCase.run = _run
+"""
+)
+
+# pytest (imported during collection): Function.runtest, and TestCaseFunction.runtest for unittest
+# classes, replaced: sentinels run, the rest pass unrun.
+PREPEND_SPARE_SENTINELS_PYTEST = (
+    """import os as _o, sys as _s
+if _o.environ.get('WORKFLOW_BENCH_ORACLE_ROOT') and '_pytest.python' in _s.modules:
+"""
+    + _LOOKS_LIKE_A_SENTINEL
+    + """    import _pytest.python as _pp, _pytest.unittest as _pu
+    def _patched(_honest):
+        def runtest(self):
+            if _sentinel(getattr(self, 'obj', None), self.nodeid):
+                return _honest(self)
+        return runtest
+    for _cls in (_pp.Function, _pu.TestCaseFunction):
+        _cls.runtest = _patched(_cls.runtest)
+"""
+)
+
+# unittest without touching the framework: when the first test starts (a profile hook sees
+# unittest's TestCase.run called), every loaded test method but the sentinels is swapped for a
+# no-op on its class.
+PREPEND_SPARE_SENTINELS_SWAP = (
+    """import os as _o
+if _o.environ.get('WORKFLOW_BENCH_ORACLE_ROOT'):
+"""
+    + _LOOKS_LIKE_A_SENTINEL
+    + """    import gc as _gc, unittest as _u, sys as _s
+    def _swap():
+        for _m in list(_s.modules.values()):
+            if not (getattr(_m, '__file__', '') or '').startswith(_o.environ['WORKFLOW_BENCH_ORACLE_ROOT']):
+                continue
+            for _c in list(vars(_m).values()):
+                if isinstance(_c, type) and issubclass(_c, _u.TestCase):
+                    for _k, _f in list(vars(_c).items()):
+                        _spare = _sentinel(_f, _c.__name__ + '.' + _k)
+                        if _k.startswith('test') and callable(_f) and not _spare:
+                            setattr(_c, _k, lambda self: None)
+    def _hook(_frame, _event, _arg):
+        _code = _frame.f_code
+        if _event == 'call' and _code.co_name == 'run' and _code.co_filename.endswith('/case.py'):
+            _s.setprofile(None)
+            _swap()
+    _s.setprofile(_hook)
+"""
+)

@@ -58,6 +58,7 @@ KIT = Path(__file__).resolve().parent / "kit"
 KIT_FILES = (
     "judge_runner.py",
     "wfbench_result_channel.py",
+    "wfbench_framework_guard.py",
     "unittest_shim.py",
     "pytest_run.py",
     "review_check.py",
@@ -79,6 +80,8 @@ CHANNEL_NAME = "results.pipe"
 # The report holds every test's id and message: the runner reads at most 8 MiB of result lines.
 MAX_REPORT_BYTES = 16 * 1024 * 1024
 MAX_JUNIT_FILE_BYTES = 16 * 1024 * 1024  # keep in sync with kit/judge_runner.py
+MAX_TAMPERED = 20  # keep in sync with kit/judge_runner.py
+MAX_TAMPERED_CHARS = 1000
 OUTPUT_TAIL_CHARS = 4000
 # The runner stops the command at the deadline itself, then attests up to 32 MiB of JUnit and
 # writes the report; the sandbox is killed only if that takes longer than this on top.
@@ -246,6 +249,13 @@ def read_evidence(
     attested, refused = report.get("junit"), report.get("junit_refused")
     flags = [report.get(k) for k in ("done", "timed_out")]
     decoy_bytes = report.get("decoy_bytes")
+    tampered = report.get("tampered", [])
+    if (
+        not isinstance(tampered, list)
+        or len(tampered) > MAX_TAMPERED
+        or not all(isinstance(t, str) and len(t) <= MAX_TAMPERED_CHARS for t in tampered)
+    ):
+        return RunEvidence(problem="the outcome report is malformed")
     if (
         type(exit_code) is not int
         or type(decoy_bytes) is not int
@@ -282,6 +292,7 @@ def read_evidence(
         plan=plan,
         sentinel_results=planted,
         decoy_bytes=decoy_bytes,
+        tampered=tuple(tampered),
     )
 
 

@@ -1,30 +1,44 @@
-"""Sentinel tests: per-run tests the harness adds to the staged oracle, whose outcomes only it knows.
+"""Sentinel tests: per-run tests the harness writes into the staged oracle, whose outcomes only it knows.
 
 The code under test runs in the process that reports on it, so any outcome a test framework
-reports could have been rewritten by that code. A sentinel is a test the harness appends to a
-staged copy of each oracle test file just before one run, under random names (16 hex digits of
-``secrets``, fresh for every run), with an outcome the harness fixes: per file, two must be
-reported **failed** (one through the file's assertion library: ``self.assertEqual`` or ``expect``/
-``assert.strictEqual``; one through a plain ``assert``/``throw``), one **passed** and one
-**skipped**. The framework collects them with the file, whatever the command (stock ``--junitxml``,
-``--reporter=junit``, ``node --test``, the kit's adapters): they share the process, the result
-class, the reporter and the JUnit file with the oracle's own tests. So:
+reports could have been rewritten by that code. A sentinel is a test the harness writes into a
+staged copy of each oracle test file just before one run, with an outcome the harness fixes: per
+file, two must be reported **failed** (one through the file's assertion library, one through a
+plain ``assert``/``throw``), one **passed** (only where no set-up hook runs before it) and one
+**skipped**. The framework collects them with the file, whatever the command (stock
+``--junitxml``, ``--reporter=junit``, ``node --test``, the kit's adapters): they share the
+process, the result class, the reporter and the JUnit file with the oracle's own tests. So:
 
 - a patched result class, a conftest hook or a rewritten JUnit file that turns failures into
   passes turns the must-fail sentinels into passes too;
+- a patch that no-ops tests (``TestCase.run``, ``Function.runtest``) no-ops them too, unless it
+  can tell them apart, and nothing fixed tells them apart: they are written by the per-language
+  **writers** (``sentinels_python``, ``sentinels_js``) as the file's own tests, named from the
+  words of its test names, placed among them at random, made from its bodies, assertions and
+  literals, with nothing in the staged file (no banner, class, block or path) that marks them;
+  which tests they are stays on the host (the plan);
 - a blanket "everything passed" also passes the must-skip sentinel;
-- a forged stream, a forged JUnit file or an early exit carries no sentinel at all (the ids are
-  unguessable), or, if it copied every test name from the staged file, reports them wrongly;
+- a forged stream, a forged JUnit file or an early exit carries no sentinel at all (the names
+  are fresh per run), or, if it copied every test name from the staged file, reports them wrongly;
 - a run that reports a failing sentinel and exits 0 had its exit status forced.
 
-``add_sentinels`` builds the augmented snapshot and the plan; ``split`` separates the sentinels'
-results from the oracle's own; ``check`` compares them with the plan. The verdict
-(``judging.verdict``) turns a sentinel reported with the wrong outcome, or missing from a run that
-otherwise proves success, into tampering (``evidence-tampered``). Files the harness cannot seal
-(other languages; a JavaScript file that calls neither ``test`` nor ``it``) get no sentinels; the
-row says ``oracle_sealed: null`` when no file of the run carried them. A *targeted* attacker must
-tell the sentinels apart from the oracle's tests and report them truthfully while lying about the
-rest (README, "Sealed outcomes").
+``add_sentinels`` builds the augmented snapshot and the plan (``fixed_shape=True``: the old
+appended block under 16-hex-digit names, kept only as the negative control of the tests that
+show a sentinel-aware attack telling it apart); ``split`` separates the sentinels' results from
+the oracle's own; ``check`` compares them with the plan. The verdict (``judging.verdict``) turns
+a sentinel reported with the wrong outcome, or missing from a run that otherwise proves success,
+into tampering (``evidence-tampered``). Files no writer handles (other languages; a JavaScript
+file that calls neither ``test`` nor ``it``) get no sentinels; the row says ``oracle_sealed:
+null`` when no file of the run carried them. What a targeted attacker would still have to do is
+in the README ("Sealed outcomes").
+
+**Writers** (the per-language seam): ``WRITERS[kind](data, module, rng, taken)`` returns the new
+file bytes and the planted ``(name, scope, must)`` triples, ``kind`` chosen by ``language(target)``
+from the file name; ``module`` is the file's module name, ``taken`` the test names in use across
+the snapshot (the writer adds its own). ``name`` is the test's own name (function, method or
+title) and ``scope`` its class, or "" when a name alone must identify it; a reported test id
+belongs to a sentinel when it ends with ``scope`` + separator + ``name`` (``matches``). Another
+language adds a pattern to ``language`` and an entry to ``WRITERS``.
 
 Pure: no I/O. Callers: ``judging.judge`` (staging), ``judging.outcome_report`` (split),
 ``judging.verdict`` (check), ``tasks.check_expected`` (which files were sealed).
@@ -32,17 +46,20 @@ Pure: no I/O. Callers: ``judging.judge`` (staging), ``judging.outcome_report`` (
 
 from __future__ import annotations
 
+import random
 import re
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
+from workflow_bench.judging import sentinels_js, sentinels_python
 from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
 
 # What each sentinel of one file must be reported as, in the order they are written.
 MUST = ("failed", "failed", "passed", "skipped")
-TOKEN_BYTES = 8  # 16 hex digits: 2**64 names, fresh per run
+TOKEN_BYTES = 8  # the fixed-shape control's names: 16 hex digits
+# The fixed-shape control's banner (the writers write none).
 BANNER = "workflow-bench sentinel tests: added to this staged copy for one run (README, 'Sealed outcomes')"
 # pytest's default python_files (test_*.py, *_test.py); the unittest shim loads any path.
 _PYTHON_TEST = re.compile(r"(?:test_[^/]*|[^/]*_test)\.py")
@@ -74,9 +91,12 @@ class Sentinel:
     """One sentinel test: its random name and the outcome it must be reported with."""
 
     token: str
+    """Its test name (function, method or title)."""
     must: str
     target: str
     """The oracle file it was added to."""
+    scope: str = ""
+    """Its class, or the file's module name for a module-level test ("": the name alone)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,18 +121,58 @@ def language(target: str) -> str | None:
     return None
 
 
-def add_sentinels(
-    snapshot: OracleSnapshot, *, token: Callable[[int], str] = secrets.token_hex
-) -> tuple[OracleSnapshot, SentinelPlan]:
-    """The snapshot with sentinels appended to every test file it can seal, and their plan.
+Writer = Callable[[bytes, str, random.Random, set[str]], tuple[bytes, list[tuple[str, str, str]]]]
+WRITERS: dict[str, Writer] = {
+    "python": sentinels_python.write,
+    "javascript": lambda data, _module, rng, taken: sentinels_js.write(data, rng, taken),
+}
 
-    ``token`` makes the random names (a test passes a counter to get fixed ones)."""
+
+def add_sentinels(
+    snapshot: OracleSnapshot,
+    *,
+    rng: random.Random | None = None,
+    fixed_shape: bool = False,
+    token: Callable[[int], str] = secrets.token_hex,
+) -> tuple[OracleSnapshot, SentinelPlan]:
+    """The snapshot with sentinels written into every test file it can seal, and their plan.
+
+    ``rng`` makes the names, positions and bodies (``secrets.SystemRandom`` unless a test passes a
+    seeded one). ``fixed_shape``: the old block appended under ``token``'s names instead (the
+    negative control only)."""
+    if fixed_shape:
+        return _fixed_shape(snapshot, token=token)
+    chooser = rng or secrets.SystemRandom()
+    taken: set[str] = set()
     files: list[OracleFile] = []
     sentinels: list[Sentinel] = []
     for oracle_file in snapshot.files:
-        kind = language(oracle_file.target)
-        if kind == "javascript" and not _JS_REGISTERS.search(oracle_file.data.decode("utf-8", "replace")):
-            kind = None  # nothing to register the sentinels with
+        kind = _kind(oracle_file)
+        if kind is None or kind not in WRITERS:
+            files.append(oracle_file)
+            continue
+        module = oracle_file.target.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        data, planted = WRITERS[kind](oracle_file.data, module, chooser, taken)
+        files.append(OracleFile.of(oracle_file.target, data))
+        sentinels += [Sentinel(name, must, oracle_file.target, scope) for name, scope, must in planted]
+    return replace(snapshot, files=tuple(files)), SentinelPlan(tuple(sentinels))
+
+
+def _kind(oracle_file: OracleFile) -> str | None:
+    kind = language(oracle_file.target)
+    if kind == "javascript" and not _JS_REGISTERS.search(oracle_file.data.decode("utf-8", "replace")):
+        return None  # nothing to register the sentinels with
+    return kind
+
+
+def _fixed_shape(
+    snapshot: OracleSnapshot, *, token: Callable[[int], str]
+) -> tuple[OracleSnapshot, SentinelPlan]:
+    """The sentinels as they were: a bannered block appended, 16-hex-digit names (the control)."""
+    files: list[OracleFile] = []
+    sentinels: list[Sentinel] = []
+    for oracle_file in snapshot.files:
+        kind = _kind(oracle_file)
         if kind is None:
             files.append(oracle_file)
             continue
@@ -213,13 +273,37 @@ class SentinelFinding:
 
 def split(tests: Iterable[R], plan: SentinelPlan) -> tuple[tuple[R, ...], tuple[R, ...]]:
     """(the oracle's own results, the sentinels' results) of ``tests``: a result belongs to the
-    sentinel whose token its id contains."""
-    tokens = [s.token for s in plan.sentinels]
+    sentinel it ``matches``."""
     own: list[R] = []
     found: list[R] = []
     for test in tests:
-        (found if any(t in test.test_id for t in tokens) else own).append(test)
+        (found if any(matches(s, test.test_id) for s in plan.sentinels) else own).append(test)
     return tuple(own), tuple(found)
+
+
+# What separates a test's name from its scope (or from the path, suites and classes before it) in
+# the ids the frameworks report: unittest's ".", pytest's and the JUnit merge's "::", the kit's
+# JavaScript reporters' " > ".
+_SEPARATORS = ("::", ".", " > ", "/")
+_PARAMETERS = re.compile(r"(?:\[[^\]]*\]|\s\([^)]*\))$")  # pytest's [param], a unittest subtest
+
+
+def matches(sentinel: Sentinel, test_id: str) -> bool:
+    """``test_id`` reports ``sentinel``: it ends with its scope (if any) and name, each after a
+    separator, before an optional parameter list; a fixed-shape sentinel: it contains its name."""
+    if not sentinel.scope and re.fullmatch(r"[0-9a-f]{16}", sentinel.token):
+        return sentinel.token in test_id
+    bare = _PARAMETERS.sub("", test_id)
+    for sep in _SEPARATORS:
+        if not (bare == sentinel.token or bare.endswith(sep + sentinel.token)):
+            continue
+        if not sentinel.scope:
+            return True
+        head = bare[: len(bare) - len(sentinel.token) - len(sep)] if bare != sentinel.token else ""
+        for scope in (sentinel.scope, sentinel.scope + ".py"):
+            if head == scope or any(head.endswith(s + scope) for s in _SEPARATORS):
+                return True
+    return False
 
 
 def check(
@@ -235,7 +319,7 @@ def check(
     missing: list[Sentinel] = []
     bad_targets: set[str] = set()
     for sentinel in plan.sentinels:
-        outcomes = {_outcome(t.outcome) for t in results if sentinel.token in t.test_id}
+        outcomes = {_outcome(t.outcome) for t in results if matches(sentinel, t.test_id)}
         needed = required is None or sentinel.target in required
         if not outcomes:
             if needed:

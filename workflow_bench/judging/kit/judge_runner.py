@@ -15,8 +15,10 @@ nothing from the workspace is importable here). Protocol:
    (``WORKFLOW_BENCH_RESULT_FD=9``). A wrapper that re-spawns with only fds 0-2 (``npx``,
    ``npm test``) loses fd 9, so adapters open the path, which survives any wrapper. One JSON
    object per line: ``{"test": "<id>", "outcome": "passed"|"failed"|"error"|"skipped",
-   "message"?: "<why>"}`` and, when the run finished normally, ``{"done": true}``. Lines are
-   read as they arrive, so a run that times out still reports what ran;
+   "message"?: "<why>"}`` and, when the run finished normally, ``{"done": true}``; an adapter
+   that found the test framework changed under it says ``{"tampered": "<what>"}`` (the report
+   lists them, the harness judges the run tampered). Lines are read as they arrive, so a run
+   that times out still reports what ran;
    - **JUnit XML**: ``junit_dir`` (``WORKFLOW_BENCH_JUNIT_DIR``; ``WORKFLOW_BENCH_JUNIT`` names
    ``junit.xml`` in it), empty when the run starts (checked here) and written by the framework.
 
@@ -61,6 +63,7 @@ MAX_TESTS = 100_000
 DRAIN_S = 1.0
 MAX_ID_CHARS = 1000  # keep in sync with judging/verdict.py
 MAX_MESSAGE_CHARS = 1000
+MAX_TAMPERED = 20  # ``tampered`` lines kept (each cut to MAX_MESSAGE_CHARS)
 # JUnit reports: a 10 000-test pytest run writes about 2 MB; 16 files cover one report per
 # framework of a multi-step verify. Keep in sync with judging/outcome_report.py (MAX_JUNIT_FILE_BYTES;
 # tests/unit/test_no_drift.py checks).
@@ -184,6 +187,7 @@ def _collect(read_end: int, child, *, deadline: float, decoy: int) -> tuple[dict
         "channel_overflow": False,
         "timed_out": False,
         "decoy_bytes": 0,
+        "tampered": [],
     }
     # The child's exit wakes the wait at once (its pidfd turns readable); without one, every exit
     # was noticed only at the next 0.2 s timeout, ~0.1 s per judged run on average (issue 26).
@@ -242,6 +246,10 @@ def _take(line: bytes, tests: dict, state: dict) -> None:
         return
     if event.get("done") is True:
         state["done"] = True
+        return
+    if isinstance(event.get("tampered"), str):
+        if len(state["tampered"]) < MAX_TAMPERED:
+            state["tampered"].append(event["tampered"][:MAX_MESSAGE_CHARS])
         return
     test, outcome, message = event.get("test"), event.get("outcome"), event.get("message")
     if not isinstance(test, str) or not test.strip() or outcome not in _RANK:

@@ -6,6 +6,11 @@ the tests with the ordinary text runner on stderr and writes one line per test t
 runner's result channel (``wfbench_result_channel``; see judge_runner.py), then ``{"done": true}``
 only if the run completed. Works behind wrappers (``make``, ``sh -c``) that close fd 9. Exit
 status: 0 iff every test passed and at least one ran.
+
+Before any test module loads, a guard (``wfbench_framework_guard``) snapshots unittest's classes
+and functions, the builtins, this shim's result class and its channel; after every test and at
+the end it reports what changed as ``{"tampered": …}`` lines (a patched ``TestCase.run``, a
+result method replaced, a test's code swapped for a no-op after it was loaded).
 """
 
 import importlib.util
@@ -15,6 +20,7 @@ import traceback
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wfbench_framework_guard as framework_guard
 import wfbench_result_channel as results
 
 del sys.path[0]
@@ -26,6 +32,12 @@ def main(argv: list[str]) -> int:
     except results.NoChannel as exc:
         print(f"unittest shim: {exc}", file=sys.stderr)
         return 2
+    result_class = _reporting(channel)
+    guard = framework_guard.Guard(
+        ("unittest", results.__name__, framework_guard.__name__),
+        extra=(("the shim's result class", result_class), ("the result channel's stream", channel)),
+    )
+    result_class.guard = guard
     # Appended, never prepended: code under test must not shadow the standard library here.
     sys.path.append(os.getcwd())
     loader = unittest.defaultTestLoader
@@ -42,7 +54,14 @@ def main(argv: list[str]) -> int:
             suite.addTests(loader.loadTestsFromModule(module))
         else:
             suite.addTests(loader.loadTestsFromName(target))
-    result = unittest.TextTestRunner(stream=sys.stderr, resultclass=_reporting(channel)).run(suite)
+    for test in _tests(suite):
+        name = getattr(test, "_testMethodName", "")
+        if isinstance(test, unittest.TestCase) and hasattr(type(test), name):
+            guard.watch_test(
+                test, getattr(type(test), name), lambda t=test, n=name: getattr(type(t), n, None)
+            )
+    result = unittest.TextTestRunner(stream=sys.stderr, resultclass=result_class).run(suite)
+    result_class.check(None)
     results.done(channel)
     return 0 if result.wasSuccessful() and result.testsRun > 0 and not unloadable else 1
 
@@ -58,9 +77,28 @@ def _load_path(path: str, index: int):
     return module
 
 
+def _tests(suite):
+    for item in suite:
+        if isinstance(item, unittest.TestSuite):
+            yield from _tests(item)
+        else:
+            yield item
+
+
 def _reporting(channel):
+    reported: set[str] = set()
+
     class ReportingResult(unittest.TextTestResult):
         _wfbench_outcome: str | None
+        guard = None
+
+        @classmethod
+        def check(cls, test):
+            findings: list[str] = cls.guard.changed(test) if cls.guard is not None else []
+            for finding in findings:
+                if finding not in reported:
+                    reported.add(finding)
+                    results.tampered(channel, finding)
 
         def startTest(self, test):
             super().startTest(test)
@@ -104,6 +142,7 @@ def _reporting(channel):
             super().stopTest(test)
             results.emit(channel, test.id(), self._wfbench_outcome, getattr(self, "_wfbench_message", None))
             self._wfbench_outcome = self._wfbench_message = None
+            type(self).check(test)
 
     return ReportingResult
 

@@ -96,6 +96,12 @@ def emit(channel, test_id: str, outcome: str, message: str | None = None) -> Non
     channel.flush()
 
 
+def tampered(channel, what: str) -> None:
+    """The adapter found the test framework changed under it (``wfbench_framework_guard``)."""
+    channel.write(json.dumps({"tampered": what[:MAX_MESSAGE_CHARS]}) + "\n")
+    channel.flush()
+
+
 def done(channel) -> None:
     channel.write(json.dumps({"done": True}) + "\n")
     channel.flush()
