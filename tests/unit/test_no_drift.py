@@ -37,6 +37,7 @@ SYNC: tuple[tuple[str, ...], ...] = (
     ("judging/kit/judge_runner.py::_RANK", "judging/verdict.py::_RANK", "judging/junit.py::_RANK"),
     ("judging/kit/judge_runner.py::MAX_JUNIT_FILE_BYTES", "judging/outcome_report.py::MAX_JUNIT_FILE_BYTES"),
     ("judging/kit/judge_runner.py::MAX_TESTS", "judging/junit.py::MAX_TESTCASES"),
+    ("judging/kit/judge_runner.py::MAX_TAMPERED", "judging/outcome_report.py::MAX_TAMPERED"),
     ("judging/kit/review_check.py::MAX_ARTIFACT_BYTES", "review/contract.py::MAX_ARTIFACT_BYTES"),
     ("tasks/check.py::SETUP_TIMEOUT_S", "cells/run.py::SETUP_TIMEOUT_S"),
     ("sandbox/_environment.py::RUNTIME_BIN", "runtimes/_store.py::BIN_DIR"),

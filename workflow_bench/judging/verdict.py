@@ -104,7 +104,7 @@ class RunEvidence:
     ``kit/judge_runner.py``): code under test impersonating a reporter."""
     tampered: tuple[str, ...] = ()
     """What the kit's adapter found changed in the test framework it runs (``tampered`` lines:
-    ``kit/framework_guard.py``), e.g. ``unittest.case.TestCase.run replaced``."""
+    ``kit/wfbench_framework_guard.py``), e.g. ``unittest.case.TestCase.run replaced``."""
 
     def count(self, outcome: str) -> int | None:
         return None if self.tests is None else sum(1 for t in self.tests if t.outcome == outcome)
