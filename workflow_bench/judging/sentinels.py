@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
+from workflow_bench.frameworks import sentinel_writer
 from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
 
 # What each sentinel of one file must be reported as, in the order they are written.
@@ -114,7 +115,12 @@ def add_sentinels(
         if kind == "javascript" and not _JS_REGISTERS.search(oracle_file.data.decode("utf-8", "replace")):
             kind = None  # nothing to register the sentinels with
         if kind is None:
-            files.append(oracle_file)
+            sealed = _registry_sealed(oracle_file, token)
+            if sealed is None:
+                files.append(oracle_file)
+                continue
+            files.append(sealed[0])
+            sentinels += sealed[1]
             continue
         names = [token(TOKEN_BYTES) for _ in range(len(MUST) + 1)]
         block = _python_block(names) if kind == "python" else _javascript_block(names)
@@ -124,6 +130,22 @@ def add_sentinels(
         files.append(OracleFile.of(oracle_file.target, data))
         sentinels += [Sentinel(t, must, oracle_file.target) for t, must in zip(names[1:], MUST, strict=True)]
     return replace(snapshot, files=tuple(files)), SentinelPlan(tuple(sentinels))
+
+
+def _registry_sealed(
+    oracle_file: OracleFile, token: Callable[[int], str]
+) -> tuple[OracleFile, list[Sentinel]] | None:
+    """A file of an ecosystem whose sentinels the framework registry writes (Go, Rust), sealed;
+    None when no writer takes it."""
+    writer = sentinel_writer(oracle_file.target.rsplit("/", 1)[-1])
+    if writer is None:
+        return None
+    names = [token(TOKEN_BYTES) for _ in range(len(MUST) + 1)]
+    data = writer(oracle_file.data, names)
+    if data is None:
+        return None
+    planned = [Sentinel(t, must, oracle_file.target) for t, must in zip(names[1:], MUST, strict=True)]
+    return OracleFile.of(oracle_file.target, data), planned
 
 
 def _append(data: bytes, block: str) -> bytes:

@@ -20,7 +20,6 @@ Callers: ``python -m workflow_bench.tasks new``, ``tasks.recipes``, tests.
 
 from __future__ import annotations
 
-import json
 import re
 import string
 from collections.abc import Mapping, Sequence
@@ -36,12 +35,14 @@ from workflow_bench.workspace.git import query_git
 from .draft import TaskDraft
 from .fixdiff import FixError, FixSplit, TreeView, split_fix
 from .frameworks import (
+    ECOSYSTEMS,
     FRAMEWORKS,
     Framework,
     FrameworkError,
     detect_framework,
+    ecosystem_of,
+    facts,
     overlay_oracle,
-    python_import_roots,
     runner_options,
     test_command_problem,
     visible_tests,
@@ -50,8 +51,6 @@ from .frameworks import (
 DEFAULT_TEMPLATE = Path(__file__).with_name("prompt-template.txt")
 DEFAULT_CLASS = "investigation-bug"
 MAX_TEMPLATE_BYTES = 64 * 1024
-# Where a working tree's dependency trees usually are, per ecosystem: mounted when present.
-DEFAULT_TREES = {"python": (".wfbench-deps",), "node": ("node_modules",)}
 TEMPLATE_FIELDS = ("repo_name", "modules", "source_files", "test_framework", "commit_subject")
 
 
@@ -237,17 +236,23 @@ def _framework(
         decisions.append(f"framework: {chosen.name} (--framework): {chosen.why}")
         return chosen
     try:
-        found = detect_framework(base, split.test_files, vitest_major=_vitest_major(repo, request))
+        found = detect_framework(base, split.test_files, facts=_facts(request, repo, split))
     except FrameworkError as exc:
         raise NewTaskError(str(exc)) from None
     decisions.append(f"framework: {found.framework.name} ({'; '.join(found.reasons)}): {found.framework.why}")
     return found.framework
 
 
-def _dependency_roots(request: NewTask, ecosystem: str) -> tuple[tuple[str, str], ...] | None:
-    if request.dependencies is not None:
-        return request.dependencies
-    return None if ecosystem not in DEFAULT_TREES else tuple((d, d) for d in DEFAULT_TREES[ecosystem])
+def _facts(request: NewTask, repo: Path, split: FixSplit) -> Mapping[str, object]:
+    """What the fix's ecosystem's detection reads of the working tree (vitest's major version)."""
+    ecosystems = {e for p, _ in split.test_files if (e := ecosystem_of(p)) is not None}
+    if len(ecosystems) != 1:
+        return {}
+    (name,) = ecosystems
+    trees = (
+        [s for s, _ in request.dependencies] if request.dependencies is not None else ECOSYSTEMS[name].trees
+    )
+    return facts(name, repo, trees)
 
 
 def _dependencies(
@@ -261,24 +266,15 @@ def _dependencies(
             f"dependencies: {', '.join(f'{s} -> {t}' for s, t in request.dependencies)} (--dependency)"
         )
         return request.dependencies
-    found = tuple((d, d) for d in DEFAULT_TREES.get(framework.ecosystem, ()) if (repo / d).is_dir())
-    needs = {
-        "pytest": ".wfbench-deps",
-        "vitest": "node_modules",
-        "vitest-junit": "node_modules",
-        "jest": "node_modules",
-    }
-    missing = needs.get(framework.name)
+    ecosystem = ECOSYSTEMS.get(framework.ecosystem)
+    trees = ecosystem.trees if ecosystem is not None else ()
+    found = tuple((d, d) for d in trees if (repo / d).is_dir())
+    missing = framework.needs_tree
     if missing is not None and not found:
-        hint = (
-            "python -m workflow_bench.tasks deps python --requirements REQUIREMENTS "
-            f"--out {repo}/.wfbench-deps"
-            if missing == ".wfbench-deps"
-            else f"python -m workflow_bench.tasks deps node --project {repo}"
-        )
+        hint = ecosystem.tree_hint.format(repo=repo) if ecosystem is not None else ""
         raise NewTaskError(
             f"{framework.name} needs {missing} in {repo}'s working tree (the sandbox has no network and "
-            f"no {'pytest' if missing == '.wfbench-deps' else 'packages'} of its own): "
+            f"no {'pytest' if framework.ecosystem == 'python' else 'packages'} of its own): "
             f"build it with `{hint}`, "
             "or name another tree with --dependency"
         )
@@ -292,22 +288,11 @@ def _dependencies(
 def _pythonpath(
     framework: Framework, repo: Path, base: TreeView, split: FixSplit, dependencies: Sequence[tuple[str, str]]
 ) -> tuple[str, ...]:
-    if framework.ecosystem not in ("python", "any") or framework.name == "custom":
+    ecosystem = ECOSYSTEMS.get(framework.ecosystem)
+    if ecosystem is None or ecosystem.import_roots is None:
         return ()
     site = tuple(f"{t}/site-packages" for s, t in dependencies if (repo / s / "site-packages").is_dir())
-    return (*python_import_roots(base, split.source_paths), *site)
-
-
-def _vitest_major(repo: Path, request: NewTask) -> int | None:
-    for source, _ in _dependency_roots(request, "node") or ():
-        manifest = repo / source / "vitest" / "package.json"
-        try:
-            version = json.loads(read_bounded(manifest, max_bytes=256 * 1024)).get("version", "")
-        except (OSError, ValueError, InputFileError):
-            continue
-        if match := re.match(r"(\d+)\.", str(version)):
-            return int(match.group(1))
-    return None
+    return (*ecosystem.import_roots(base, split.source_paths), *site)
 
 
 def _typecheck(
@@ -317,12 +302,10 @@ def _typecheck(
     framework: Framework,
     dependencies: Sequence[tuple[str, str]],
 ) -> str | None:
-    if not request.typecheck or framework.ecosystem != "node" or not base.has("tsconfig.json"):
+    ecosystem = ECOSYSTEMS.get(framework.ecosystem)
+    if not request.typecheck or ecosystem is None or ecosystem.typecheck is None:
         return None
-    for source, target in dependencies:
-        if PurePosixPath(target).name == "node_modules" and (repo / source / ".bin" / "tsc").exists():
-            return f"./{target}/.bin/tsc -p . --noEmit"
-    return None
+    return ecosystem.typecheck(repo, base, dependencies)
 
 
 def _read_patch(path: Path) -> bytes:
