@@ -139,8 +139,16 @@ def draft_task(request: NewTask) -> Drafted:
         entry["setup"] = request.setup
     if plan.dependencies:
         entry["sandbox_dependencies"] = [{"source": s, "target": t} for s, t in plan.dependencies]
-    if request.runtimes:
-        entry["runtimes"] = dict(request.runtimes)
+    runtimes = dict(request.runtimes)
+    default = FRAMEWORKS[plan.framework].runtime if plan.framework in FRAMEWORKS else None
+    if default is not None and default[0] not in runtimes:
+        runtimes[default[0]] = default[1]
+        decisions.append(
+            f"runtimes: {default[0]} {default[1]} ({plan.framework}'s toolchain, provisioned by the harness "
+            "into its cache; --runtime overrides)"
+        )
+    if runtimes:
+        entry["runtimes"] = runtimes
     entry["oracle"] = {
         "command": plan.oracle,
         "files": [{"source": f"oracles/{task_id}/{path}", "target": path} for path, _ in split.test_files],
