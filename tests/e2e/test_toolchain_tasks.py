@@ -43,6 +43,25 @@ GO_FIX = {
 }
 
 
+RUST_BASE = {
+    "Cargo.toml": '[package]\nname = "clampy"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n',
+    "src/lib.rs": "pub mod clamp;\n",
+    "src/clamp.rs": (
+        "/// Limits v to [lo, hi].\npub fn clamp(v: i32, lo: i32, hi: i32) -> i32 {\n"
+        "    if v < lo {\n        lo\n    } else if v > hi {\n        lo\n    } else {\n        v\n    }\n}\n"
+    ),
+    "tests/clamp.rs": (
+        "use clampy::clamp::clamp;\n\n#[test]\nfn low() {\n    assert_eq!(clamp(-5, 0, 10), 0);\n}\n"
+    ),
+}
+RUST_FIX = {
+    "src/clamp.rs": RUST_BASE["src/clamp.rs"].replace("v > hi {\n        lo", "v > hi {\n        hi"),
+    "tests/clamp_high.rs": (
+        "use clampy::clamp::clamp;\n\n#[test]\nfn high() {\n    assert_eq!(clamp(50, 0, 10), 10);\n}\n"
+    ),
+}
+
+
 def _repo(root: Path, base: dict[str, str], fix: dict[str, str]) -> Path:
     root.mkdir(parents=True)
     git_in(root, "init", "-q", "-b", "main")
@@ -55,17 +74,25 @@ def _repo(root: Path, base: dict[str, str], fix: dict[str, str]) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def go_task(tmp_path_factory, bwrap_bin) -> Path:
-    root = tmp_path_factory.mktemp("toolchains")
-    repo = _repo(root / "calc", GO_BASE, GO_FIX)
+def _new_task(root: Path, base: dict[str, str], fix: dict[str, str], task_id: str) -> Path:
+    repo = _repo(root / task_id, base, fix)
     tasks = root / "tasks" / "tasks.yaml"
     tasks.parent.mkdir()
     argv = ["new", "--repo", str(repo), "--base", "HEAD~1", "--fix", "HEAD", "--tasks", str(tasks)]
     with short_dir() as tmpdir, pytest.MonkeyPatch.context() as patch:
         patch.setattr(tempfile, "tempdir", str(tmpdir))
-        assert tasks_main([*argv, "--prompt", PROMPT, "--id", "calc-clamp", "--repeats", "1"]) == 0
+        assert tasks_main([*argv, "--prompt", PROMPT, "--id", task_id, "--repeats", "1"]) == 0
     return tasks
+
+
+@pytest.fixture(scope="module")
+def go_task(tmp_path_factory, bwrap_bin) -> Path:
+    return _new_task(tmp_path_factory.mktemp("go"), GO_BASE, GO_FIX, "calc-clamp")
+
+
+@pytest.fixture(scope="module")
+def rust_task(tmp_path_factory, bwrap_bin) -> Path:
+    return _new_task(tmp_path_factory.mktemp("rust"), RUST_BASE, RUST_FIX, "clampy-clamp")
 
 
 def test_tasks_new_writes_a_go_task_with_its_runtime_and_sealed_lock(go_task) -> None:
@@ -99,3 +126,33 @@ def test_the_oracle_agent_resolves_the_go_task_and_the_noop_agent_does_not(
     assert row["resolved"] is False and row["error_kind"] == "oracle-failed", row["error_detail"]
     assert "example.com/calc/calc::TestClampHigh" in row["oracle_output"]
     assert [r["name"] for r in row["task_runtimes"]] == ["go"]
+
+
+def test_tasks_new_writes_a_rust_task_with_its_runtime_and_sealed_lock(rust_task) -> None:
+    (task,) = yaml.safe_load(rust_task.read_text())["tasks"]
+    assert task["runtimes"] == {"rust": "1.63"}
+    assert "$WORKFLOW_BENCH_CARGO_TEST" in task["verify"] and task["verify"].endswith(" clamp")
+    assert task["oracle"]["command"].endswith('"$WORKFLOW_BENCH_CARGO_TEST" clamp_high')
+    entry = json.loads(rust_task.with_name("tasks.lock.json").read_text())["tasks"]["clampy-clamp"]
+    assert entry["oracle"]["passed"] == ["clamp_high::high"] and entry["verify"]["passed"] == ["clamp::low"]
+    assert entry["oracle_sealed"] == ["tests/clamp_high.rs"]
+    assert [r["name"] for r in entry["subject"]["runtimes"]] == ["rust"]
+
+
+def test_the_oracle_agent_resolves_the_rust_task_and_the_noop_agent_does_not(
+    rust_task, tmp_path, claude_bin, private_tmpdir, capsys
+) -> None:
+    code, solved = agent_sweep(rust_task, "oracle", tmp_path, "--arms", "baseline")
+    capsys.readouterr()
+    (row,) = solved
+    assert code == 0 and row["resolved"] is True, (
+        row["error_kind"],
+        row["error_detail"],
+        row["oracle_output"],
+    )
+    assert row["oracle_sealed"] is True and [r["name"] for r in row["task_runtimes"]] == ["rust"]
+    code, untouched = agent_sweep(rust_task, "noop", tmp_path, "--arms", "baseline")
+    capsys.readouterr()
+    (row,) = untouched
+    assert row["resolved"] is False and row["error_kind"] == "oracle-failed", row["error_detail"]
+    assert "clamp_high::high" in row["oracle_output"]

@@ -8,6 +8,11 @@ toolchain's commands to it. The record names every package and its exact version
 
 - **go** ``1.19`` (a ``X.Y`` the archive has as ``golang-X.Y-go``): ``golang-X.Y-go`` and
   ``golang-X.Y-src``. ``go`` finds its GOROOT from its own path (``usr/lib/go-X.Y``).
+- **rust** ``1.63`` (the archive's ``rustc``, which must be that release): ``rustc``, ``cargo``,
+  the standard library and the shared libraries cargo and rustc load that a Debian host may lack
+  (libgit2, http-parser, mbedtls, LLVM 14); ``cargo`` and ``rustc`` on PATH are small wrappers
+  that put the tree's library directory on ``LD_LIBRARY_PATH``. The linker (``cc``) is the
+  host's, under ``/usr``.
 
 Layer: mechanisms (process, digests). Callers: ``runtimes.provision``.
 """
@@ -16,6 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
+import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +42,26 @@ class DebianToolchain:
     """The packages for a version."""
     links: Callable[[str], tuple[tuple[str, str], ...]]
     """(command, path inside the unpacked tree) for a version."""
+    versioned: str | None = None
+    """The package whose Version must start with the runtime's (None: its name carries it)."""
+    wrappers: Callable[[str], dict[str, str]] = lambda _root: {}
+    """Scripts written into the tree (path inside it → text) given its sandbox path."""
+
+
+_MULTIARCH = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}.get(platform.machine(), "")
+
+
+def _rust_wrappers(root: str) -> dict[str, str]:
+    libs = f"{root}/usr/lib/{_MULTIARCH}"
+    head = (
+        f"#!/bin/sh\nLD_LIBRARY_PATH={libs}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}; export LD_LIBRARY_PATH\n"
+    )
+    return {
+        "wfbench-bin/rustc": f'{head}exec {root}/usr/bin/rustc "$@"\n',
+        "wfbench-bin/cargo": (
+            f'{head}RUSTC={root}/wfbench-bin/rustc; export RUSTC\nexec {root}/usr/bin/cargo "$@"\n'
+        ),
+    }
 
 
 TOOLCHAINS = {
@@ -42,6 +69,24 @@ TOOLCHAINS = {
         "go",
         lambda v: (f"golang-{v}-go", f"golang-{v}-src"),
         lambda v: (("go", f"usr/lib/go-{v}/bin/go"), ("gofmt", f"usr/lib/go-{v}/bin/gofmt")),
+    ),
+    "rust": DebianToolchain(
+        "rust",
+        lambda v: (
+            "rustc",
+            "cargo",
+            f"libstd-rust-{v}",
+            "libstd-rust-dev",
+            "libgit2-1.5",
+            "libhttp-parser2.9",
+            "libmbedtls14",
+            "libmbedx509-1",
+            "libmbedcrypto7",
+            "libllvm14",
+        ),
+        lambda _v: (("cargo", "wfbench-bin/cargo"), ("rustc", "wfbench-bin/rustc")),
+        versioned="rustc",
+        wrappers=_rust_wrappers,
     ),
 }
 
@@ -85,6 +130,17 @@ def provision_debian(name: str, version: str, *, cache: Path, apt_get: str = "ap
                     for line in field.stdout.decode("utf-8", "replace").splitlines()[:2]
                 )
                 versions.append(f"{package_field}={version_field}")
+                if package_field == toolchain.versioned and not re.match(
+                    rf"(\d+:)?{re.escape(version)}\.", version_field
+                ):
+                    raise RuntimeProvisionError(
+                        f"{name} {version}: the distribution's {package_field} is {version_field}, "
+                        "not that release"
+                    )
+        for inside, text in toolchain.wrappers(sandbox_path).items():
+            (staging / inside).parent.mkdir(parents=True, exist_ok=True)
+            (staging / inside).write_text(text, encoding="utf-8")
+            (staging / inside).chmod(0o755)
         for command, inside in toolchain.links(version):
             if not (staging / inside).exists():
                 raise RuntimeProvisionError(f"{name} {version}: the packages hold no {inside} ({command})")
