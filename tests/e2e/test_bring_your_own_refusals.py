@@ -85,7 +85,6 @@ def test_tasks_new_refuses_bad_input_and_writes_nothing(repo, tmp_path, capsys, 
         (["new", "--repo", str(repo), "--base", "nope", "--fix", "HEAD", "--tasks", str(tasks)], "nope"),
         (["new", "--repo", str(tmp_path), "--base", "HEAD~1", "--fix", "HEAD", "--tasks", str(tasks)],
          str(tmp_path)),
-        (_new(repo, tmp_path / "nowhere" / "tasks.yaml", "--fix", "HEAD"), "does not exist"),
         (_new(repo, tasks, "--fix", "HEAD", "--runtime", "node"), "NAME=VERSION"),
         (_new(repo, tasks, "--fix", "HEAD", "--runtime", "cobol=1.0"), "cobol"),
     ]  # fmt: skip

@@ -10,9 +10,10 @@ FRAMEWORKS = (
         "jest",
         "node",
         runs_test_file,
-        "./node_modules/.bin/jest --ci --reporters=default "
-        '--reporters="$WORKFLOW_BENCH_JEST_REPORTER" '
-        "{files}",
+        # The files first: jest's --reporters is an array option, so files after it were read as
+        # more reporters ("Could not resolve a module for a custom reporter").
+        "./node_modules/.bin/jest {files} --ci --reporters=default "
+        '--reporters="$WORKFLOW_BENCH_JEST_REPORTER"',
         "the repository's own jest (node_modules) with the harness's streaming reporter",
         needs_tree="node_modules",
     ),

@@ -65,7 +65,8 @@ def detect_framework(
     if not ecosystems:
         raise FrameworkError(
             f"none of the fix's test files is {labels} "
-            f"({', '.join(p for p, _ in tests[:6])}); give --test-command"
+            f"({', '.join(p for p, _ in tests[:6])}): name the test files that exercise the fix "
+            "with --oracle-test, or give --test-command"
         )
     if len(ecosystems) > 1:
         raise FrameworkError(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -79,6 +79,8 @@ class NewTask:
     prompt: str | None = None
     prompt_template: Path | None = None
     exclude: tuple[str, ...] = ()
+    oracle_tests: tuple[str, ...] = ()
+    """Test files the fix leaves unchanged that exercise it (its test side is a fixture)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,7 @@ def draft_task(request: NewTask) -> Drafted:
     except FixError as exc:
         raise NewTaskError(str(exc)) from None
     base = TreeView.of(repo, split.base_sha)
+    split = _with_oracle_tests(request, base, split)
     task_id = request.task_id or _default_id(repo, split)
     if not TASK_ID_PATTERN.fullmatch(task_id):
         raise NewTaskError(f"--id {task_id!r} does not match {TASK_ID_PATTERN.pattern}")
@@ -165,6 +168,25 @@ def draft_task(request: NewTask) -> Drafted:
     return Drafted(TaskDraft(task_id, repo, entry, files), tuple(decisions))
 
 
+def _with_oracle_tests(request: NewTask, base: TreeView, split: FixSplit) -> FixSplit:
+    """``split`` with the ``--oracle-test`` files among its test files (their base bytes: the fix
+    does not change them; staged as oracle files, so the agent's copy of them is not what runs)."""
+    if not request.oracle_tests:
+        return split
+    have = {p for p, _ in split.test_files}
+    extra: list[tuple[str, bytes]] = []
+    for path in request.oracle_tests:
+        if path in have:
+            continue
+        if path in set(split.source_paths):
+            raise NewTaskError(f"--oracle-test {path}: the fix changes it as code, not as a test")
+        data = base.read(path)
+        if data is None:
+            raise NewTaskError(f"--oracle-test {path}: no such file at the base commit")
+        extra.append((path, data))
+    return replace(split, test_files=(*split.test_files, *extra))
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     framework: str
@@ -188,7 +210,8 @@ def _test_plan(request: NewTask, repo: Path, base: TreeView, split: FixSplit, de
     if not runnable:
         raise NewTaskError(
             f"none of the fix's test-side files is a test file {framework.name} runs "
-            f"({', '.join(p for p, _ in split.test_files)}); give --test-command"
+            f"({', '.join(p for p, _ in split.test_files)}): name the test files that exercise the fix "
+            "with --oracle-test (a fix whose test side is a fixture), or give --test-command"
         )
     dependencies = _dependencies(request, repo, framework, decisions)
     pythonpath = _pythonpath(framework, repo, base, split, dependencies)
@@ -205,6 +228,7 @@ def _test_plan(request: NewTask, repo: Path, base: TreeView, split: FixSplit, de
     )
     if request.verify is not None:
         decisions.append("verify: as given (--verify)")
+        decisions.append(f"oracle command: {oracle_command}")
         return _Plan(framework.name, request.verify, oracle_command, dependencies)
     modified = [c.path for c in split.changed if c.is_test and c.status == "M"]
     visible, why = visible_tests(framework, base, modified_tests=modified, source_paths=split.source_paths)
@@ -219,6 +243,8 @@ def _test_plan(request: NewTask, repo: Path, base: TreeView, split: FixSplit, de
             "--no-typecheck drops it)"
         )
     decisions.append(f"verify: {', '.join(visible)} ({why})")
+    decisions.append(f"verify command: {verify}")
+    decisions.append(f"oracle command: {oracle_command}")
     return _Plan(framework.name, verify, oracle_command, dependencies)
 
 
@@ -228,9 +254,12 @@ def _framework(
     if request.test_command is not None:
         if problem := test_command_problem(request.test_command):
             raise NewTaskError(problem)
+        # The detected ecosystem stays: its dependency trees are mounted and its type check runs
+        # (--dependency / --no-typecheck say otherwise); only the command is the user's.
+        ecosystems = {e for p, _ in split.test_files if (e := ecosystem_of(p)) is not None}
         custom = Framework(
             "custom",
-            "any",
+            ecosystems.pop() if len(ecosystems) == 1 else "any",
             lambda path, data: any(f.runs(path, data) for f in FRAMEWORKS.values()),
             request.test_command.replace("{", "{{").replace("}", "}}").replace("{{files}}", "{files}"),
             "as given (--test-command)",
@@ -297,7 +326,7 @@ def _pythonpath(
     framework: Framework, repo: Path, base: TreeView, split: FixSplit, dependencies: Sequence[tuple[str, str]]
 ) -> tuple[str, ...]:
     ecosystem = ECOSYSTEMS.get(framework.ecosystem)
-    if ecosystem is None or ecosystem.import_roots is None:
+    if ecosystem is None or ecosystem.import_roots is None or framework.name == "custom":
         return ()
     site = tuple(f"{t}/site-packages" for s, t in dependencies if (repo / s / "site-packages").is_dir())
     return (*ecosystem.import_roots(base, split.source_paths), *site)

@@ -12,8 +12,10 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from workflow_bench.workspace.remove import remove_tree
+
 from .check import render_table
-from .draft import DraftError, TaskDraft, commit, preflight, stage
+from .draft import DraftError, TaskDraft, commit, dump_tasks, preflight, stage
 from .frameworks import FRAMEWORKS
 from .new import DEFAULT_CLASS, DEFAULT_TEMPLATE, TEMPLATE_FIELDS, NewTask, NewTaskError, draft_task
 from .selfcheck import CheckOptions, SelfCheckError, bind_one_by_one, run_self_check
@@ -28,7 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fix.add_argument("--fix", help="the commit that fixes it (tests included)")
     fix.add_argument("--fix-patch", type=Path, help="or the fix as a patch against --base (tests included)")
     parser.add_argument(
-        "--tasks", required=True, type=Path, help="the task file to add the task to (created if missing)"
+        "--tasks",
+        required=True,
+        type=Path,
+        help="the task file to add the task to (created, with its directory, if missing)",
     )
     parser.add_argument("--id", dest="task_id", help="task id (default: <repo name>-<fix sha>)")
     parser.add_argument(
@@ -57,6 +62,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="NAME=VERSION",
         help="an interpreter the task needs (node=22.12.0, python=3.12)",
+    )
+    parser.add_argument(
+        "--oracle-test",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a test file that exercises the fix though the fix does not change it (a fix whose test "
+        "side is a fixture the file reads): run by the oracle, staged from the base",
     )
     parser.add_argument("--setup", help="a setup command run in the sandbox before the agent")
     prompt = parser.add_mutually_exclusive_group()
@@ -107,6 +120,7 @@ def request_from(args: argparse.Namespace) -> NewTask:
         prompt=args.prompt,
         prompt_template=args.prompt_template,
         exclude=tuple(args.exclude),
+        oracle_tests=tuple(args.oracle_test),
     )
 
 
@@ -133,8 +147,8 @@ def create(
 ) -> tuple[int, TaskDraft | None]:
     """Draft, self-check and (if it discriminates) write the task: (exit code, the draft written)."""
     tasks_file = Path(request.tasks_file).expanduser().absolute()
-    if not tasks_file.parent.is_dir():
-        raise NewTaskError(f"--tasks {request.tasks_file}: its directory {tasks_file.parent} does not exist")
+    if tasks_file.is_dir():
+        raise NewTaskError(f"--tasks {request.tasks_file}: a directory, not a task file")
     drafted = draft_task(request)
     try:
         preflight([drafted.draft], tasks_file)
@@ -150,7 +164,16 @@ def create(
         progress(render_table(results))
         if not results or not results[0].discriminates:
             reasons = "; ".join(results[0].problems) if results else "nothing was judged"
-            progress(f"[new] refused: the task does not discriminate, nothing written: {reasons}")
+            kept = keep_refused(drafted.draft, tasks_file)
+            progress(
+                f"[new] refused: the task does not discriminate, nothing written to {tasks_file.name}: "
+                f"{reasons}"
+            )
+            progress(
+                f"[new] the refused draft is kept in {kept.parent} (its verify and oracle commands in "
+                f"{kept.name}); edit it and re-run it with "
+                f"`python -m workflow_bench.tasks check --tasks {kept}`"
+            )
             return 1, None
         try:
             commit([drafted.draft], tasks_file, locks)
@@ -162,6 +185,21 @@ def create(
         f"its expected tests in {tasks_file.stem}.lock.json); edit its prompt, then run it"
     )
     return 0, drafted.draft
+
+
+def keep_refused(draft: TaskDraft, tasks_file: Path) -> Path:
+    """The refused draft as a task file of its own, beside the task file (in
+    ``<stem>.refused/<id>/``, replacing an earlier refusal of that id): its path."""
+    root = tasks_file.parent / f"{tasks_file.stem}.refused" / draft.task_id
+    if root.exists():
+        remove_tree(root)
+    for relative, data in draft.files:
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    path = root / "tasks.yaml"
+    path.write_text(dump_tasks([draft.entry_for(root)]), encoding="utf-8")
+    return path
 
 
 def main(args: argparse.Namespace) -> int:
