@@ -122,3 +122,22 @@ def test_a_go_file_without_the_testing_import_is_left_unsealed() -> None:
     # Negative control of the writer's guard: the block would not compile there.
     snapshot, plan = _sealed("x_test.go", b"package x\n")
     assert plan.sentinels == () and snapshot.files[0].data == b"package x\n"
+
+
+def test_a_failed_run_that_ends_in_frames_shows_its_error_line() -> None:
+    from workflow_bench.tasks.output_tail import output_tail
+
+    jest = [
+        "● Validation Error:",
+        "  Could not resolve a module for a custom reporter.",
+        "  Module name: src/decode.spec.ts",
+        *(
+            f"    at normalizeReporters (/workspace/node_modules/jest-config/build/index.js:{n}:20)"
+            for n in range(12)
+        ),
+    ]
+    shown = output_tail("\n".join(jest))
+    assert "Could not resolve a module" in shown[0] and shown[1] == "…"
+    assert shown[-1] == jest[-1]
+    plain = ["line 1", "Error: boom", "done"]
+    assert output_tail("\n".join(plain)) == plain  # a tail that is not only frames is as it was

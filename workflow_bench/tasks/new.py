@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -33,7 +33,7 @@ from workflow_bench.taskspec.schema import TASK_ID_PATTERN
 from workflow_bench.workspace.git import query_git
 
 from .draft import TaskDraft
-from .fixdiff import FixError, FixSplit, TreeView, split_fix
+from .fixdiff import FixError, FixSplit, TreeView, split_fix, with_named_tests
 from .frameworks import (
     ECOSYSTEMS,
     FRAMEWORKS,
@@ -120,7 +120,10 @@ def draft_task(request: NewTask) -> Drafted:
     except FixError as exc:
         raise NewTaskError(str(exc)) from None
     base = TreeView.of(repo, split.base_sha)
-    split = _with_oracle_tests(request, base, split)
+    try:
+        split = with_named_tests(split, base, request.oracle_tests)
+    except FixError as exc:
+        raise NewTaskError(f"--oracle-test {exc}") from None
     task_id = request.task_id or _default_id(repo, split)
     if not TASK_ID_PATTERN.fullmatch(task_id):
         raise NewTaskError(f"--id {task_id!r} does not match {TASK_ID_PATTERN.pattern}")
@@ -166,25 +169,6 @@ def draft_task(request: NewTask) -> Drafted:
         (f"reference/{task_id}.patch", split.reference_patch),
     )
     return Drafted(TaskDraft(task_id, repo, entry, files), tuple(decisions))
-
-
-def _with_oracle_tests(request: NewTask, base: TreeView, split: FixSplit) -> FixSplit:
-    """``split`` with the ``--oracle-test`` files among its test files (their base bytes: the fix
-    does not change them; staged as oracle files, so the agent's copy of them is not what runs)."""
-    if not request.oracle_tests:
-        return split
-    have = {p for p, _ in split.test_files}
-    extra: list[tuple[str, bytes]] = []
-    for path in request.oracle_tests:
-        if path in have:
-            continue
-        if path in set(split.source_paths):
-            raise NewTaskError(f"--oracle-test {path}: the fix changes it as code, not as a test")
-        data = base.read(path)
-        if data is None:
-            raise NewTaskError(f"--oracle-test {path}: no such file at the base commit")
-        extra.append((path, data))
-    return replace(split, test_files=(*split.test_files, *extra))
 
 
 @dataclass(frozen=True, slots=True)
