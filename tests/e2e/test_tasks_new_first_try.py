@@ -154,7 +154,10 @@ def test_a_refused_draft_is_kept_to_re_run_and_the_task_file_untouched(tmp_path,
     # The fix's new test passes on the base too: it cannot discriminate.
     base = {
         "calc.py": "def add(a, b):\n    return a + b\n",
-        "test_calc.py": "import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n",
+        "test_calc.py": (
+            "import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
+            "    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
+        ),
     }
     fix = {
         "calc.py": base["calc.py"] + "\n# faster\n",
@@ -171,3 +174,35 @@ def test_a_refused_draft_is_kept_to_re_run_and_the_task_file_untouched(tmp_path,
     assert f"re-run it with `python -m workflow_bench.tasks check --tasks {kept}`" in out
     assert (kept.parent / task["oracle"]["files"][0]["source"]).is_file()
     assert f"[new] oracle command: {task['oracle']['command']}" in out
+
+
+def test_the_placeholder_prompt_is_refused_by_tasks_check_and_the_runner(tmp_path, bwrap_bin, capsys) -> None:
+    test = (
+        "import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n"
+    )
+    base = {
+        "calc.py": "def add(a, b):\n    return a - b\n",
+        "test_calc.py": test + "        self.assertEqual(add(1, 0), 1)\n",
+    }
+    fix = {
+        "calc.py": "def add(a, b):\n    return a + b\n",
+        "test_sum.py": test + "        self.assertEqual(add(1, 2), 3)\n",
+    }
+    repo = _repo(tmp_path / "calc", base, fix, None)
+    tasks = tmp_path / "tasks.yaml"
+    argv = ["new", "--repo", str(repo), "--base", "HEAD~1", "--fix", "HEAD", "--tasks", str(tasks)]
+    assert _new([*argv, "--id", "calc-sum", "--repeats", "1"]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    assert tasks_main(["check", "--tasks", str(tasks), "--repeats", "1"]) == 2
+    assert "task 'calc-sum': its prompt is still the placeholder" in capsys.readouterr().err
+    from workflow_bench import runner
+
+    argv = ["--tasks", str(tasks), "--provider", "scripted", "--dry-run", "--out", str(tmp_path / "out")]
+    assert runner.main(argv) == 2
+    assert "its prompt is still the placeholder" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    # Negative control: the same task with a real prompt passes the same gate.
+    tasks.write_text(
+        tasks.read_text().replace("TODO: describe the problem", "Adding subtracts. Was: describe")
+    )
+    assert tasks_main(["check", "--tasks", str(tasks), "--repeats", "1", "--frozen"]) != 2

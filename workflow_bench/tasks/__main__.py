@@ -16,6 +16,7 @@ import yaml
 from workflow_bench.runtimes import RuntimeProvisionError, find_python
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 from workflow_bench.taskspec.index_guard import refuse_committed_index
+from workflow_bench.taskspec.placeholder import placeholder_problems
 from workflow_bench.taskspec.spec import TaskFileError, bind_tasks, load_task_file
 from workflow_bench.toolkit.comparator import ComparatorError, plugin_name
 from workflow_bench.toolkit.manifest import load_toolkit
@@ -137,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             tasks = len({cell["match"]["task"] for cell in script["cells"]})
             print(f"wrote the {args.agent} agent for {tasks} task(s) to {args.out}")
             return 0
+        if problems := placeholder_problems((b.spec.task_id, b.spec.prompt) for b in bindings):
+            print("error: " + "\n".join(problems), file=sys.stderr)
+            return 2
         toolkit = load_toolkit(args.toolkit)
         refuse_committed_index(bindings, toolkit)
         check_paths_fit()

@@ -374,7 +374,8 @@ def _prompt(request: NewTask, repo: Path, split: FixSplit, framework: str, decis
     except (ValueError, IndexError) as err:
         raise NewTaskError(f"--prompt-template {template_path}: {err}") from None
     decisions.append(
-        f"prompt: from {template_path.name}; edit it in the task file to describe the problem as a user "
+        f"prompt: from {template_path.name}; edit it in the task file (tasks check and the runner refuse "
+        "the placeholder) to describe the problem as a user "
         "would report it (the commit message is not used: it usually names the fix)"
     )
     return prompt
