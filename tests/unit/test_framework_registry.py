@@ -141,3 +141,18 @@ def test_a_failed_run_that_ends_in_frames_shows_its_error_line() -> None:
     assert shown[-1] == jest[-1]
     plain = ["line 1", "Error: boom", "done"]
     assert output_tail("\n".join(plain)) == plain  # a tail that is not only frames is as it was
+
+
+def test_the_prompt_names_the_project_after_its_origin_not_the_clone_directory(tmp_path) -> None:
+    import subprocess
+
+    from workflow_bench.tasks.new import project_name
+
+    clone = tmp_path / "tmp-clone-4711"
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    assert project_name(clone) == "tmp-clone-4711"  # no remote: the directory
+    subprocess.run(
+        ["git", "-C", str(clone), "remote", "add", "origin", "https://github.com/r1chardj0n3s/parse.git"],
+        check=True,
+    )
+    assert project_name(clone) == "parse"

@@ -344,6 +344,15 @@ def _default_id(repo: Path, split: FixSplit) -> str:
     return slug[:128] or "task"
 
 
+def project_name(repo: Path) -> str:
+    """The project's name: its ``origin`` remote's last path part (``parse`` for
+    ``https://github.com/r1chardj0n3s/parse.git``), else the working tree's directory name (a
+    clone's directory is often named after a task, a ticket or a temporary path)."""
+    ok, url = query_git(["config", "--get", "remote.origin.url"], cwd=repo)
+    name = re.sub(r"\.git$", "", url.strip().rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]) if ok else ""
+    return name or repo.name
+
+
 class _Fields(dict[str, str]):
     def __missing__(self, key: str) -> str:
         raise NewTaskError(f"the prompt template names {{{key}}}; it may use {', '.join(TEMPLATE_FIELDS)}")
@@ -363,7 +372,7 @@ def _prompt(request: NewTask, repo: Path, split: FixSplit, framework: str, decis
     if not split.fix_ref.startswith("patch "):
         _, subject = query_git(["log", "-1", "--format=%s", split.fix_ref], cwd=repo)
     fields = _Fields(
-        repo_name=repo.name,
+        repo_name=project_name(repo),
         modules=", ".join(f"`{m}`" for m in modules),
         source_files=", ".join(f"`{p}`" for p in split.source_paths),
         test_framework=framework,
