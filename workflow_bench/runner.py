@@ -29,6 +29,7 @@ from workflow_bench.providers.options import ProviderOptions, ProviderOptionsErr
 from workflow_bench.providers.scripted import Script, ScriptError, load_script
 from workflow_bench.rows.model import Row
 from workflow_bench.taskspec.index_guard import bind_for_toolkit
+from workflow_bench.taskspec.placeholder import placeholder_problems
 from workflow_bench.taskspec.spec import TaskBinding, TaskFileError, load_task_files, select_tasks
 from workflow_bench.toolkit.comparator import ComparatorError, comparator_for_arms
 from workflow_bench.toolkit.manifest import load_toolkit
@@ -113,6 +114,8 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     toolkit = load_toolkit(args.toolkit)
     specs = load_task_files(args.tasks, args.probes)
     selected, skipped = select_tasks(specs, include_expensive=args.include_expensive)
+    if problems := placeholder_problems((s.task_id, s.prompt) for s in selected):
+        raise UsageError("\n".join(problems))
     if not selected:
         raise UsageError(f"{args.tasks}: no task selected (all are expensive; pass --include-expensive)")
     check_paths_fit()  # before any clone: every cell's model socket must fit AF_UNIX's limit

@@ -85,7 +85,6 @@ def test_tasks_new_refuses_bad_input_and_writes_nothing(repo, tmp_path, capsys, 
         (["new", "--repo", str(repo), "--base", "nope", "--fix", "HEAD", "--tasks", str(tasks)], "nope"),
         (["new", "--repo", str(tmp_path), "--base", "HEAD~1", "--fix", "HEAD", "--tasks", str(tasks)],
          str(tmp_path)),
-        (_new(repo, tmp_path / "nowhere" / "tasks.yaml", "--fix", "HEAD"), "does not exist"),
         (_new(repo, tasks, "--fix", "HEAD", "--runtime", "node"), "NAME=VERSION"),
         (_new(repo, tasks, "--fix", "HEAD", "--runtime", "cobol=1.0"), "cobol"),
     ]  # fmt: skip
@@ -159,7 +158,8 @@ def test_tasks_deps_node_refuses_a_lockfile_that_does_not_install(tmp_path, caps
 
 def _fix_test_refused_by_default(repo: Path, tmp_path: Path, capsys, test: str) -> None:
     """Add ``test`` to the fix's test class (still two commits: base, fix) and show that plain
-    ``tasks new`` refuses the task (exit 1, nothing written): it passes only with the flag under test."""
+    ``tasks new`` refuses the task (exit 1, no task file written; the refused draft is kept in
+    ``tasks.refused/`` to re-run): it passes only with the flag under test."""
     with (repo / "tests" / "test_calc.py").open("a") as handle:
         handle.write(test)
     git_in(repo, "commit", "-q", "-a", "--amend", "--no-edit")
@@ -167,7 +167,7 @@ def _fix_test_refused_by_default(repo: Path, tmp_path: Path, capsys, test: str) 
     without.mkdir()
     assert tasks_main(_new(repo, without / "tasks.yaml", "--fix", "HEAD")) == 1
     capsys.readouterr()
-    assert not any(without.iterdir())
+    assert [p.name for p in without.iterdir()] == ["tasks.refused"]
 
 
 def test_a_python_runtime_is_the_interpreter_the_task_runs(

@@ -6,8 +6,8 @@ import pytest
 
 from workflow_bench.canary._suite import ATTACKS as SUITE_ATTACKS  # every module registered there
 from workflow_bench.canary.attacks_budgets import BUDGET_ATTACKS
-from workflow_bench.canary.attacks_fork import FORK_ATTACKS
 from workflow_bench.canary.attacks_confine import CONFINE_ATTACKS
+from workflow_bench.canary.attacks_fork import FORK_ATTACKS
 from workflow_bench.canary.attacks_graphs import GRAPH_ATTACKS
 from workflow_bench.canary.attacks_host_cost import HOST_COST_ATTACKS
 from workflow_bench.canary.attacks_judging import ATTACKS as JUDGING_ATTACKS

@@ -90,7 +90,8 @@ def test_tasks_new_from_a_two_commit_release_repository(realworld, tmp_path, cap
     tasks = tmp_path / "mine" / "tasks.yaml"
     tasks.parent.mkdir()
     argv = ["new", "--repo", str(repo), "--base", "HEAD~1", "--fix", "HEAD", "--tasks", str(tasks)]
-    code = tasks_main([*argv, "--id", "parse-fix", "--class", "investigation-bug", "--repeats", "1"])
+    prompt = ["--prompt", "Parsing a datetime field loses its value.\n"]  # the placeholder is refused
+    code = tasks_main([*argv, *prompt, "--id", "parse-fix", "--class", "investigation-bug", "--repeats", "1"])
     out = capsys.readouterr().out
     assert code == 0, out
     # It says what it decided and why (framework, oracle files, verify, dependencies).
@@ -116,6 +117,6 @@ def test_tasks_new_from_a_two_commit_release_repository(realworld, tmp_path, cap
     assert mine["prompt"] != theirs["prompt"] and "1.22.4" not in mine["prompt"]
     # A second run refuses the id it took (exit 2), and nothing changes.
     before = {p: p.read_bytes() for p in tasks.parent.rglob("*") if p.is_file()}
-    assert tasks_main([*argv, "--id", "parse-fix", "--repeats", "1"]) == 2
+    assert tasks_main([*argv, *prompt, "--id", "parse-fix", "--repeats", "1"]) == 2
     assert "exists already" in capsys.readouterr().err
     assert {p: p.read_bytes() for p in tasks.parent.rglob("*") if p.is_file()} == before

@@ -53,7 +53,7 @@ def test_pytest_verify_runs_with_built_dependencies(tmp_path, capsys, bwrap_bin,
     subprocess.run(["git", "clone", "-q", str(CORPUS / "demo-target.bundle"), str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "checkout", "-q", SHA], check=True)
     requirements = CORPUS / "deps" / "pytest-requirements.txt"
-    assert tasks_main(["deps", "--requirements", str(requirements), "--out", str(repo / DEPS)]) == 0
+    assert tasks_main(["deps", "python", "--requirements", str(requirements), "--out", str(repo / DEPS)]) == 0
     record = json.loads((repo / DEPS / "wfbench-deps.json").read_text())
     assert record["python"] == "/usr/bin/python3" and len(record["site_packages_manifest_sha256"]) == 64
     shutil.copy(CORPUS / "oracles" / "trivial-amount-grouping.oracle_test.py", tmp_path / "oracle.py")
@@ -75,6 +75,6 @@ def test_pytest_verify_runs_with_built_dependencies(tmp_path, capsys, bwrap_bin,
 def test_unpinned_requirements_are_refused(tmp_path, capsys):
     requirements = tmp_path / "req.txt"
     requirements.write_text("pytest>=8\n")
-    code = tasks_main(["deps", "--requirements", str(requirements), "--out", str(tmp_path / "out")])
+    code = tasks_main(["deps", "python", "--requirements", str(requirements), "--out", str(tmp_path / "out")])
     assert code == 2 and "not pinned" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()

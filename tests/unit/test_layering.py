@@ -27,6 +27,8 @@ PACKAGE_LAYERS = {
     "sandbox": 1, "claude_cli": 1, "providers": 1, "runtimes": 1,
     # the relay, clones and hardened git, the toolkit
     "relay": 2, "workspace": 2, "toolkit": 2,
+    # the framework registry: every test framework's detection, commands, kit, sentinels, runtime
+    "frameworks": 2,
     # specs: arms and task definitions; the embedded demo corpus (its builder uses hardened git)
     "arms": 3, "taskspec": 3, "corpus": 3,
     # judging a cell's workspace; the row model

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workflow_bench.frameworks import KIT as FRAMEWORK_KIT_DIR
+from workflow_bench.frameworks import kit_files as framework_kit_files
 from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.judging.junit import JUnitError, parse_junit
 from workflow_bench.judging.outcomes import ErrorKind
@@ -55,6 +57,8 @@ from workflow_bench.sandbox import BwrapSandbox, Mount, RunPolicy, Sandbox, tool
 from workflow_bench.workspace.remove import remove_tree
 
 KIT = Path(__file__).resolve().parent / "kit"
+# The registry's frameworks' adapters (``frameworks/kit``), staged into the same directory.
+FRAMEWORK_KIT = framework_kit_files()
 KIT_FILES = (
     "judge_runner.py",
     "wfbench_result_channel.py",
@@ -158,9 +162,12 @@ def run_with_report(
     nonce = secrets.token_hex(16)
     try:
         kit_dir.mkdir()
-        for name in KIT_FILES:
-            shutil.copyfile(KIT / name, kit_dir / name)
-            (kit_dir / name).chmod(0o444)
+        for source in (
+            *(KIT / n for n in KIT_FILES),
+            *(FRAMEWORK_KIT_DIR / n for n in FRAMEWORK_KIT.values()),
+        ):
+            shutil.copyfile(source, kit_dir / source.name)
+            (kit_dir / source.name).chmod(0o444)
         for directory in (report_dir, junit_dir):
             directory.mkdir()
             directory.chmod(0o777)  # the sandbox uid writes here (mkdir's mode is masked)
@@ -174,7 +181,10 @@ def run_with_report(
             # kill(-1) is safe only inside a PID namespace of its own (never under --unsafe-no-bwrap).
             "reap": isinstance(sandbox, BwrapSandbox),
         }
-        env = {**(env_extra or {}), **{var: f"{kit_target}/{name}" for var, name in KIT_ENV.items()}}
+        env = {
+            **(env_extra or {}),
+            **{var: f"{kit_target}/{name}" for var, name in {**KIT_ENV, **FRAMEWORK_KIT}.items()},
+        }
         result = sandbox.run(
             ["python3", "-I", "-B", f"{kit_target}/judge_runner.py"],
             policy=RunPolicy(

@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
+from workflow_bench.frameworks import sentinel_writer
 from workflow_bench.judging import sentinels_js, sentinels_python
 from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
 
@@ -149,7 +150,11 @@ def add_sentinels(
     for oracle_file in snapshot.files:
         kind = _kind(oracle_file)
         if kind is None or kind not in WRITERS:
-            files.append(oracle_file)
+            # Go and Rust: the framework registry's writer (named sentinels, not yet in the oracle's
+            # own vocabulary like Python's and JavaScript's)
+            sealed = _registry_sealed(oracle_file, token)
+            files.append(oracle_file if sealed is None else sealed[0])
+            sentinels += [] if sealed is None else sealed[1]
             continue
         module = oracle_file.target.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         data, planted = WRITERS[kind](oracle_file.data, module, chooser, taken)
@@ -174,7 +179,12 @@ def _fixed_shape(
     for oracle_file in snapshot.files:
         kind = _kind(oracle_file)
         if kind is None:
-            files.append(oracle_file)
+            sealed = _registry_sealed(oracle_file, token)
+            if sealed is None:
+                files.append(oracle_file)
+                continue
+            files.append(sealed[0])
+            sentinels += sealed[1]
             continue
         names = [token(TOKEN_BYTES) for _ in range(len(MUST) + 1)]
         block = _python_block(names) if kind == "python" else _javascript_block(names)
@@ -184,6 +194,22 @@ def _fixed_shape(
         files.append(OracleFile.of(oracle_file.target, data))
         sentinels += [Sentinel(t, must, oracle_file.target) for t, must in zip(names[1:], MUST, strict=True)]
     return replace(snapshot, files=tuple(files)), SentinelPlan(tuple(sentinels))
+
+
+def _registry_sealed(
+    oracle_file: OracleFile, token: Callable[[int], str]
+) -> tuple[OracleFile, list[Sentinel]] | None:
+    """A file of an ecosystem whose sentinels the framework registry writes (Go, Rust), sealed;
+    None when no writer takes it."""
+    writer = sentinel_writer(oracle_file.target.rsplit("/", 1)[-1])
+    if writer is None:
+        return None
+    names = [token(TOKEN_BYTES) for _ in range(len(MUST) + 1)]
+    data = writer(oracle_file.data, names)
+    if data is None:
+        return None
+    planned = [Sentinel(t, must, oracle_file.target) for t, must in zip(names[1:], MUST, strict=True)]
+    return OracleFile.of(oracle_file.target, data), planned
 
 
 def _append(data: bytes, block: str) -> bytes:

@@ -12,11 +12,11 @@ agent wrote. The environment needs no such step: every judge gets the harness's 
 (``sandbox.tool_environment``), so no ``PYTHON*`` or ``NODE_OPTIONS`` the agent chose reaches it,
 and HOME and ``/tmp`` are fresh per process (no user site-packages survive a session).
 
-``TEST_CONFIG`` is the table (a name matched at any depth; a ``*`` matches any characters but
-``/``); ``changed_test_config`` finds the paths in two workspace snapshots; ``restore`` rewrites
-them on the host, every path opened beneath the workspace without following a symlink (the agent's
-processes have all exited; a symlink where the task had a directory is refused,
-``TestConfigError``: the cell is ``evidence-tampered``).
+``TEST_CONFIG`` is the table (the registry's ecosystems' ``test_config``; a name matched at any
+depth; a ``*`` matches any characters but ``/``); ``changed_test_config`` finds the paths in two
+workspace snapshots; ``restore`` rewrites them on the host, every path opened beneath the
+workspace without following a symlink (the agent's processes have all exited; a symlink where the
+task had a directory is refused, ``TestConfigError``: the cell is ``evidence-tampered``).
 
 Callers: ``cells.run``. Must never: follow a symlink, or write outside the workspace.
 """
@@ -32,32 +32,12 @@ import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from workflow_bench.frameworks import test_config_patterns
+
 # (pattern, why): every file name that configures a test run or runs code when a test process
-# starts. Matched against each path component, so a package directory named sitecustomize counts.
-TEST_CONFIG: tuple[tuple[str, str], ...] = (
-    ("conftest.py", "pytest loads it before collecting tests beside it"),
-    ("pytest.ini", "pytest configuration (addopts, plugins, python_files)"),
-    (".pytest.ini", "pytest configuration"),
-    ("pyproject.toml", "[tool.pytest.ini_options] and other tools' test settings"),
-    ("setup.cfg", "[tool:pytest] section"),
-    ("tox.ini", "[pytest] section"),
-    ("sitecustomize", "imported by every Python process that has its directory on sys.path"),
-    ("sitecustomize.*", "the module form (source, bytecode, extension)"),
-    ("usercustomize", "imported at start-up like sitecustomize"),
-    ("usercustomize.*", "the module form"),
-    ("*.pth", "path configuration files run their import lines at start-up"),
-    ("vitest.config.*", "vitest configuration (setupFiles, globals, include)"),
-    ("vitest.workspace.*", "vitest workspace configuration"),
-    ("vite.config.*", "vite configuration, read by vitest"),
-    ("jest.config.*", "jest configuration (setupFiles, transform, reporters)"),
-    ("babel.config.*", "babel transforms jest applies to every test file"),
-    (".babelrc", "babel transforms"),
-    (".babelrc.*", "babel transforms"),
-    ("package.json", "jest's configuration key, module type, npm scripts"),
-    (".npmrc", "node-options for every npm-run process"),
-    ("tsconfig.json", "TypeScript settings vitest and ts-jest compile tests with"),
-    ("tsconfig.*.json", "TypeScript settings"),
-)
+# starts, each ecosystem's own (``workflow_bench.frameworks``: declared with its frameworks).
+# Matched against each path component, so a package directory named sitecustomize counts.
+TEST_CONFIG: tuple[tuple[str, str], ...] = test_config_patterns()
 MAX_LISTED = 50  # row field bound; the patch lists them all
 
 

@@ -6,6 +6,8 @@ names it, and binding provisions it once into ``<cache>/runtimes/``:
 
 - **node** ``X.Y.Z``: the npm registry's ``node-linux-<arch>`` package of that version (the
   official binary, integrity-checked by npm), unpacked and mounted read-only at ``/opt/wfbench/node``;
+- **go** ``X.Y``: Debian's ``golang-X.Y-go`` and ``-src`` packages (``apt-get download``,
+  unpacked, never installed), mounted read-only at ``/opt/wfbench/go`` (``runtimes.debian``);
 - **python** ``X.Y`` or ``X.Y.Z``: an interpreter of that version on this machine (pyenv, uv's
   managed Pythons, ``/usr/bin/pythonX.Y``, ``/usr/local/bin``), its installation copied without
   its ``site-packages`` (test dependencies come from a ``sandbox_dependencies`` tree, built for
@@ -34,6 +36,7 @@ from ._store import (
     bin_dir,
     version_problem,
 )
+from .debian import TOOLCHAINS, provision_debian
 from .node import provision_node
 from .python import find_python, provision_python
 
@@ -45,6 +48,7 @@ __all__ = [
     "bin_dir",
     "find_python",
     "provision",
+    "provision_debian",
     "provision_node",
     "provision_python",
     "version_problem",
@@ -57,4 +61,6 @@ def provision(name: str, version: str, *, cache: Path) -> Provisioned:
         return provision_node(version, cache=cache)
     if name == "python":
         return provision_python(version, cache=cache)
+    if name in TOOLCHAINS:
+        return provision_debian(name, version, cache=cache)
     raise RuntimeProvisionError(f"unknown runtime {name!r}; known: {', '.join(KNOWN)}")

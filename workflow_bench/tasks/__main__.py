@@ -17,6 +17,7 @@ from workflow_bench import argtypes
 from workflow_bench.runtimes import RuntimeProvisionError, find_python
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 from workflow_bench.taskspec.index_guard import refuse_committed_index
+from workflow_bench.taskspec.placeholder import placeholder_problems
 from workflow_bench.taskspec.spec import TaskFileError, bind_tasks, load_task_file
 from workflow_bench.toolkit.comparator import ComparatorError, plugin_name
 from workflow_bench.toolkit.manifest import load_toolkit
@@ -29,9 +30,16 @@ from .agents import AGENTS, AgentScriptError, agent_script
 from .check import DEFAULT_REPEATS, CheckSettings, check_tasks, render_table
 from .deps import SANDBOX_PYTHON, DependencyBuildError, build_dependencies, build_node_modules, find_uv
 
+DESCRIPTION = (
+    "Write and check tasks: new (a task from a known fix), import (tasks from other benchmarks), "
+    "build-corpus (the real-world corpus from a recipe), check (self-check every task and lock its "
+    "expected tests), agent-script (a scripted oracle or no-op agent), deps (a dependency tree). "
+    "Exit codes: 0 done, 1 a task cannot discriminate, 2 bad arguments or input (nothing run)."
+)
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=argtypes.prog("tasks"), description=__doc__)
+    parser = argparse.ArgumentParser(prog=argtypes.prog("tasks"), description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser(
         "check",
@@ -93,24 +101,38 @@ def build_parser() -> argparse.ArgumentParser:
         "deps",
         help="build a pinned sandbox_dependencies tree: python (wheels for the sandbox's python) or node "
         "(the project's lockfile into its node_modules)",
+        description="build a pinned sandbox_dependencies tree; name its kind: `deps python --help`, "
+        "`deps node --help`",
     )
-    deps.add_argument("ecosystem", nargs="?", choices=("python", "node"), default="python")
-    deps.add_argument("--requirements", type=Path, help="python: requirements file, every line name==version")
-    deps.add_argument("--out", type=Path, help="python: new directory, inside the task repo's working tree")
-    deps.add_argument("--uv", help="python: uv binary (default: $UV, else uv on PATH, else the cache's)")
-    deps.add_argument(
+    kinds = deps.add_subparsers(dest="ecosystem", required=True, metavar="{python,node}")
+    python = kinds.add_parser(
+        "python", help="wheels for the sandbox's python", description="wheels for the sandbox's python, "
+        "from a requirements file of name==version lines, into a new directory of the task repository"
+    )  # fmt: skip
+    python.add_argument(
+        "--requirements", type=Path, required=True, help="requirements file, every line name==version"
+    )
+    python.add_argument(
+        "--out", type=Path, required=True, help="new directory, inside the task repo's working tree"
+    )
+    python.add_argument("--uv", help="uv binary (default: $UV, else uv on PATH, else the cache's)")
+    python.add_argument(
         "--python",
         metavar="VERSION",
-        help="python: build for the task's python runtime (3.12: found as `runtimes: {python: ...}` "
-        "finds it) instead of the sandbox's /usr/bin/python3",
+        help="build for the task's python runtime (3.12: found as `runtimes: {python: ...}` finds it) "
+        "instead of the sandbox's /usr/bin/python3",
     )
-    deps.add_argument(
-        "--project", type=Path, help="node: the directory holding package.json and its lockfile"
+    node = kinds.add_parser(
+        "node", help="the project's lockfile into its node_modules",
+        description="install the project's lockfile (npm, pnpm or yarn) into its node_modules",
+    )  # fmt: skip
+    node.add_argument(
+        "--project", type=Path, required=True, help="the directory holding package.json and its lockfile"
     )
-    deps.add_argument(
+    node.add_argument(
         "--allow-scripts",
         action="store_true",
-        help="node: run the packages' install scripts (off: they would run on this host, not in the sandbox)",
+        help="run the packages' install scripts (off: they would run on this host, not in the sandbox)",
     )
     return parser
 
@@ -138,6 +160,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             tasks = len({cell["match"]["task"] for cell in script["cells"]})
             print(f"wrote the {args.agent} agent for {tasks} task(s) to {args.out}")
             return 0
+        if problems := placeholder_problems((b.spec.task_id, b.spec.prompt) for b in bindings):
+            print("error: " + "\n".join(problems), file=sys.stderr)
+            return 2
         toolkit = load_toolkit(args.toolkit)
         refuse_committed_index(bindings, toolkit)
         check_paths_fit()
@@ -172,17 +197,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _deps(args: argparse.Namespace) -> int:
-    wanted = ("requirements", "out") if args.ecosystem == "python" else ("project",)
-    others = ("project", "allow_scripts") if args.ecosystem == "python" else ("requirements", "out", "python")
-    missing = [f"--{n}" for n in wanted if getattr(args, n) is None]
-    stray = [f"--{n.replace('_', '-')}" for n in others if getattr(args, n) not in (None, False)]
-    if missing or stray:
-        print(
-            f"error: deps {args.ecosystem} needs {' '.join(f'--{n}' for n in wanted)}"
-            + (f"; {' '.join(stray)} belong to the other ecosystem" if stray else ""),
-            file=sys.stderr,
-        )
-        return 2
     try:
         if args.ecosystem == "python":
             python = SANDBOX_PYTHON

@@ -61,11 +61,11 @@ from workflow_bench.workspace.paths import make_cell_dir
 from workflow_bench.workspace.remove import remove_tree
 
 from .check_expected import Probe, discrimination_problems, record
+from .output_tail import output_tail
 
 DEFAULT_REPEATS = 3  # the brief's determinism bar: three fresh clones, identical verdicts
 SETUP_TIMEOUT_S = 600  # keep in sync with cells.run.SETUP_TIMEOUT_S
 PATCH_TIMEOUT_S = 120
-OUTPUT_TAIL_LINES = 8  # enough for a traceback's last frame and the error line
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,8 +191,7 @@ def probe_lines(probe: Probe) -> list[str]:
         # A run that reported no test at all failed before its tests (a missing plugin, a config
         # error): its last lines say why. Only verify's output exists; the oracle's is never kept.
         if not outcome.passed and not (outcome.tests or ()) and outcome.output.strip():
-            tail = outcome.output.strip().splitlines()[-OUTPUT_TAIL_LINES:]
-            lines += [f"  {name} output: {line[:300]}" for line in tail]
+            lines += [f"  {name} output: {line[:300]}" for line in output_tail(outcome.output)]
     return lines
 
 

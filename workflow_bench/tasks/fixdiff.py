@@ -20,7 +20,7 @@ import re
 import secrets
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from workflow_bench.process import ProcessError
@@ -297,3 +297,21 @@ def _blob(repo: Path, tree: str, path: str, *, max_bytes: int = MAX_FILE_BYTES) 
     if len(result.stdout) > max_bytes:
         raise FixError(f"the fix's {path} is over {max_bytes} bytes; an oracle file holds at most that")
     return result.stdout
+
+
+def with_named_tests(split: FixSplit, base: TreeView, paths: Sequence[str]) -> FixSplit:
+    """``split`` with ``paths`` among its test files: test files the fix leaves unchanged that
+    exercise it (its test side is a fixture they read), with their base bytes; ``FixError``
+    (message starting with the path) for one the fix changes as code or the base lacks."""
+    have = {p for p, _ in split.test_files}
+    extra: list[tuple[str, bytes]] = []
+    for path in paths:
+        if path in have:
+            continue
+        if path in set(split.source_paths):
+            raise FixError(f"{path}: the fix changes it as code, not as a test")
+        data = base.read(path)
+        if data is None:
+            raise FixError(f"{path}: no such file at the base commit")
+        extra.append((path, data))
+    return replace(split, test_files=(*split.test_files, *extra)) if extra else split

@@ -20,7 +20,6 @@ Callers: ``python -m workflow_bench.tasks new``, ``tasks.recipes``, tests.
 
 from __future__ import annotations
 
-import json
 import re
 import string
 from collections.abc import Mapping, Sequence
@@ -34,14 +33,16 @@ from workflow_bench.taskspec.schema import TASK_ID_PATTERN
 from workflow_bench.workspace.git import query_git
 
 from .draft import TaskDraft
-from .fixdiff import FixError, FixSplit, TreeView, split_fix
+from .fixdiff import FixError, FixSplit, TreeView, split_fix, with_named_tests
 from .frameworks import (
+    ECOSYSTEMS,
     FRAMEWORKS,
     Framework,
     FrameworkError,
     detect_framework,
+    ecosystem_of,
+    facts,
     overlay_oracle,
-    python_import_roots,
     runner_options,
     test_command_problem,
     visible_tests,
@@ -50,8 +51,6 @@ from .frameworks import (
 DEFAULT_TEMPLATE = Path(__file__).with_name("prompt-template.txt")
 DEFAULT_CLASS = "investigation-bug"
 MAX_TEMPLATE_BYTES = 64 * 1024
-# Where a working tree's dependency trees usually are, per ecosystem: mounted when present.
-DEFAULT_TREES = {"python": (".wfbench-deps",), "node": ("node_modules",)}
 TEMPLATE_FIELDS = ("repo_name", "modules", "source_files", "test_framework", "commit_subject")
 
 
@@ -80,6 +79,8 @@ class NewTask:
     prompt: str | None = None
     prompt_template: Path | None = None
     exclude: tuple[str, ...] = ()
+    oracle_tests: tuple[str, ...] = ()
+    """Test files the fix leaves unchanged that exercise it (its test side is a fixture)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,10 @@ def draft_task(request: NewTask) -> Drafted:
     except FixError as exc:
         raise NewTaskError(str(exc)) from None
     base = TreeView.of(repo, split.base_sha)
+    try:
+        split = with_named_tests(split, base, request.oracle_tests)
+    except FixError as exc:
+        raise NewTaskError(f"--oracle-test {exc}") from None
     task_id = request.task_id or _default_id(repo, split)
     if not TASK_ID_PATTERN.fullmatch(task_id):
         raise NewTaskError(f"--id {task_id!r} does not match {TASK_ID_PATTERN.pattern}")
@@ -140,8 +145,16 @@ def draft_task(request: NewTask) -> Drafted:
         entry["setup"] = request.setup
     if plan.dependencies:
         entry["sandbox_dependencies"] = [{"source": s, "target": t} for s, t in plan.dependencies]
-    if request.runtimes:
-        entry["runtimes"] = dict(request.runtimes)
+    runtimes = dict(request.runtimes)
+    default = FRAMEWORKS[plan.framework].runtime if plan.framework in FRAMEWORKS else None
+    if default is not None and default[0] not in runtimes:
+        runtimes[default[0]] = default[1]
+        decisions.append(
+            f"runtimes: {default[0]} {default[1]} ({plan.framework}'s toolchain, provisioned by the harness "
+            "into its cache; --runtime overrides)"
+        )
+    if runtimes:
+        entry["runtimes"] = runtimes
     entry["oracle"] = {
         "command": plan.oracle,
         "files": [{"source": f"oracles/{task_id}/{path}", "target": path} for path, _ in split.test_files],
@@ -181,7 +194,8 @@ def _test_plan(request: NewTask, repo: Path, base: TreeView, split: FixSplit, de
     if not runnable:
         raise NewTaskError(
             f"none of the fix's test-side files is a test file {framework.name} runs "
-            f"({', '.join(p for p, _ in split.test_files)}); give --test-command"
+            f"({', '.join(p for p, _ in split.test_files)}): name the test files that exercise the fix "
+            "with --oracle-test (a fix whose test side is a fixture), or give --test-command"
         )
     dependencies = _dependencies(request, repo, framework, decisions)
     pythonpath = _pythonpath(framework, repo, base, split, dependencies)
@@ -198,6 +212,7 @@ def _test_plan(request: NewTask, repo: Path, base: TreeView, split: FixSplit, de
     )
     if request.verify is not None:
         decisions.append("verify: as given (--verify)")
+        decisions.append(f"oracle command: {oracle_command}")
         return _Plan(framework.name, request.verify, oracle_command, dependencies)
     modified = [c.path for c in split.changed if c.is_test and c.status == "M"]
     visible, why = visible_tests(framework, base, modified_tests=modified, source_paths=split.source_paths)
@@ -212,6 +227,8 @@ def _test_plan(request: NewTask, repo: Path, base: TreeView, split: FixSplit, de
             "--no-typecheck drops it)"
         )
     decisions.append(f"verify: {', '.join(visible)} ({why})")
+    decisions.append(f"verify command: {verify}")
+    decisions.append(f"oracle command: {oracle_command}")
     return _Plan(framework.name, verify, oracle_command, dependencies)
 
 
@@ -221,9 +238,12 @@ def _framework(
     if request.test_command is not None:
         if problem := test_command_problem(request.test_command):
             raise NewTaskError(problem)
+        # The detected ecosystem stays: its dependency trees are mounted and its type check runs
+        # (--dependency / --no-typecheck say otherwise); only the command is the user's.
+        ecosystems = {e for p, _ in split.test_files if (e := ecosystem_of(p)) is not None}
         custom = Framework(
             "custom",
-            "any",
+            ecosystems.pop() if len(ecosystems) == 1 else "any",
             lambda path, data: any(f.runs(path, data) for f in FRAMEWORKS.values()),
             request.test_command.replace("{", "{{").replace("}", "}}").replace("{{files}}", "{files}"),
             "as given (--test-command)",
@@ -237,17 +257,23 @@ def _framework(
         decisions.append(f"framework: {chosen.name} (--framework): {chosen.why}")
         return chosen
     try:
-        found = detect_framework(base, split.test_files, vitest_major=_vitest_major(repo, request))
+        found = detect_framework(base, split.test_files, facts=_facts(request, repo, split))
     except FrameworkError as exc:
         raise NewTaskError(str(exc)) from None
     decisions.append(f"framework: {found.framework.name} ({'; '.join(found.reasons)}): {found.framework.why}")
     return found.framework
 
 
-def _dependency_roots(request: NewTask, ecosystem: str) -> tuple[tuple[str, str], ...] | None:
-    if request.dependencies is not None:
-        return request.dependencies
-    return None if ecosystem not in DEFAULT_TREES else tuple((d, d) for d in DEFAULT_TREES[ecosystem])
+def _facts(request: NewTask, repo: Path, split: FixSplit) -> Mapping[str, object]:
+    """What the fix's ecosystem's detection reads of the working tree (vitest's major version)."""
+    ecosystems = {e for p, _ in split.test_files if (e := ecosystem_of(p)) is not None}
+    if len(ecosystems) != 1:
+        return {}
+    (name,) = ecosystems
+    trees = (
+        [s for s, _ in request.dependencies] if request.dependencies is not None else ECOSYSTEMS[name].trees
+    )
+    return facts(name, repo, trees)
 
 
 def _dependencies(
@@ -261,24 +287,15 @@ def _dependencies(
             f"dependencies: {', '.join(f'{s} -> {t}' for s, t in request.dependencies)} (--dependency)"
         )
         return request.dependencies
-    found = tuple((d, d) for d in DEFAULT_TREES.get(framework.ecosystem, ()) if (repo / d).is_dir())
-    needs = {
-        "pytest": ".wfbench-deps",
-        "vitest": "node_modules",
-        "vitest-junit": "node_modules",
-        "jest": "node_modules",
-    }
-    missing = needs.get(framework.name)
+    ecosystem = ECOSYSTEMS.get(framework.ecosystem)
+    trees = ecosystem.trees if ecosystem is not None else ()
+    found = tuple((d, d) for d in trees if (repo / d).is_dir())
+    missing = framework.needs_tree
     if missing is not None and not found:
-        hint = (
-            "python -m workflow_bench.tasks deps python --requirements REQUIREMENTS "
-            f"--out {repo}/.wfbench-deps"
-            if missing == ".wfbench-deps"
-            else f"python -m workflow_bench.tasks deps node --project {repo}"
-        )
+        hint = ecosystem.tree_hint.format(repo=repo) if ecosystem is not None else ""
         raise NewTaskError(
             f"{framework.name} needs {missing} in {repo}'s working tree (the sandbox has no network and "
-            f"no {'pytest' if missing == '.wfbench-deps' else 'packages'} of its own): "
+            f"no {'pytest' if framework.ecosystem == 'python' else 'packages'} of its own): "
             f"build it with `{hint}`, "
             "or name another tree with --dependency"
         )
@@ -292,22 +309,11 @@ def _dependencies(
 def _pythonpath(
     framework: Framework, repo: Path, base: TreeView, split: FixSplit, dependencies: Sequence[tuple[str, str]]
 ) -> tuple[str, ...]:
-    if framework.ecosystem not in ("python", "any") or framework.name == "custom":
+    ecosystem = ECOSYSTEMS.get(framework.ecosystem)
+    if ecosystem is None or ecosystem.import_roots is None or framework.name == "custom":
         return ()
     site = tuple(f"{t}/site-packages" for s, t in dependencies if (repo / s / "site-packages").is_dir())
-    return (*python_import_roots(base, split.source_paths), *site)
-
-
-def _vitest_major(repo: Path, request: NewTask) -> int | None:
-    for source, _ in _dependency_roots(request, "node") or ():
-        manifest = repo / source / "vitest" / "package.json"
-        try:
-            version = json.loads(read_bounded(manifest, max_bytes=256 * 1024)).get("version", "")
-        except (OSError, ValueError, InputFileError):
-            continue
-        if match := re.match(r"(\d+)\.", str(version)):
-            return int(match.group(1))
-    return None
+    return (*ecosystem.import_roots(base, split.source_paths), *site)
 
 
 def _typecheck(
@@ -317,12 +323,10 @@ def _typecheck(
     framework: Framework,
     dependencies: Sequence[tuple[str, str]],
 ) -> str | None:
-    if not request.typecheck or framework.ecosystem != "node" or not base.has("tsconfig.json"):
+    ecosystem = ECOSYSTEMS.get(framework.ecosystem)
+    if not request.typecheck or ecosystem is None or ecosystem.typecheck is None:
         return None
-    for source, target in dependencies:
-        if PurePosixPath(target).name == "node_modules" and (repo / source / ".bin" / "tsc").exists():
-            return f"./{target}/.bin/tsc -p . --noEmit"
-    return None
+    return ecosystem.typecheck(repo, base, dependencies)
 
 
 def _read_patch(path: Path) -> bytes:
@@ -338,6 +342,15 @@ def _default_id(repo: Path, split: FixSplit) -> str:
     suffix = split.fix_ref[:8] if not split.fix_ref.startswith("patch ") else Path(split.fix_ref[6:]).stem
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{repo.name}-{suffix}").strip("-._")
     return slug[:128] or "task"
+
+
+def project_name(repo: Path) -> str:
+    """The project's name: its ``origin`` remote's last path part (``parse`` for
+    ``https://github.com/r1chardj0n3s/parse.git``), else the working tree's directory name (a
+    clone's directory is often named after a task, a ticket or a temporary path)."""
+    ok, url = query_git(["config", "--get", "remote.origin.url"], cwd=repo)
+    name = re.sub(r"\.git$", "", url.strip().rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]) if ok else ""
+    return name or repo.name
 
 
 class _Fields(dict[str, str]):
@@ -359,7 +372,7 @@ def _prompt(request: NewTask, repo: Path, split: FixSplit, framework: str, decis
     if not split.fix_ref.startswith("patch "):
         _, subject = query_git(["log", "-1", "--format=%s", split.fix_ref], cwd=repo)
     fields = _Fields(
-        repo_name=repo.name,
+        repo_name=project_name(repo),
         modules=", ".join(f"`{m}`" for m in modules),
         source_files=", ".join(f"`{p}`" for p in split.source_paths),
         test_framework=framework,
@@ -370,7 +383,8 @@ def _prompt(request: NewTask, repo: Path, split: FixSplit, framework: str, decis
     except (ValueError, IndexError) as err:
         raise NewTaskError(f"--prompt-template {template_path}: {err}") from None
     decisions.append(
-        f"prompt: from {template_path.name}; edit it in the task file to describe the problem as a user "
+        f"prompt: from {template_path.name}; edit it in the task file (tasks check and the runner refuse "
+        "the placeholder) to describe the problem as a user "
         "would report it (the commit message is not used: it usually names the fix)"
     )
     return prompt

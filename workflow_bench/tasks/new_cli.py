@@ -13,8 +13,10 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from workflow_bench.workspace.remove import remove_tree
+
 from .check import render_table
-from .draft import DraftError, TaskDraft, commit, preflight, stage
+from .draft import DraftError, TaskDraft, commit, dump_tasks, preflight, stage
 from .frameworks import FRAMEWORKS
 from .new import DEFAULT_CLASS, DEFAULT_TEMPLATE, TEMPLATE_FIELDS, Drafted, NewTask, NewTaskError, draft_task
 from .selfcheck import CheckOptions, SelfCheckError, bind_one_by_one, run_self_check
@@ -32,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tasks",
         required=True,
         type=Path,
-        help="the task file to add the task to (created if missing, with its directory)",
+        help="the task file to add the task to (created, with its directory, if missing)",
     )
     parser.add_argument("--id", dest="task_id", help="task id (default: <repo name>-<fix sha>)")
     parser.add_argument(
@@ -61,6 +63,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="NAME=VERSION",
         help="an interpreter the task needs (node=22.12.0, python=3.12)",
+    )
+    parser.add_argument(
+        "--oracle-test",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a test file that exercises the fix though the fix does not change it (a fix whose test "
+        "side is a fixture the file reads): run by the oracle, staged from the base",
     )
     parser.add_argument("--setup", help="a setup command run in the sandbox before the agent")
     prompt = parser.add_mutually_exclusive_group()
@@ -111,6 +121,7 @@ def request_from(args: argparse.Namespace) -> NewTask:
         prompt=args.prompt,
         prompt_template=args.prompt_template,
         exclude=tuple(args.exclude),
+        oracle_tests=tuple(args.oracle_test),
     )
 
 
@@ -137,6 +148,8 @@ def create(
 ) -> tuple[int, TaskDraft | None]:
     """Draft, self-check and (if it discriminates) write the task: (exit code, the draft written)."""
     tasks_file = Path(request.tasks_file).expanduser().absolute()
+    if tasks_file.is_dir():
+        raise NewTaskError(f"--tasks {request.tasks_file}: a directory, not a task file")
     drafted = draft_task(request)
     with _task_directory(tasks_file, request.tasks_file) as written:
         code, draft = _check_and_write(drafted, tasks_file, options, progress=progress)
@@ -182,7 +195,16 @@ def _check_and_write(
         progress(render_table(results))
         if not results or not results[0].discriminates:
             reasons = "; ".join(results[0].problems) if results else "nothing was judged"
-            progress(f"[new] refused: the task does not discriminate, nothing written: {reasons}")
+            kept = keep_refused(drafted.draft, tasks_file)
+            progress(
+                f"[new] refused: the task does not discriminate, nothing written to {tasks_file.name}: "
+                f"{reasons}"
+            )
+            progress(
+                f"[new] the refused draft is kept in {kept.parent} (its verify and oracle commands in "
+                f"{kept.name}); edit it and re-run it with "
+                f"`python -m workflow_bench.tasks check --tasks {kept}`"
+            )
             return 1, None
         try:
             commit([drafted.draft], tasks_file, locks)
@@ -194,6 +216,21 @@ def _check_and_write(
         f"its expected tests in {tasks_file.stem}.lock.json); edit its prompt, then run it"
     )
     return 0, drafted.draft
+
+
+def keep_refused(draft: TaskDraft, tasks_file: Path) -> Path:
+    """The refused draft as a task file of its own, beside the task file (in
+    ``<stem>.refused/<id>/``, replacing an earlier refusal of that id): its path."""
+    root = tasks_file.parent / f"{tasks_file.stem}.refused" / draft.task_id
+    if root.exists():
+        remove_tree(root)
+    for relative, data in draft.files:
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    path = root / "tasks.yaml"
+    path.write_text(dump_tasks([draft.entry_for(root)]), encoding="utf-8")
+    return path
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,0 +1,158 @@
+"""Tasks in languages whose toolchain the harness provisions: ``tasks new`` alone, end to end.
+
+A standard-library Go module with an upstream-style fix commit (the fix's code and a new
+``_test.go`` beside it): ``tasks new`` with no option beyond where to write (and the prompt)
+detects ``go test``, gives the task the ``go`` runtime (Debian's golang package, fetched once into
+the cache: nothing installed on the host), self-checks it (base oracle fails, reference passes,
+sentinels as planned) and locks it; the oracle agent then resolves the task and the no-op agent
+does not, and every row records the go runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.builders import agent_sweep, git_in
+from tests.conftest import short_dir
+from workflow_bench.tasks.__main__ import main as tasks_main
+
+pytestmark = pytest.mark.e2e
+PROMPT = "Clamp returns the lower bound for values above the range; it should return the upper bound.\n"
+GO_BASE = {
+    "go.mod": "module example.com/calc\n\ngo 1.19\n",
+    "calc/calc.go": (
+        "package calc\n\n// Clamp limits v to [lo, hi].\nfunc Clamp(v, lo, hi int) int {\n"
+        "\tif v < lo {\n\t\treturn lo\n\t}\n\tif v > hi {\n\t\treturn lo\n\t}\n\treturn v\n}\n"
+    ),
+    "calc/calc_test.go": (
+        'package calc\n\nimport "testing"\n\nfunc TestClampLow(t *testing.T) {\n'
+        '\tif got := Clamp(-5, 0, 10); got != 0 {\n\t\tt.Fatalf("got %d", got)\n\t}\n}\n'
+    ),
+}
+GO_FIX = {
+    "calc/calc.go": GO_BASE["calc/calc.go"].replace("v > hi {\n\t\treturn lo", "v > hi {\n\t\treturn hi"),
+    "calc/clamp_high_test.go": (
+        'package calc\n\nimport "testing"\n\nfunc TestClampHigh(t *testing.T) {\n'
+        '\tif got := Clamp(50, 0, 10); got != 10 {\n\t\tt.Fatalf("got %d, want 10", got)\n\t}\n}\n'
+    ),
+}
+
+
+RUST_BASE = {
+    "Cargo.toml": '[package]\nname = "clampy"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n',
+    "src/lib.rs": "pub mod clamp;\n",
+    "src/clamp.rs": (
+        "/// Limits v to [lo, hi].\npub fn clamp(v: i32, lo: i32, hi: i32) -> i32 {\n"
+        "    if v < lo {\n        lo\n    } else if v > hi {\n        lo\n    } else {\n        v\n    }\n}\n"
+    ),
+    "tests/clamp.rs": (
+        "use clampy::clamp::clamp;\n\n#[test]\nfn low() {\n    assert_eq!(clamp(-5, 0, 10), 0);\n}\n"
+    ),
+}
+RUST_FIX = {
+    "src/clamp.rs": RUST_BASE["src/clamp.rs"].replace("v > hi {\n        lo", "v > hi {\n        hi"),
+    "tests/clamp_high.rs": (
+        "use clampy::clamp::clamp;\n\n#[test]\nfn high() {\n    assert_eq!(clamp(50, 0, 10), 10);\n}\n"
+    ),
+}
+
+
+def _repo(root: Path, base: dict[str, str], fix: dict[str, str]) -> Path:
+    root.mkdir(parents=True)
+    git_in(root, "init", "-q", "-b", "main")
+    for files, message in ((base, "base"), (fix, "fix: the upper bound")):
+        for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text)
+        git_in(root, "add", "-A")
+        git_in(root, "commit", "-q", "-m", message)
+    return root
+
+
+def _new_task(root: Path, base: dict[str, str], fix: dict[str, str], task_id: str) -> Path:
+    repo = _repo(root / task_id, base, fix)
+    tasks = root / "tasks" / "tasks.yaml"
+    tasks.parent.mkdir()
+    argv = ["new", "--repo", str(repo), "--base", "HEAD~1", "--fix", "HEAD", "--tasks", str(tasks)]
+    with short_dir() as tmpdir, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tempfile, "tempdir", str(tmpdir))
+        assert tasks_main([*argv, "--prompt", PROMPT, "--id", task_id, "--repeats", "1"]) == 0
+    return tasks
+
+
+@pytest.fixture(scope="module")
+def go_task(tmp_path_factory, bwrap_bin) -> Path:
+    return _new_task(tmp_path_factory.mktemp("go"), GO_BASE, GO_FIX, "calc-clamp")
+
+
+@pytest.fixture(scope="module")
+def rust_task(tmp_path_factory, bwrap_bin) -> Path:
+    return _new_task(tmp_path_factory.mktemp("rust"), RUST_BASE, RUST_FIX, "clampy-clamp")
+
+
+def test_tasks_new_writes_a_go_task_with_its_runtime_and_sealed_lock(go_task) -> None:
+    (task,) = yaml.safe_load(go_task.read_text())["tasks"]
+    assert task["runtimes"] == {"go": "1.19"}
+    assert "$WORKFLOW_BENCH_GO_TEST" in task["verify"] and task["verify"].endswith(" ./calc")
+    assert [f["target"] for f in task["oracle"]["files"]] == ["calc/clamp_high_test.go"]
+    entry = json.loads(go_task.with_name("tasks.lock.json").read_text())["tasks"]["calc-clamp"]
+    assert entry["oracle"]["passed"] == [
+        "example.com/calc/calc::TestClampHigh",
+        "example.com/calc/calc::TestClampLow",
+    ]
+    assert entry["oracle_sealed"] == ["calc/clamp_high_test.go"]
+    (runtime,) = entry["subject"]["runtimes"]
+    assert runtime["name"] == "go" and runtime["version"] == "1.19" and len(runtime["digest"]) == 64
+
+
+def test_the_oracle_agent_resolves_the_go_task_and_the_noop_agent_does_not(
+    go_task, tmp_path, claude_bin, private_tmpdir, capsys
+) -> None:
+    code, solved = agent_sweep(go_task, "oracle", tmp_path, "--arms", "baseline")
+    capsys.readouterr()
+    assert code == 0 and [r["task"] for r in solved] == ["calc-clamp"]
+    (row,) = solved
+    assert row["resolved"] is True, (row["error_kind"], row["error_detail"], row["oracle_output"])
+    assert row["oracle_sealed"] is True and row["oracle_tests_passed"] == 2
+    assert [r["name"] for r in row["task_runtimes"]] == ["go"]
+    code, untouched = agent_sweep(go_task, "noop", tmp_path, "--arms", "baseline")
+    capsys.readouterr()
+    (row,) = untouched
+    assert row["resolved"] is False and row["error_kind"] == "oracle-failed", row["error_detail"]
+    assert "example.com/calc/calc::TestClampHigh" in row["oracle_output"]
+    assert [r["name"] for r in row["task_runtimes"]] == ["go"]
+
+
+def test_tasks_new_writes_a_rust_task_with_its_runtime_and_sealed_lock(rust_task) -> None:
+    (task,) = yaml.safe_load(rust_task.read_text())["tasks"]
+    assert task["runtimes"] == {"rust": "1.63"}
+    assert "$WORKFLOW_BENCH_CARGO_TEST" in task["verify"] and task["verify"].endswith(" clamp")
+    assert task["oracle"]["command"].endswith('"$WORKFLOW_BENCH_CARGO_TEST" clamp_high')
+    entry = json.loads(rust_task.with_name("tasks.lock.json").read_text())["tasks"]["clampy-clamp"]
+    assert entry["oracle"]["passed"] == ["clamp_high::high"] and entry["verify"]["passed"] == ["clamp::low"]
+    assert entry["oracle_sealed"] == ["tests/clamp_high.rs"]
+    assert [r["name"] for r in entry["subject"]["runtimes"]] == ["rust"]
+
+
+def test_the_oracle_agent_resolves_the_rust_task_and_the_noop_agent_does_not(
+    rust_task, tmp_path, claude_bin, private_tmpdir, capsys
+) -> None:
+    code, solved = agent_sweep(rust_task, "oracle", tmp_path, "--arms", "baseline")
+    capsys.readouterr()
+    (row,) = solved
+    assert code == 0 and row["resolved"] is True, (
+        row["error_kind"],
+        row["error_detail"],
+        row["oracle_output"],
+    )
+    assert row["oracle_sealed"] is True and [r["name"] for r in row["task_runtimes"]] == ["rust"]
+    code, untouched = agent_sweep(rust_task, "noop", tmp_path, "--arms", "baseline")
+    capsys.readouterr()
+    (row,) = untouched
+    assert row["resolved"] is False and row["error_kind"] == "oracle-failed", row["error_detail"]
+    assert "clamp_high::high" in row["oracle_output"]

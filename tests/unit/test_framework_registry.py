@@ -1,0 +1,161 @@
+"""The framework registry: every framework is one module's declaration, and the places that used
+to branch on a framework's name read it from there (detection, test configuration, sentinels,
+the judge's kit, runtimes)."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from workflow_bench import frameworks
+from workflow_bench.judging import sentinels
+from workflow_bench.runtimes import KNOWN, version_problem
+from workflow_bench.tasks.frameworks import FrameworkError, detect_framework
+from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
+
+pytestmark = pytest.mark.unit
+GO_TEST = b'package calc\n\nimport "testing"\n\nfunc TestX(t *testing.T) {}\n'
+
+
+class Base:
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = files
+
+    @property
+    def paths(self) -> list[str]:
+        return list(self.files)
+
+    def has(self, path: str) -> bool:
+        return path in self.files
+
+    def text(self, path: str) -> str:
+        return self.files.get(path, "")
+
+    def read(self, path: str) -> bytes | None:
+        return self.files[path].encode() if path in self.files else None
+
+
+def test_every_framework_names_a_registered_ecosystem_its_kit_files_and_a_known_runtime() -> None:
+    assert set(frameworks.FRAMEWORKS) >= {
+        "pytest",
+        "unittest",
+        "vitest",
+        "jest",
+        "node-test",
+        "go-test",
+        "cargo-test",
+    }
+    for framework in frameworks.FRAMEWORKS.values():
+        assert framework.ecosystem in frameworks.ECOSYSTEMS, framework.name
+        for name in framework.kit.values():
+            assert (frameworks.KIT / name).is_file(), name
+        if framework.runtime is not None:
+            assert framework.runtime[0] in KNOWN and version_problem(*framework.runtime) is None
+
+
+@pytest.mark.parametrize(
+    ("files", "tests", "expected"),
+    [
+        ({"go.mod": "module m\n"}, [("calc/x_test.go", GO_TEST)], "go-test"),
+        ({"Cargo.toml": "[package]\n"}, [("tests/clamp.rs", b"#[test] fn a() {}")], "cargo-test"),
+        (
+            {"pyproject.toml": "[tool.pytest.ini_options]\n"},
+            [("tests/test_a.py", b"def test_a(): pass")],
+            "pytest",
+        ),
+    ],
+)
+def test_detection_is_the_ecosystems_own(files, tests, expected) -> None:
+    assert detect_framework(Base(files), tests).framework.name == expected
+
+
+def test_go_without_a_module_and_rust_without_an_integration_target_are_refused_with_why() -> None:
+    with pytest.raises(FrameworkError, match=r"go\.mod"):
+        detect_framework(Base({}), [("x_test.go", GO_TEST)])
+    with pytest.raises(FrameworkError, match="integration test target"):
+        detect_framework(Base({"Cargo.toml": ""}), [("src/tests/a.rs", b"")])
+
+
+def test_the_commands_name_go_packages_and_cargo_targets() -> None:
+    go = frameworks.FRAMEWORKS["go-test"].command(["a/b/x_test.go", "a/b/y_test.go", "z_test.go"])
+    assert go == 'python3 -I -B "$WORKFLOW_BENCH_GO_TEST" . ./a/b'
+    cargo = frameworks.FRAMEWORKS["cargo-test"].command(["tests/one.rs", "tests/two/main.rs"])
+    assert cargo == 'python3 -I -B "$WORKFLOW_BENCH_CARGO_TEST" one two'
+
+
+def test_the_oracle_restores_go_and_rust_configuration_with_python_and_node_s() -> None:
+    # judging.test_config's table, reached without importing a module named test_* (a hygiene rule)
+    is_test_config = importlib.import_module("workflow_bench.judging.test_config").is_test_config
+    for path in (
+        "go.mod",
+        "sub/go.work",
+        "Cargo.toml",
+        ".cargo/config.toml",
+        "build.rs",
+        "conftest.py",
+        "jest.config.js",
+    ):
+        assert is_test_config(path), path
+    assert not is_test_config("calc/calc.go") and not is_test_config("src/lib.rs")
+
+
+def _sealed(target: str, data: bytes) -> tuple[OracleSnapshot, sentinels.SentinelPlan]:
+    counter = iter(range(100))
+    snapshot = OracleSnapshot(command="true", files=(OracleFile.of(target, data),))
+    return sentinels.add_sentinels(snapshot, token=lambda _n: f"{next(counter):016x}")
+
+
+@pytest.mark.parametrize(
+    ("target", "data", "marks"),
+    [
+        ("calc/x_test.go", GO_TEST, (b"t.Errorf(", b"t.Fatal(", b"t.Skip(")),
+        ("tests/clamp.rs", b"#[test]\nfn a() {}\n", (b"assert_eq!(", b"panic!(", b"#[ignore]")),
+    ],
+)
+def test_go_and_rust_oracle_files_carry_the_planned_sentinels(target, data, marks) -> None:
+    snapshot, plan = _sealed(target, data)
+    assert [s.must for s in plan.sentinels] == list(sentinels.MUST) and plan.targets == (target,)
+    sealed = snapshot.files[0].data
+    assert sealed.startswith(data) and all(m in sealed for m in marks)
+    assert all(s.token.encode() in sealed for s in plan.sentinels)
+
+
+def test_a_go_file_without_the_testing_import_is_left_unsealed() -> None:
+    # Negative control of the writer's guard: the block would not compile there.
+    snapshot, plan = _sealed("x_test.go", b"package x\n")
+    assert plan.sentinels == () and snapshot.files[0].data == b"package x\n"
+
+
+def test_a_failed_run_that_ends_in_frames_shows_its_error_line() -> None:
+    from workflow_bench.tasks.output_tail import output_tail
+
+    jest = [
+        "● Validation Error:",
+        "  Could not resolve a module for a custom reporter.",
+        "  Module name: src/decode.spec.ts",
+        *(
+            f"    at normalizeReporters (/workspace/node_modules/jest-config/build/index.js:{n}:20)"
+            for n in range(12)
+        ),
+    ]
+    shown = output_tail("\n".join(jest))
+    assert "Could not resolve a module" in shown[0] and shown[1] == "…"
+    assert shown[-1] == jest[-1]
+    plain = ["line 1", "Error: boom", "done"]
+    assert output_tail("\n".join(plain)) == plain  # a tail that is not only frames is as it was
+
+
+def test_the_prompt_names_the_project_after_its_origin_not_the_clone_directory(tmp_path) -> None:
+    import subprocess
+
+    from workflow_bench.tasks.new import project_name
+
+    clone = tmp_path / "tmp-clone-4711"
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    assert project_name(clone) == "tmp-clone-4711"  # no remote: the directory
+    subprocess.run(
+        ["git", "-C", str(clone), "remote", "add", "origin", "https://github.com/r1chardj0n3s/parse.git"],
+        check=True,
+    )
+    assert project_name(clone) == "parse"
