@@ -49,9 +49,9 @@ def _lines(path: Path) -> list[dict]:
 
 
 def readme_command() -> list[str]:
-    text = (REPO_ROOT / "README.md").read_text()
+    text = (REPO_ROOT / "docs" / "evolve.md").read_text()
     match = re.search(r"uv run --locked python -m workflow_bench\.evolve[^\n`]*(?:\\\n[^\n`]*)*", text)
-    assert match, "README must hold the offline evolve command"
+    assert match, "docs/evolve.md must hold the offline evolve command"
     argv = shlex.split(match.group(0).replace("\\\n", " "))
     return argv[argv.index("workflow_bench.evolve") + 1 :]
 

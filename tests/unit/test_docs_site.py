@@ -36,7 +36,7 @@ def test_cli_reference_page_matches_every_commands_help():
 def _build(site: Path) -> subprocess.CompletedProcess[str]:
     mkdocs = Path(sys.executable).with_name("mkdocs")
     return subprocess.run(
-        [str(mkdocs), "build", "--strict", "--quiet", "--site-dir", str(site / "_site")],
+        [str(mkdocs), "build", "--strict", "--site-dir", str(site / "_site")],
         cwd=site,
         capture_output=True,
         text=True,

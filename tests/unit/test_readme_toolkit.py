@@ -15,7 +15,7 @@ from workflow_bench.toolkit.manifest import load_toolkit
 from workflow_bench.toolkit.spec import ToolkitError
 
 pytestmark = pytest.mark.unit
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "toolkits.md"  # the manual's toolkit page
 
 
 def readme_example() -> str:
