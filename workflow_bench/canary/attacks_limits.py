@@ -35,7 +35,14 @@ from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.providers.scripted import ScriptedProvider
 from workflow_bench.redaction import REDACTED
 from workflow_bench.rows.model import Row
-from workflow_bench.sandbox import HOME_SIZE_BYTES, TMP_SIZE_BYTES, CellLimits, Confinement, write_runtime_dir
+from workflow_bench.sandbox import (
+    HOME_SIZE_BYTES,
+    TMP_SIZE_BYTES,
+    CellLimits,
+    Confinement,
+    exec_only_copy,
+    write_runtime_dir,
+)
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.spec import Toolkit
 from workflow_bench.workspace.paths import make_work_root
@@ -322,6 +329,10 @@ def run_limit_cells(
         with planted() as (plant, _listener, sentinel):
             task = prepare_task_context(binding, toolkit=toolkit, dest=work_root / "template")
             runtime_dir = write_runtime_dir(work_root / "runtime")
+            # The sweep's one execute-only CLI copy (~400 MB) is made before any cell, as a
+            # sweep's first cell makes it: a fixed cost per sweep, not one of what a cell's
+            # agent wrote (the host-cost cell would count it as the harness's otherwise).
+            exec_only_copy(claude_bin, runtime_dir)
             for cell in cells:
                 console: list[str] = []
 
