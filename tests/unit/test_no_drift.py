@@ -247,3 +247,37 @@ def test_every_staging_name_is_masked_in_test_ids():
     assert staged, "no staging names found"
     for name in staged:
         assert _HARNESS_PATH.fullmatch(f".{name}-0123456789abcdef"), name
+
+
+_CONFLICT_MARKER = re.compile(r"^(<{7} |={7}$|>{7} )", re.MULTILINE)
+
+
+def conflict_markers(paths: list[Path]) -> list[str]:
+    """``path:line`` of every merge-conflict marker left in ``paths`` (text files only)."""
+    found = []
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for match in _CONFLICT_MARKER.finditer(text):
+            found.append(f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, match.start()) + 1}")
+    return found
+
+
+def _tracked_text_files() -> list[Path]:
+    suffixes = {".py", ".md", ".yml", ".yaml", ".toml", ".json", ".cjs", ".mjs", ".js", ".css", ".txt"}
+    tops = ("workflow_bench", "docs", "tests", "tools", "benchmarks", ".ci")
+    files = [p for top in tops for p in (ROOT / top).rglob("*") if p.is_file() and p.suffix in suffixes]
+    return [*files, ROOT / "README.md", ROOT / "mkdocs.yml", ROOT / "dev"]
+
+
+def test_no_merge_conflict_marker_is_left_in_the_tree():
+    assert conflict_markers(_tracked_text_files()) == []
+
+
+def test_a_left_conflict_marker_is_caught(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    page = tmp_path / "page.md"
+    page.write_text("one\n<<<<<<< HEAD\ntwo\n=======\nthree\n>>>>>>> branch\n")
+    assert conflict_markers([page]) == ["page.md:2", "page.md:4", "page.md:6"]
