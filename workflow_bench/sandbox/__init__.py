@@ -18,7 +18,15 @@ from typing import Protocol
 
 from workflow_bench.process import ProcessResult
 
-from ._bwrap import BwrapSandbox, Mount, ProcessBounds, RunPolicy, SandboxError, exec_only_copy, preflight_bwrap
+from ._bwrap import (
+    BwrapSandbox,
+    Mount,
+    ProcessBounds,
+    RunPolicy,
+    SandboxError,
+    exec_only_copy,
+    preflight_bwrap,
+)
 from ._cgroups import collect_stale_cgroups
 from ._confine import PROJECT_MASK_NAME, PROJECT_SETTINGS, Confinement
 from ._environment import (
