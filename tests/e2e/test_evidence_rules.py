@@ -1,7 +1,8 @@
 """Evidence rules through runner.main(): each cell of scripts/evidence-rules.yaml breaks one.
 
 - a plan session that leaves anything beside its one plan document -> plan-evidence-invalid;
-- a session that changes the seeded skills -> implementation-evidence-invalid;
+- a session that tries to move the seeded skills away -> refused (the harness's read-only
+  ``.claude``), judged as any unfixed cell;
 - a task setup that changes the seeded skills -> the cell fails before any session;
 - a "resolved" implementation cell that changed nothing but its plan -> no-work-produced;
 - a harness failure after the sessions finished keeps their usage and cost on the row.
@@ -41,9 +42,13 @@ def test_sessions_that_break_the_evidence_rules(task_file_for, tmp_path, bwrap_b
 
     work = rows[("trivial-amount-grouping", "workflow_direct")]
     (transcript,) = (out / "transcripts").glob("trivial-amount-grouping-workflow_direct-*.jsonl")
-    assert "MOVED-0" in tool_results(transcript.read_bytes())  # the move happened
-    assert work["error_kind"] == "implementation-evidence-invalid", work["error_detail"]
-    assert "skill files" in work["error_detail"] and work["resolved"] is False
+    # The session's .claude is the harness's read-only mount (issue 30): the move is refused, the
+    # seeded skills stay intact, and the cell is judged as any unfixed one. The fingerprint rule
+    # behind implementation-evidence-invalid still runs after every session (its check is the one
+    # the setup case below trips).
+    assert "MOVED-1" in tool_results(transcript.read_bytes()), tool_results(transcript.read_bytes())
+    assert work["error_kind"] == "oracle-failed", work["error_detail"]
+    assert work["resolved"] is False
 
 
 def test_setup_tamper_no_work_and_a_late_infra_error(task_file_for, tmp_path, bwrap_bin, claude_bin):

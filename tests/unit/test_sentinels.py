@@ -181,6 +181,55 @@ def test_javascript_sentinels_go_among_the_files_tests_with_their_binding() -> N
             assert f"'{sentinel.token}'" not in text  # never one of the file's own titles
 
 
+NODE_CONTEXT_ASSERT = """'use strict'
+const { test } = require('node:test')
+
+test('doubles small numbers', t => {
+  t.plan(1)
+  t.assert.strictEqual(2 * 2, 4)
+})
+
+test('doubles negative numbers', (t) => {
+  t.assert.strictEqual(-3 * 2, -6)
+})
+
+test('keeps zero as zero', async t => {
+  t.assert.deepStrictEqual([0 * 2], [0])
+})
+"""
+
+
+def _node_outcomes(tmp_path: Path, text: str) -> dict[str, str]:
+    """{title: passed/failed/skipped} as the real ``node --test`` reports it (TAP)."""
+    path = tmp_path / "a.test.js"
+    path.write_text(text)
+    out = subprocess.run(
+        ["node", "--test", "--test-reporter=tap", str(path)], capture_output=True, text=True, timeout=120
+    ).stdout
+    found = {}
+    for match in re.finditer(r"^\s*(not ok|ok) \d+ - (.*?)(?: # (SKIP).*)?$", out, re.MULTILINE):
+        verdict_word, title, skip = match.groups()
+        found[title] = "skipped" if skip else ("passed" if verdict_word == "ok" else "failed")
+    return found
+
+
+def test_node_test_context_assert_files_get_sentinels_through_the_test_parameter(tmp_path) -> None:
+    """``t.assert`` (node:test's context) binds no ``assert``: a sentinel calling a bare
+    ``assert.strictEqual`` throws whatever it must be (the must-pass one reported failed on every
+    honest run: fastify's process-warning). Written through the anchor's own parameter, node
+    reports each as planned, and the file's own tests still pass."""
+    for seed in range(6):
+        staged, plan = _stage(seed, text=NODE_CONTEXT_ASSERT, target="a.test.js")
+        assert "assert.strictEqual(" not in staged.replace("t.assert.", "")  # no unbound assert
+        reported = _node_outcomes(tmp_path, staged)
+        for sentinel in plan.sentinels:
+            assert reported.get(sentinel.token) == sentinel.must, (seed, sentinel, staged)
+        own = {t: o for t, o in reported.items() if t not in {s.token for s in plan.sentinels}}
+        assert own == dict.fromkeys(
+            ("doubles small numbers", "doubles negative numbers", "keeps zero as zero"), "passed"
+        ), (seed, reported)
+
+
 def test_a_tampered_line_is_tampering_and_a_malformed_one_no_evidence() -> None:
     evidence = RunEvidence(
         exit_code=0, complete=True, tests=(TestResult("a", "passed"),), tampered=("x replaced",)

@@ -471,9 +471,11 @@ class _CellRun:
 
     def _session_policy(self, relay_dir: Path) -> RunPolicy:
         mounts = [Mount(source=relay_dir, target=MODEL_SOCKET_DIR)]
-        if self.settings.harness.confinement.harness_settings_only:
+        if self.settings.harness.confinement.harness_settings_only and self.sandbox.kind == SandboxKind.BWRAP:
             # First, so the skills below are bound inside it: the session's .claude is the
             # harness's read-only directory (PROJECT_SETTINGS), whatever the agent wrote there.
+            # The host-unsafe backend has no mount namespace to bind it in (it is no boundary:
+            # review arms only, `--setting-sources=project` still applies).
             mask = self.settings.runtime_dir / PROJECT_MASK_NAME
             mounts.append(Mount(source=mask, target=f"{SANDBOX_WORKSPACE}/.claude"))
         empty = self.settings.runtime_dir / EMPTY_DIR_NAME

@@ -28,7 +28,13 @@ _TITLES = re.compile(r"\b(?:test|it|describe)(?:\.\w+)?\s*\(\s*(['\"`])([^'\"`\\
 _WORD = re.compile(r"[A-Za-z]+")
 _LITERAL = re.compile(r"""'([^'\\\n]{0,30})'|"([^"\\\n]{0,30})"|(?<![\w.])(-?\d+(?:\.\d+)?)(?![\w.])""")
 _HOOKS = re.compile(r"\b(?:beforeEach|beforeAll|before|afterEach)\s*\(")
-_ASSERT_METHOD = re.compile(r"\bassert\.(strictEqual|equal|deepStrictEqual|deepEqual)\s*\(")
+# ``assert.<method>(`` on a bound ``assert``; ``t.assert.<method>(`` is node:test's context form,
+# where ``assert`` is not bound at all (a sentinel calling it would throw, passed or not).
+_METHODS = r"(strictEqual|equal|deepStrictEqual|deepEqual)\s*\("
+_ASSERT_METHOD = re.compile(r"(?<![\w.$])assert\." + _METHODS)
+_CONTEXT_ASSERT = re.compile(r"(?<![\w.$])[A-Za-z_$][\w$]*\.assert\." + _METHODS)
+# The test function's one parameter, as the anchor writes it: ``t =>``, ``(t) =>``, ``async (t) =>``.
+_PARAM = re.compile(r"^\s*(?:async\s+)?(?:\(\s*(?P<p>[A-Za-z_$][\w$]*)\s*\)|(?P<q>[A-Za-z_$][\w$]*))\s*=>")
 _FILLER = ("value", "values", "input", "empty", "single", "many", "result", "basic", "case", "cases")
 
 
@@ -65,25 +71,37 @@ def write(data: bytes, rng: random.Random, taken: set[str]) -> tuple[bytes, list
 
 
 class _Style:
-    """How the file asserts: ``expect(…).toBe`` or ``assert.<method>``, else a thrown Error."""
+    """How the file asserts: ``expect(…).toBe``, ``assert.<method>`` or node:test's
+    ``t.assert.<method>`` (through the test's own parameter), else a thrown Error."""
 
     def __init__(self, text: str) -> None:
         self.expect = "expect(" in text
         method = _ASSERT_METHOD.search(text)
         self.assert_method = method.group(1) if method else None
+        context = _CONTEXT_ASSERT.search(text)
+        self.context_method = context.group(1) if context else None
+        self.param: str | None = None
+        """The anchor's test parameter, set per sentinel; ``t.assert`` is used only through it."""
+
+    def _library(self) -> str | None:
+        if self.assert_method:
+            return f"assert.{self.assert_method}"
+        if self.context_method and self.param:
+            return f"{self.param}.assert.{self.context_method}"
+        return None
 
     def failing(self, first: str, second: str, *, library: bool) -> str:
         if library and self.expect:
             return f"expect({first}).toBe({second})"
-        if library and self.assert_method:
-            return f"assert.{self.assert_method}({first}, {second})"
+        if library and (call := self._library()):
+            return f"{call}({first}, {second})"
         return f"{{ if ({first} !== {second}) throw new Error({first}); }}"
 
     def passing(self, value: str) -> str:
         if self.expect:
             return f"expect({value}).toBe({value})"
-        if self.assert_method:
-            return f"assert.{self.assert_method}({value}, {value})"
+        if call := self._library():
+            return f"{call}({value}, {value})"
         return "{}"
 
 
@@ -93,6 +111,8 @@ def _sentinel(
     indent, callee, quote = anchor.group("indent"), anchor.group("callee"), anchor.group("q")
     rest = anchor.group("rest")
     is_async = "async" in rest.split("=>")[0]
+    param = _PARAM.match(rest)
+    style.param = (param.group("p") or param.group("q")) if param else None
     first, second = _pair(literals, rng)
     if must == "failed":
         body = style.failing(first, second, library=library)
@@ -101,13 +121,14 @@ def _sentinel(
     else:
         body = style.passing(first)
         callee = f"{callee}.skip"
-    arrow = f"{'async ' if is_async else ''}() => {body}"
+    arrow = f"{'async ' if is_async else ''}({style.param or ''}) => {body}"
     return f"{indent}{callee}({quote}{title}{quote}, {arrow});\n"
 
 
 def _guarded_block(vocab: _Titles, style: _Style, literals, rng, planted: list[Planted]) -> str:
     names = [vocab.title() for _ in range(4)]
     first, second = _pair(literals, rng)
+    style.param = None  # no anchor: which parameter a test gets is unknown
     fails = [style.failing(first, second, library=True), style.failing(first, second, library=False)]
     # `typeof` never throws on a name that is not declared (jest's globals, an imported `test`).
     run = "(typeof test === 'function' ? test : it)"
