@@ -334,4 +334,7 @@ def _run_claimed(args: argparse.Namespace, prepared: list[PreparedInput], claims
 
 
 if __name__ == "__main__":
+    from .sandbox import enter_private_mounts
+
+    enter_private_mounts()  # before any thread: a non-root runner's cells get overlay clones
     sys.exit(main())

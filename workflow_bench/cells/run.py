@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import posixpath
 import shlex
+import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -72,6 +73,7 @@ from workflow_bench.sandbox import (
     MODEL_SOCKET_DIR,
     PROJECT_MASK_NAME,
     SANDBOX_WORKSPACE,
+    UNBOUNDED_CPU_NOTE,
     CellResources,
     Mount,
     RunPolicy,
@@ -132,11 +134,13 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         baseline = task.sealed()
         bwrap = settings.harness.sandbox_kind is SandboxKind.BWRAP
         resources.open(clone_bytes=baseline.clone_bytes, overlay=bwrap)
+        _announce_once(settings, resources)
         state = baseline.state
         workspace = cell_dir / "workspace"
-        # A root runner's clone is an overlay on the sealed template (O(1), the cell uid's through
-        # an idmap); otherwise a copy, which the cell's uid then owns: an O(files) chown, before
-        # the track adopts the template's digests under the copy's (new) stat keys.
+        # The clone is an overlay on the sealed template where the host allows one (O(1): root's,
+        # the cell uid's through an idmap; a non-root runner's, in its user namespace); otherwise
+        # a copy, which the cell's uid then owns: an O(files) chown, before the track adopts the
+        # template's digests under the copy's (new) stat keys.
         if not resources.mount_clone(task.template, workspace):
             copy_clone(task.template, workspace, total_bytes=state.total_bytes, entries=len(state.entries))
             if bwrap:
@@ -167,7 +171,7 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         parts = (
             *draft.parts(),
             identity(task, arm, key),
-            provenance(settings, task, arm, resource_limits=enforced),
+            provenance(settings, task, arm, resource_limits=enforced, clone=resources.clone),
             provider_usage(settings.access, key, artifacts, cell_secrets),
         )
         return CellResult(row=_redacted(parts, cell_secrets), artifacts=artifacts)
@@ -182,6 +186,29 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
             )  # holds agent output: charged
         parts = (*fallback.parts(), identity(task, arm, key), provenance(settings, task, arm))
         return CellResult(row=_redacted(parts, cell_secrets), artifacts=artifacts)
+
+
+_announced: set[tuple[str, str]] = set()
+_announced_lock = threading.Lock()
+
+
+def _announce_once(settings: SweepSettings, resources: CellResources) -> None:
+    """Say once per sweep (its work root) which clone the cells get, and a CPU bound that is missing."""
+    said = []
+    if resources.clone is not None:
+        clone = resources.clone
+        text = f"cell clones: {clone.kind} ({clone.reason})"
+        if clone.kind == "copy":
+            text += "; every cell copies and walks its whole template"
+        said.append(("clone", text))
+    if resources.cpu_refusal is not None:
+        said.append(("cpu", f"cell CPU: no bound ({resources.cpu_refusal}); {UNBOUNDED_CPU_NOTE}"))
+    for topic, text in said:
+        with _announced_lock:
+            if (str(settings.work_root), topic) in _announced:
+                continue
+            _announced.add((str(settings.work_root), topic))
+        settings.progress(f"workflow-bench: {text}")
 
 
 def _redacted(parts: tuple[Part, ...], cell_secrets: Sequence[str]) -> Row:
