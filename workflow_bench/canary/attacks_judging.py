@@ -145,10 +145,7 @@ ATTACKS: tuple[JudgingAttack, ...] = (
         # 19 files of 500 KB: each under the patch view's blob cap (a larger file is a one-line
         # stand-in, ``workspace.patch``; the host-cost attack covers that path), so the diff
         # itself is 9 MiB and must be truncated, not dropped.
-        (
-            "python3 -c \"[open(f'big{i}.txt', 'w').write(('y' * 99 + chr(10)) * 5000)"
-            ' for i in range(19)]\"',
-        ),
+        ("python3 -c \"[open(f'big{i}.txt', 'w').write(('y' * 99 + chr(10)) * 5000) for i in range(19)]\"",),
         _big_diff_counted,
         self_excluding=True,
     ),
