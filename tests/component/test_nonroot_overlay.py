@@ -6,7 +6,8 @@ doors do), opens a real ``CellResources`` and asks for the clone, as ``cells.run
 
 - the clone is an overlay (``clone.kind``), says why, and the template is never written;
 - the upper-layer-only scan equals a full walk of the merged tree after edits, deletes, a
-  replaced directory and a file turned directory (the full walk is the control);
+  replaced directory (its ``user.overlay.opaque`` attribute: unread, the hidden file's deletion
+  is missed) and a file turned directory (the full walk is the control);
 - renaming a template directory is EXDEV (the kernel's rule for a user namespace's overlay,
   stated in the row's reason), while a new directory renames;
 - the watchdog's disk walk counts the upper layer, never the template below the mount;
@@ -76,6 +77,10 @@ if out["mounted"]:
     except OSError as exc:
         out["rename_template_dir"] = errno.errorcode[exc.errno]
     os.rename(ws / "src" / "new", ws / "src" / "renamed")
+    (ws / "src" / "deep" / "b.txt").unlink()  # a replaced directory: opaque (user.overlay.opaque)
+    (ws / "src" / "deep").rmdir()
+    (ws / "src" / "deep").mkdir()
+    (ws / "src" / "deep" / "fresh.txt").write_text("fresh\n")
     full = scan_workspace(ws, previous=base)
     scan, _ = scan_overlay(ws, upper=resources.clone_upper, previous=base, seen=frozenset())
     out["scan_equal"] = dict(scan.state.entries) == dict(full.state.entries) and scan.changed == full.changed
@@ -123,9 +128,8 @@ def test_a_non_root_cell_gets_an_overlay_scanned_through_its_upper_layer():
     assert out["reason"].startswith("non-root: an overlay in the runner's user namespace"), out
     assert out["mounted"] is True
     assert out["scan_equal"] is True, out
-    assert {"src/a.txt", "src/renamed/c.txt", "pkg", "pkg/sub/m.py", "file_then_dir/inside.txt"} <= set(
-        out["changed"]
-    )
+    expected = {"src/a.txt", "src/renamed/c.txt", "pkg", "pkg/sub/m.py", "file_then_dir/inside.txt"}
+    assert expected | {"src/deep/b.txt", "src/deep/fresh.txt"} <= set(out["changed"]), out["changed"]
     assert out["rename_template_dir"] == "EXDEV"  # the row's reason says so
     assert out["owner"] == (os.geteuid() if os.geteuid() else NOBODY)
     # The upper layer only: the 4 MB template file below the mount is never counted.
