@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -73,7 +72,6 @@ from workflow_bench.sandbox import (
     MODEL_SOCKET_DIR,
     PROJECT_MASK_NAME,
     SANDBOX_WORKSPACE,
-    UNBOUNDED_CPU_NOTE,
     CellResources,
     Mount,
     RunPolicy,
@@ -101,6 +99,7 @@ from .boundaries import WorkspaceTrack
 from .context import CellResult, SweepSettings, TaskContext
 from .draft import CellDraft
 from .evidence import SubagentPolicy, apply_wire, wire_lines
+from .notices import announce_once
 from .rows import identity, infra_error, oracle_tests, provenance, provider_usage, verify_tests
 from .session_fold import progress_observer, sum_sessions
 from .sessions import CLI_CONFIG, SessionOutcome, SessionRequest, run_session
@@ -134,7 +133,7 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         baseline = task.sealed()
         bwrap = settings.harness.sandbox_kind is SandboxKind.BWRAP
         resources.open(clone_bytes=baseline.clone_bytes, overlay=bwrap)
-        _announce_once(settings, resources)
+        announce_once(settings, resources)
         state = baseline.state
         workspace = cell_dir / "workspace"
         # The clone is an overlay on the sealed template where the host allows one (O(1): root's,
@@ -186,29 +185,6 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
             )  # holds agent output: charged
         parts = (*fallback.parts(), identity(task, arm, key), provenance(settings, task, arm))
         return CellResult(row=_redacted(parts, cell_secrets), artifacts=artifacts)
-
-
-_announced: set[tuple[str, str]] = set()
-_announced_lock = threading.Lock()
-
-
-def _announce_once(settings: SweepSettings, resources: CellResources) -> None:
-    """Say once per sweep (its work root) which clone the cells get, and a CPU bound that is missing."""
-    said = []
-    if resources.clone is not None:
-        clone = resources.clone
-        text = f"cell clones: {clone.kind} ({clone.reason})"
-        if clone.kind == "copy":
-            text += "; every cell copies and walks its whole template"
-        said.append(("clone", text))
-    if resources.cpu_refusal is not None:
-        said.append(("cpu", f"cell CPU: no bound ({resources.cpu_refusal}); {UNBOUNDED_CPU_NOTE}"))
-    for topic, text in said:
-        with _announced_lock:
-            if (str(settings.work_root), topic) in _announced:
-                continue
-            _announced.add((str(settings.work_root), topic))
-        settings.progress(f"workflow-bench: {text}")
 
 
 def _redacted(parts: tuple[Part, ...], cell_secrets: Sequence[str]) -> Row:
