@@ -20,7 +20,8 @@ Root and non-root side by side (issue 33): ``--nonroot-user USER --nonroot-check
 runs every rung as USER (``setpriv``, its own HOME, cache and TMPDIR) from DIR, a clone USER owns
 with its own ``./dev setup``; the rung's repository, task file and script are copied to a
 directory USER owns. Its rows are labelled ``non-root (USER)`` and the ``× first`` column is their
-overhead over the first revision's (root's):
+overhead over the first revision's (root's); ``--nonroot-control`` adds USER's runner with its
+namespace refused (``WORKFLOW_BENCH_NO_PRIVATE_MOUNTS=1``: every cell copies, the old cost):
 
     .venv/bin/python benchmarks/repo_scale.py --sizes django synthetic-50k \
         --nonroot-user bench --nonroot-checkout /home/bench/wfb
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -66,6 +68,7 @@ CACHE = (
     Path(os.environ.get("WORKFLOW_BENCH_CACHE") or Path.home() / ".cache" / "workflow-bench")
     / "bench-repo-scale"
 )
+CONTROL_ENV = ("WORKFLOW_BENCH_NO_PRIVATE_MOUNTS", "1")  # --nonroot-control: the runner's cells copy
 GENERATOR_VERSION = 1  # bump when a synthetic tree's recipe changes: cached repositories rebuild
 
 # The files every rung's repository gets on top of its tree: a verify test and a hidden oracle
@@ -343,6 +346,7 @@ class NonRoot:
     user: pwd.struct_passwd
     checkout: Path
     scratch: Path
+    env_extra: tuple[tuple[str, str], ...] = ()
 
     def own(self, path: Path) -> None:
         subprocess.run(["chown", "-R", f"{self.user.pw_uid}:{self.user.pw_gid}", "--", str(path)], check=True)
@@ -350,7 +354,7 @@ class NonRoot:
     def argv(self, argv: list[str], tmpdir: Path) -> tuple[list[str], dict[str, str]]:
         home = self.user.pw_dir
         env = {"HOME": home, "PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": str(tmpdir),
-               "PYTHONPATH": str(self.checkout), "LANG": "C.UTF-8"}  # fmt: skip
+               "PYTHONPATH": str(self.checkout), "LANG": "C.UTF-8", **dict(self.env_extra)}  # fmt: skip
         python = str(self.checkout / ".venv" / "bin" / "python")
         setpriv = ["setpriv", f"--reuid={self.user.pw_uid}", f"--regid={self.user.pw_gid}", "--init-groups"]
         return [*setpriv, python, *argv[1:]], env
@@ -493,6 +497,11 @@ def main() -> int:
     parser.add_argument(
         "--nonroot-checkout", type=Path, help="that account's own clone, after its ./dev setup"
     )
+    parser.add_argument(
+        "--nonroot-control",
+        action="store_true",
+        help="with --nonroot-user: also run it with its namespace refused (its cells copy: the control)",
+    )
     args = parser.parse_args()
     nonroot = None
     if (args.nonroot_user is None) != (args.nonroot_checkout is None):
@@ -523,8 +532,14 @@ def main() -> int:
         parser.error("--runs must be at least 2 (the first cell is not measured)")
     revisions: list[tuple[str, Path]] = [("current", ROOT)]
     nonroot_label = f"non-root ({args.nonroot_user})"
+    control_label = f"non-root ({args.nonroot_user}), copy control"
+    as_users: dict[str, NonRoot] = {}
     if nonroot is not None:
         revisions.append((nonroot_label, nonroot.checkout))
+        as_users[nonroot_label] = nonroot
+        if args.nonroot_control:
+            revisions.append((control_label, nonroot.checkout))
+            as_users[control_label] = dataclasses.replace(nonroot, env_extra=(CONTROL_ENV,))
     worktree: Path | None = None
     if args.baseline_rev:
         worktree = Path(tempfile.mkdtemp(prefix="rs-base-"))
@@ -560,7 +575,7 @@ def main() -> int:
                 for _ in range(args.repeat):
                     for label, code in revisions:
                         tasks = task_file or code / "tasks.scenarios.yaml"
-                        as_user = nonroot if label == nonroot_label else None
+                        as_user = as_users.get(label)
                         run_script = script
                         if as_user is not None and staged is not None:
                             tasks, run_script = staged
