@@ -149,3 +149,26 @@ def test_a_refused_namespace_copies_and_says_why():
 def test_a_process_that_never_entered_is_refused_with_its_reason():
     # This test process (an in-process caller, like a test calling runner.main) never entered.
     assert "did not enter a private mount namespace" in (private_mounts_refusal() or "")
+
+
+def test_a_runner_that_already_has_threads_is_refused_and_says_so():
+    """unshare(CLONE_NEWUSER) needs a single-threaded process: a front door that enters after a
+    thread started (an import's BLAS pool) must get the refusal, never a half-entered namespace."""
+    script = (
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
+        "from workflow_bench.sandbox import enter_private_mounts, private_mounts_refusal\n"
+        "enter_private_mounts()\n"
+        "import os; print(private_mounts_refusal()); print(os.readlink('/proc/self/ns/user'))\n"
+    )
+    site = [p for p in sys.path if p.endswith("site-packages")]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join([str(REPO), *site])}
+    argv = [sys.executable, "-c", script]
+    if os.geteuid() == 0:
+        python = shutil.which("python3", path="/usr/bin:/usr/local/bin") or sys.executable
+        argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", python, "-c", script]
+    done = subprocess.run(argv, env=env, cwd="/", capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    refusal, namespace = done.stdout.strip().splitlines()
+    assert refusal == "the runner had 2 threads when it tried (a user namespace needs one)"
+    assert namespace == os.readlink("/proc/self/ns/user")  # still the host's user namespace
