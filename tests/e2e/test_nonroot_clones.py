@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders import missing_tool
+from tests.conftest import needs_non_root
+
 from .conftest import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
@@ -50,10 +53,7 @@ def _sweep(task_file_for, out: Path, tmpdir: Path, **env: str) -> tuple[list[dic
 
 @pytest.fixture
 def non_root() -> None:
-    if os.geteuid() == 0:
-        pytest.skip(
-            "needs a non-root runner (root's overlays are test_overlay_clone's); .ci/locations runs it"
-        )
+    needs_non_root("root's overlays are test_overlay_clone's")
 
 
 def test_non_root_cells_get_overlays_and_the_row_says_so(
@@ -61,7 +61,7 @@ def test_non_root_cells_get_overlays_and_the_row_says_so(
 ):
     rows, said = _sweep(task_file_for, tmp_path / "out", short_tmpdir)
     if rows[0]["clone_kind"] != "overlay" and "unshare" in (rows[0]["clone_reason"] or ""):
-        pytest.skip(f"this host refuses unprivileged user namespaces: {rows[0]['clone_reason']}")
+        missing_tool(f"unprivileged user namespaces with overlay mounts ({rows[0]['clone_reason']})")
     for row in rows:
         assert row["clone_kind"] == "overlay", row["clone_reason"]
         assert row["clone_reason"].startswith("non-root: an overlay in the runner's user namespace")
