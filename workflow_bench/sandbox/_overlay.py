@@ -238,6 +238,8 @@ def _probe(scratch: Path) -> str | None:
                 return f"the clone's files are owned by uid {owner}, not {uid}"
             if (template / "probe").read_text() != "probe\n":
                 return "a write through the clone reached the template"
+        except OSError as exc:
+            return f"a write through the clone: {exc}"
         finally:
             unmount(dest, what="the overlay probe")
         return None
