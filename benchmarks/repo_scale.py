@@ -16,6 +16,16 @@ interleaved with the current checkout rung by rung, and the table gains the rati
 Run it as root (the cells' volumes, overlays and cgroups need it). The machine's load average is
 printed with the table: a figure measured under other jobs' load says so.
 
+Root and non-root side by side (issue 33): ``--nonroot-user USER --nonroot-checkout DIR`` also
+runs every rung as USER (``setpriv``, its own HOME, cache and TMPDIR) from DIR, a clone USER owns
+with its own ``./dev setup``; the rung's repository, task file and script are copied to a
+directory USER owns. Its rows are labelled ``non-root (USER)`` and the ``× first`` column is their
+overhead over the first revision's (root's); ``--nonroot-control`` adds USER's runner with its
+namespace refused (``WORKFLOW_BENCH_NO_PRIVATE_MOUNTS=1``: every cell copies, the old cost):
+
+    .venv/bin/python benchmarks/repo_scale.py --sizes django synthetic-50k \
+        --nonroot-user bench --nonroot-checkout /home/bench/wfb
+
 Rungs: ``demo`` (the embedded corpus, its own scripted model, 3 tasks), ``requests`` (the
 requests 2.32.3 sdist, 86 files / 0.5 MB), ``django`` (Django 5.1.4, 6,811 files / 58 MB),
 ``synthetic-50k`` (50,002 files / 105 MB), ``synthetic-1g`` (2,002 files / 1,000 MB) and
@@ -33,9 +43,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
+import pwd
 import random
 import re
 import shutil
@@ -56,6 +68,7 @@ CACHE = (
     Path(os.environ.get("WORKFLOW_BENCH_CACHE") or Path.home() / ".cache" / "workflow-bench")
     / "bench-repo-scale"
 )
+CONTROL_ENV = ("WORKFLOW_BENCH_NO_PRIVATE_MOUNTS", "1")  # --nonroot-control: the runner's cells copy
 GENERATOR_VERSION = 1  # bump when a synthetic tree's recipe changes: cached repositories rebuild
 
 # The files every rung's repository gets on top of its tree: a verify test and a hidden oracle
@@ -230,9 +243,13 @@ def rung_repo(rung: Rung) -> tuple[Path, int, int]:
 
 
 def write_task_file(rung: Rung, repo: Path, directory: Path) -> Path:
+    return write_task_file_for(rung.name, repo, directory)
+
+
+def write_task_file_for(name: str, repo: Path, directory: Path) -> Path:
     (directory / ORACLE_FILE).write_text(ORACLE_TEST)
     task = {
-        "id": f"scale-{rung.name}",
+        "id": f"scale-{name}",
         "class": "scale",
         "repo": str(repo),
         "ref": "HEAD",
@@ -322,8 +339,55 @@ def _tree_blocks(root: Path) -> int:
     return total
 
 
-def run_sweep(code: Path, task_file: Path, script: Path | None, *, runs: int, extra: list[str]) -> Sweep:
+@dataclass(frozen=True)
+class NonRoot:
+    """The account a side-by-side non-root runner runs as, its checkout and a directory it owns."""
+
+    user: pwd.struct_passwd
+    checkout: Path
+    scratch: Path
+    env_extra: tuple[tuple[str, str], ...] = ()
+
+    def own(self, path: Path) -> None:
+        subprocess.run(["chown", "-R", f"{self.user.pw_uid}:{self.user.pw_gid}", "--", str(path)], check=True)
+
+    def argv(self, argv: list[str], tmpdir: Path) -> tuple[list[str], dict[str, str]]:
+        home = self.user.pw_dir
+        env = {"HOME": home, "PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": str(tmpdir),
+               "PYTHONPATH": str(self.checkout), "LANG": "C.UTF-8", **dict(self.env_extra)}  # fmt: skip
+        python = str(self.checkout / ".venv" / "bin" / "python")
+        setpriv = ["setpriv", f"--reuid={self.user.pw_uid}", f"--regid={self.user.pw_gid}", "--init-groups"]
+        return [*setpriv, python, *argv[1:]], env
+
+    def stage(
+        self, rung: str, repo: Path, task_file: Path | None, script: Path | None
+    ) -> tuple[Path, Path | None]:
+        """The rung's repository, task file and script in a directory the user owns."""
+        directory = self.scratch / rung
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+        subprocess.run(["cp", "-a", "--", str(repo), str(directory / "repo")], check=True)
+        staged_tasks = write_task_file_for(rung, directory / "repo", directory)
+        staged_script = None
+        if script is not None:
+            staged_script = directory / script.name
+            shutil.copy2(script, staged_script)
+        self.own(directory)
+        return staged_tasks, staged_script
+
+
+def run_sweep(
+    code: Path,
+    task_file: Path,
+    script: Path | None,
+    *,
+    runs: int,
+    extra: list[str],
+    nonroot: NonRoot | None = None,
+) -> Sweep:
     scratch = os.environ.get("REPO_SCALE_TMP") or tempfile.gettempdir()  # short: cell paths must fit
+    if nonroot is not None:
+        scratch = str(nonroot.scratch)
     with tempfile.TemporaryDirectory(prefix="rs-", dir=scratch) as tmp:
         tmpdir = Path(tmp)
         out = tmpdir / "out"
@@ -333,6 +397,10 @@ def run_sweep(code: Path, task_file: Path, script: Path | None, *, runs: int, ex
         if script is not None:
             argv += ["--script", str(script)]
         env = {**os.environ, "TMPDIR": str(tmpdir), "PYTHONPATH": str(code)}
+        if nonroot is not None:
+            nonroot.own(tmpdir)
+            argv, env = nonroot.argv(argv, tmpdir)
+            code = nonroot.checkout
         log_path = tmpdir / "runner.log"
         started = time.monotonic()
         proc = spawn_group(argv, env=env, cwd=code, log_path=log_path)
@@ -425,7 +493,37 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="sweeps per rung and revision, interleaved (1)")
     parser.add_argument("--baseline-rev", help="also run a worktree of this commit, interleaved rung by rung")
     parser.add_argument("--runner-arg", action="append", default=[], help="extra runner flag (repeatable)")
+    parser.add_argument("--nonroot-user", help="also run every rung as this account (root only; see above)")
+    parser.add_argument(
+        "--nonroot-checkout", type=Path, help="that account's own clone, after its ./dev setup"
+    )
+    parser.add_argument(
+        "--nonroot-control",
+        action="store_true",
+        help="with --nonroot-user: also run it with its namespace refused (its cells copy: the control)",
+    )
     args = parser.parse_args()
+    nonroot = None
+    if (args.nonroot_user is None) != (args.nonroot_checkout is None):
+        parser.error("--nonroot-user and --nonroot-checkout go together")
+    if args.nonroot_user is not None:
+        if os.geteuid() != 0:
+            parser.error("--nonroot-user needs root (it runs the other account with setpriv)")
+        try:
+            account = pwd.getpwnam(args.nonroot_user)
+        except KeyError:
+            parser.error(f"--nonroot-user: no account {args.nonroot_user!r}")
+        checkout = args.nonroot_checkout.resolve()
+        if not (checkout / ".venv" / "bin" / "python").exists():
+            parser.error(
+                f"--nonroot-checkout {checkout}: no .venv (run ./dev setup there as {account.pw_name})"
+            )
+        scratch = Path(
+            tempfile.mkdtemp(prefix="rs-nr-", dir=os.environ.get("REPO_SCALE_NONROOT_TMP") or "/tmp")
+        )
+        scratch.chmod(0o755)
+        nonroot = NonRoot(account, checkout, scratch)
+        nonroot.own(scratch)
     if args.sizes is None:
         args.sizes = list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
     if args.runs is None:
@@ -433,6 +531,15 @@ def main() -> int:
     if args.runs < 2:
         parser.error("--runs must be at least 2 (the first cell is not measured)")
     revisions: list[tuple[str, Path]] = [("current", ROOT)]
+    nonroot_label = f"non-root ({args.nonroot_user})"
+    control_label = f"non-root ({args.nonroot_user}), copy control"
+    as_users: dict[str, NonRoot] = {}
+    if nonroot is not None:
+        revisions.append((nonroot_label, nonroot.checkout))
+        as_users[nonroot_label] = nonroot
+        if args.nonroot_control:
+            revisions.append((control_label, nonroot.checkout))
+            as_users[control_label] = dataclasses.replace(nonroot, env_extra=(CONTROL_ENV,))
     worktree: Path | None = None
     if args.baseline_rev:
         worktree = Path(tempfile.mkdtemp(prefix="rs-base-"))
@@ -462,17 +569,28 @@ def main() -> int:
                         said = (exc.stderr or "").strip().splitlines()
                         log(f"  {rung.name} refused before any cell (exit {exc.returncode}): {said[-1:]}")
                         continue
+                staged: tuple[Path, Path | None] | None = None
+                if nonroot is not None and rung.source is not None and task_file is not None:
+                    staged = nonroot.stage(rung.name, repo, task_file, script)
                 for _ in range(args.repeat):
                     for label, code in revisions:
                         tasks = task_file or code / "tasks.scenarios.yaml"
+                        as_user = as_users.get(label)
+                        run_script = script
+                        if as_user is not None and staged is not None:
+                            tasks, run_script = staged
                         log(f"{rung.name} on {label}: {args.runs} cells")
-                        sweep = run_sweep(code, tasks, script, runs=args.runs, extra=args.runner_arg)
+                        sweep = run_sweep(
+                            code, tasks, run_script, runs=args.runs, extra=args.runner_arg, nonroot=as_user
+                        )
                         results.setdefault((rung.name, label), []).append(sweep)
                         log(
                             f"  exit {sweep.exit_code}, overhead/cell {fmt(_median(sweep.overheads), 2)} s, "
                             f"outcomes {sweep.outcomes}, wall {sweep.wall_s:.0f} s, load {sweep.load:.1f}"
                         )
     finally:
+        if nonroot is not None:
+            shutil.rmtree(nonroot.scratch, ignore_errors=True)
         if worktree is not None:
             subprocess.run(
                 ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=False
@@ -509,7 +627,7 @@ def print_table(args, revisions, results, sizes, handovers, started_load) -> Non
     headers = ["rung", "files", "MB", "copy+chown s", "revision", "template build s", "overhead/cell s"]
     headers.append("× smallest")
     if len(revisions) > 1:
-        headers.append("× baseline")
+        headers.append("× first")
     headers += ["peak runner RSS MB", "disk/cell MB", "outcomes (all cells)"]
     print("| " + " | ".join(headers) + " |")
     print(

@@ -3,7 +3,9 @@
 A missing tool skips its tests locally, but under WORKFLOW_BENCH_REQUIRE_SANDBOX=1
 (set by .ci/run) a skip becomes a failure: CI must never pass by not running
 the containment and end-to-end layers. A test that needs root (cgroups, mounts) skips as
-another user, and fails instead under WORKFLOW_BENCH_REQUIRE_ROOT=1 (.ci/run's main run).
+another user, and fails instead under WORKFLOW_BENCH_REQUIRE_ROOT=1 (.ci/run's main run); one
+that needs a non-root invoker skips as root, and fails instead under
+WORKFLOW_BENCH_REQUIRE_NON_ROOT=1 (``.ci/locations``' uid-nobody run).
 
 Where the checkout lives, how deep, the current directory, the user's name and HOME never
 decide a verdict. The one bound is TMPDIR's length: the tests bind AF_UNIX sockets (107 bytes
@@ -38,6 +40,15 @@ def needs_root(why: str) -> None:
     if os.environ.get("WORKFLOW_BENCH_REQUIRE_ROOT") == "1":
         pytest.fail(f"needs root ({why}), required by WORKFLOW_BENCH_REQUIRE_ROOT=1; uid is {os.geteuid()}")
     pytest.skip(f"needs root ({why}); .ci/run runs it as root")
+
+
+def needs_non_root(why: str) -> None:
+    """Skip as root (a failure under WORKFLOW_BENCH_REQUIRE_NON_ROOT=1: ``.ci/locations``' uid-nobody run)."""
+    if os.geteuid() != 0:
+        return
+    if os.environ.get("WORKFLOW_BENCH_REQUIRE_NON_ROOT") == "1":
+        pytest.fail(f"needs a non-root invoker ({why}), required by WORKFLOW_BENCH_REQUIRE_NON_ROOT=1")
+    pytest.skip(f"needs a non-root invoker ({why}); .ci/locations runs it as uid nobody")
 
 
 # --- TMPDIR: the sockets below it must fit ------------------------------------------------------

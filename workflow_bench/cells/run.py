@@ -99,6 +99,7 @@ from .boundaries import WorkspaceTrack
 from .context import CellResult, SweepSettings, TaskContext
 from .draft import CellDraft
 from .evidence import SubagentPolicy, apply_wire, wire_lines
+from .notices import announce_once
 from .rows import identity, infra_error, oracle_tests, provenance, provider_usage, verify_tests
 from .session_fold import progress_observer, sum_sessions
 from .sessions import CLI_CONFIG, SessionOutcome, SessionRequest, run_session
@@ -132,11 +133,13 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         baseline = task.sealed()
         bwrap = settings.harness.sandbox_kind is SandboxKind.BWRAP
         resources.open(clone_bytes=baseline.clone_bytes, overlay=bwrap)
+        announce_once(settings, resources)
         state = baseline.state
         workspace = cell_dir / "workspace"
-        # A root runner's clone is an overlay on the sealed template (O(1), the cell uid's through
-        # an idmap); otherwise a copy, which the cell's uid then owns: an O(files) chown, before
-        # the track adopts the template's digests under the copy's (new) stat keys.
+        # The clone is an overlay on the sealed template where the host allows one (O(1): root's,
+        # the cell uid's through an idmap; a non-root runner's, in its user namespace); otherwise
+        # a copy, which the cell's uid then owns: an O(files) chown, before the track adopts the
+        # template's digests under the copy's (new) stat keys.
         if not resources.mount_clone(task.template, workspace):
             copy_clone(task.template, workspace, total_bytes=state.total_bytes, entries=len(state.entries))
             if bwrap:
@@ -167,7 +170,7 @@ def run_cell(settings: SweepSettings, task: TaskContext, arm: ArmSpec, key: Cell
         parts = (
             *draft.parts(),
             identity(task, arm, key),
-            provenance(settings, task, arm, resource_limits=enforced),
+            provenance(settings, task, arm, resource_limits=enforced, clone=resources.clone),
             provider_usage(settings.access, key, artifacts, cell_secrets),
         )
         return CellResult(row=_redacted(parts, cell_secrets), artifacts=artifacts)

@@ -30,8 +30,9 @@ from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import CellKey
 from workflow_bench.review.score import ReviewScore, review_row_fields
 
-SCHEMA_VERSION = 9
-"""9 added ``relay_forked_requests``, ``relay_upstream_retries`` (provider-side transport faults
+SCHEMA_VERSION = 10
+"""10 added ``clone_kind`` and ``clone_reason`` (an overlay of the template or a copy, and why);
+9 added ``relay_forked_requests``, ``relay_upstream_retries`` (provider-side transport faults
 the relay retried) and ``cli_config_written`` (CLI configuration the agent
 wrote, which no session read), and ``cost_usd`` became every exchange the relay served,
 priced (was the CLI's total_cost_usd); 8 added ``task_runtimes``, ``oracle_sealed``,
@@ -468,6 +469,17 @@ class Provenance(Part):
         "syscalls refused); a bound is enforced by the kernel (cgroup, loop volume, devpts, uid: root; "
         "rlimits, user namespace, seccomp: any invoker) or, listed in sampled, by the host-side "
         "watchdog; null for a bound not enforced at all",
+        default=None,
+    )
+    clone_kind: Literal["overlay", "copy"] | None = _f(
+        "the cell's clone of its template: 'overlay' (the template as a read-only lower layer, the "
+        "cell's writes in an upper layer, scanned alone) or 'copy' (a whole copy, walked); null "
+        "when the cell never got a clone",
+        default=None,
+    )
+    clone_reason: str | None = _f(
+        "why the cell got that clone (root's idmapped overlay, a non-root runner's overlay in its "
+        "user namespace, or what refused one); null with clone_kind",
         default=None,
     )
     task_ref: str | None = _f("the ref named in the task file", default=None)

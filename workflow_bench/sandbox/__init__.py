@@ -56,10 +56,13 @@ from ._limits import (
     MIN_DISK_MIB,
     MIN_MEMORY_MIB,
     MIN_PIDS,
+    UNBOUNDED_CPU_NOTE,
     CellLimits,
     CellResources,
 )
+from ._mountns import enter_private_mounts, private_mounts_refusal
 from ._mounts import Unmounted, unmount
+from ._overlay import CloneSupport
 from ._stale import release_stale_mounts
 
 __all__ = [
@@ -79,9 +82,11 @@ __all__ = [
     "SANDBOX_HOME",
     "SANDBOX_WORKSPACE",
     "TMP_SIZE_BYTES",
+    "UNBOUNDED_CPU_NOTE",
     "UNSAFE_HOST_ARMS",
     "CellLimits",
     "CellResources",
+    "CloneSupport",
     "Confinement",
     "Mount",
     "ProcessBounds",
@@ -94,8 +99,10 @@ __all__ = [
     "claude_environment",
     "collect_stale_cgroups",
     "create_sandbox",
+    "enter_private_mounts",
     "exec_only_copy",
     "preflight",
+    "private_mounts_refusal",
     "release_stale_mounts",
     "tool_environment",
     "unmount",

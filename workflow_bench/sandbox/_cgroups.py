@@ -33,6 +33,26 @@ def own_cgroup(controller: str) -> Path | None:
     return None
 
 
+def cpu_refusal() -> str:
+    """Why no per-cell CPU cgroup can be made here (``Cgroup.create`` returned None for ``cpu``).
+
+    A cell's CPU quota needs a v1 ``cpu`` directory this runner may write under: root's, or one
+    the host delegated to the invoker with the runner inside it (a directory it owns, e.g. made by
+    ``cgcreate -a``/``-t`` and entered with ``cgexec``). cgroup v2 delegation (a systemd user
+    slice, ``systemd-run --user -p Delegate=yes``) is not used: on the machines we run on the
+    controllers are all bound to v1.
+    """
+    parent = own_cgroup("cpu")
+    if parent is None:
+        return "no cgroup v1 cpu hierarchy holds this runner (cgroup v2 delegation is not used)"
+    if not os.access(parent, os.W_OK):
+        return (
+            f"this runner's cpu cgroup {parent} is not writable by uid {os.geteuid()}: not root, and "
+            "the host delegated no cpu cgroup with the runner inside"
+        )
+    return f"a cell cgroup under {parent} could not be made or set (its quota, cpu.cfs_quota_us)"
+
+
 class Cgroup:
     """One cell's directory in one v1 hierarchy."""
 

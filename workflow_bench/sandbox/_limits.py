@@ -22,12 +22,15 @@ after its last process:
   (the runner's default: host cores / workers) makes a cell's speed the same alone or beside a
   hog: it never gets more than its share, and a neighbour can never take it away.
 
-All need root (mount, cgroup directories owned by root). Without root there is no CPU bound at
-all (``resource_limits.cpus`` is null): sampling cannot throttle, and CPU affinity is no bound
-(a process may widen its own). A bound the kernel cannot enforce
-here is enforced from the host instead by the cell's watchdog (``_watchdog.py``: sampled
-memory, tasks and allocated disk; over a bound it kills the cell's processes), and the row's
-``resource_limits["sampled"]`` names every bound enforced that way: never a silent claim.
+All need root (mount, cgroup directories owned by root), or a cgroup the host delegated to the
+invoker with the runner inside (a v1 directory it may write: ``_cgroups.cpu_refusal``). Without
+either there is no CPU bound at all (``resource_limits.cpus`` is null; the runner says so once per
+sweep and the report's health section flags the durations of parallel cells as not comparable):
+sampling cannot throttle, and CPU affinity is no bound (a process may widen its own). A bound
+the kernel cannot enforce here is enforced from the host instead by the cell's watchdog
+(``_watchdog.py``: sampled memory, tasks and allocated disk; over a bound it kills the cell's
+processes), and the row's ``resource_limits["sampled"]`` names every bound enforced that way:
+never a silent claim.
 Without the pids cgroup and not root, RLIMIT_NPROC inside bwrap (``prlimit_args``) is the
 kernel backstop for tasks, at twice the limit so the watchdog sees a tree cross the limit
 before the kernel refuses a fork it could not count.
@@ -60,7 +63,8 @@ from workflow_bench.process import run_checked
 
 from . import _watchdog
 from ._cgroups import Cgroup as _Cgroup
-from ._overlay import overlay_available
+from ._cgroups import cpu_refusal
+from ._overlay import CloneSupport, clone_support
 from ._seccomp import BLOCKED_SYSCALLS, PROCESS_ACCESS, filter_program
 from ._userns import NAMESPACE_LIMITS, CellUserNamespace, UserNamespaceError
 from ._volume import CellVolume
@@ -92,6 +96,10 @@ MSGQUEUE_BYTES = 256 * 1024  # three queues of the default size (10 × 8 KiB); a
 # A devpts instance per cell (root: the host mounts it): every non-initial instance draws on one
 # pool of kernel.pty.max − kernel.pty.reserve = 3,072 ptys, which one cell emptied.
 CELL_PTYS = 128
+UNBOUNDED_CPU_NOTE = (
+    "resource_limits.cpus is null, and the durations of cells that ran beside others are NOT "
+    "COMPARABLE (the report's health section flags them)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +147,10 @@ class CellResources:
         self.userns_error: str | None = None
         self._seccomp: Path | None = None
         self._overlay_planned = False
+        self.cpu_refusal: str | None = None
+        """Why the CPU quota asked for (``cpus``) is not enforced (no cgroup to set it in); else None."""
+        self.clone: CloneSupport | None = None
+        """The clone the cell got (``open``: an overlay, or a copy and why); None for a copy asked for."""
         self.notes: list[str] = []
         """Harness notes of the teardown (a busy mount detached lazily): logged, never a failure."""
 
@@ -155,8 +167,12 @@ class CellResources:
         """
         self.cell_dir.mkdir(parents=True)
         size = clone_bytes if clone_bytes is not None else _tree_bytes(clone_source) if clone_source else 0
+        if overlay:
+            self.clone = clone_support(self.cell_dir, can_mount_volume=_can_mount())
+            self._overlay_planned = self.clone.kind == "overlay"
+        else:
+            self.clone = CloneSupport("copy", "the caller copies (the host-unsafe backend: no overlay)")
         if _can_mount():
-            self._overlay_planned = overlay and overlay_available(self.cell_dir)
             self._volume.mount((0 if self._overlay_planned else size) + self.limits.disk_mib * MIB)
         name = f"wfbench-{os.getpid()}-{secrets.token_hex(4)}"
         memory = str(self.limits.memory_mib * MIB)
@@ -170,8 +186,9 @@ class CellResources:
                 "cpu.cfs_quota_us": quota,
             }
             self._cpu = _Cgroup.create("cpu", name, settings)
+            self.cpu_refusal = cpu_refusal() if self._cpu is None else None
         self._open_kernel_budgets()
-        self._start_watchdog(size)
+        self._start_watchdog(0 if self._overlay_planned else size)  # an overlay's upper layer only
 
     def _open_kernel_budgets(self) -> None:
         """The cell's user namespace, seccomp filter and (root, own volume) devpts instance."""
@@ -216,7 +233,7 @@ class CellResources:
     def mount_clone(self, template: Path, dest: Path) -> bool:
         """Mount ``dest`` as the cell's overlay clone of ``template`` when ``open`` planned one.
 
-        False: no overlay was planned (no root, no volume, no idmapped overlays): the caller copies
+        False: no overlay was planned (``clone`` says why): the caller copies
         the template and ``own``s the copy. Raises ``OverlayError`` when a planned overlay cannot be
         mounted (a harness fault; the volume has no room for a copy).
         """

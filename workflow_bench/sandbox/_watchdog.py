@@ -10,7 +10,8 @@ thread per cell samples what the cell uses, from the host, where the agent canno
   pages of binaries are shared and reclaimable, tmpfs files are bounded by their own ``--size``).
 - **tasks**: the sum of their threads (what the pids cgroup counts).
 - **disk**: the bytes allocated under the cell directory, each inode once, walked iteratively
-  (no recursion limit; a directory the agent made unreadable is made owner-readable: we own it).
+  (no recursion limit; a directory the agent made unreadable is made owner-readable: we own it),
+  on its own filesystem only (an overlay clone's writes are counted in its upper layer).
 - **descriptors**: the sum of their open descriptors, for root and non-root alike: no kernel
   counter exists for a group of processes (RLIMIT_NOFILE is per process), and the file table is
   host-wide — one cell held 1.2 M open files unrefused. The per-process RLIMIT_NOFILE (set by
@@ -114,10 +115,16 @@ def _cmdline(pid: int) -> bytes:
 
 
 def allocated_bytes(root: Path) -> int:
-    """Bytes allocated under ``root`` (each inode once; symlinks not followed), walked without recursion."""
+    """Bytes allocated under ``root`` (each inode once; symlinks not followed), walked without
+    recursion and without leaving ``root``'s filesystem: a non-root cell's overlay clone is a mount
+    in the cell directory whose own writes are all in its upper layer, which is walked."""
     seen: set[tuple[int, int]] = set()
     total = 0
     stack = [os.fspath(root)]
+    try:
+        device = os.lstat(root).st_dev
+    except OSError:
+        return 0
     while stack:
         directory = stack.pop()
         entries: list[os.DirEntry[str]] = []
@@ -138,7 +145,7 @@ def allocated_bytes(root: Path) -> int:
             if (st.st_dev, st.st_ino) not in seen:
                 seen.add((st.st_dev, st.st_ino))
                 total += st.st_blocks * 512
-            if stat.S_ISDIR(st.st_mode):
+            if stat.S_ISDIR(st.st_mode) and st.st_dev == device:
                 stack.append(entry.path)
     return total
 

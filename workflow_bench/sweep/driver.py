@@ -23,7 +23,7 @@ from workflow_bench.output.directory import OutputDir, OutputWriteError
 from workflow_bench.promotion.apply import CANDIDATE_OVERLAY_DIR
 from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.providers.access import CellKey, ModelAccess
-from workflow_bench.report import render_reports, write_rendered
+from workflow_bench.report import duration_line, render_reports, write_rendered
 from workflow_bench.reports.console import Console, cell_summary
 from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
@@ -301,6 +301,9 @@ def _write_reports(
     # After every report is on disk (reference: enforce_measurement_health runs last).
     for health in rendered.health.values():
         console(health_line(health))
+    durations = duration_line(record, results_text)
+    if durations is not None:
+        console(durations)
     unusable = unusable_arms(rendered.health)
     if unusable:
         console(f"no usable measurement for arm(s): {', '.join(unusable)}")

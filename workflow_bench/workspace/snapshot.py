@@ -202,7 +202,9 @@ def scan_workspace(root: Path, *, previous: WorkspaceState | None = None, copied
     return Scan(state, frozenset(changed))
 
 
-_DIR_XATTRS = ("trusted.overlay.opaque", "trusted.overlay.redirect")
+# Root's overlays keep them as trusted.*, a user namespace's (userxattr) as user.*; both are read
+# (an attribute the agent could set on a copied-up directory only makes the scan walk it whole).
+_DIR_XATTRS = tuple(f"{ns}.overlay.{name}" for ns in ("trusted", "user") for name in ("opaque", "redirect"))
 
 
 def _hides_lower(path: str) -> bool:
