@@ -605,7 +605,8 @@ def test_the_vitest_reporter_ids_are_the_same_on_the_oldest_and_newest_claimed_v
     assert good.passed, good.detail + good.output
     assert set(_ids(good)) == {prefix + n for n in (*TS_IDS, TS_SKIP)}
     oracle = TYPESCRIPT.oracle_command.replace(
-        '--reporter=junit --outputFile="$WORKFLOW_BENCH_JUNIT"', '--reporter="$WORKFLOW_BENCH_VITEST_REPORTER"'
+        '--reporter=junit --outputFile="$WORKFLOW_BENCH_JUNIT"',
+        '--reporter="$WORKFLOW_BENCH_VITEST_REPORTER"',
     )
     names = ("counts down to just above the end", "skips values on the way down", "still counts up")
     ids = [f"<oracle-root>/{TS_ORACLE}.oracle.test.ts > {name}" for name in names]

@@ -163,8 +163,14 @@ def test_the_prompt_names_the_project_after_its_origin_not_the_clone_directory(t
 
 @pytest.mark.parametrize(
     ("installed", "expected"),
-    [("2.1.9", "vitest-junit"), ("3.0.5", "vitest-junit"), ("3.1.4", "vitest-junit"), ("3.2.0", "vitest"),
-     ("4.1.12", "vitest"), (None, "vitest")],
+    [
+        ("2.1.9", "vitest-junit"),
+        ("3.0.5", "vitest-junit"),
+        ("3.1.4", "vitest-junit"),
+        ("3.2.0", "vitest"),
+        ("4.1.12", "vitest"),
+        (None, "vitest"),
+    ],
 )
 def test_vitest_streams_from_3_2_and_writes_junit_before(tmp_path, installed, expected) -> None:
     # Before 3.2 vitest loads no reporter from outside the project (the kit's place): JUnit XML.

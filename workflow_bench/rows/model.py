@@ -31,9 +31,10 @@ from workflow_bench.providers.access import CellKey
 from workflow_bench.review.score import ReviewScore, review_row_fields
 
 SCHEMA_VERSION = 10
-"""10: ``oracle_sealed`` is one of ``sealed`` / ``unsealed`` / ``unknown`` (was true / false / null;
-migrated as such), the words of the expected-test lock and the docs; 9 added ``relay_forked_requests``, ``relay_upstream_retries`` (provider-side transport faults
-the relay retried) and ``cli_config_written`` (CLI configuration the agent
+"""10: ``oracle_sealed`` is one of ``sealed`` / ``unsealed`` / ``unknown`` (was true / false /
+null; migrated as such), the words of the expected-test lock and the docs; 9 added
+``relay_forked_requests``, ``relay_upstream_retries`` (provider-side transport faults the relay
+retried) and ``cli_config_written`` (CLI configuration the agent
 wrote, which no session read), and ``cost_usd`` became every exchange the relay served,
 priced (was the CLI's total_cost_usd); 8 added ``task_runtimes``, ``oracle_sealed``,
 ``test_config_changed`` and ``task_impossible``; 7 added ``skills_expected``, ``skills_invoked``

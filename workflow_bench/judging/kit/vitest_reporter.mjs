@@ -1,5 +1,6 @@
-// Harness-owned vitest reporter (vitest >= 3.2: older ones load no reporter from outside the project): one result line per test, streamed to the judge
-// runner as each test finishes (see wfbench_result_channel.cjs and judge_runner.py).
+// Harness-owned vitest reporter (vitest >= 3.2; older ones load no reporter from outside the
+// project): one result line per test, streamed to the judge runner as each test finishes (see
+// wfbench_result_channel.cjs and judge_runner.py).
 //
 //   vitest run --reporter=default --reporter="$WORKFLOW_BENCH_VITEST_REPORTER"
 //
