@@ -241,6 +241,7 @@ def shellcheck_bin() -> Path:
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS_PIN = REPO_ROOT / "tools" / "test-frameworks"
+VITEST3_PIN = REPO_ROOT / "tools" / "test-frameworks-vitest3"
 PYTEST_REQUIREMENTS = REPO_ROOT / "workflow_bench" / "corpus" / "deps" / "pytest-requirements.txt"
 
 
@@ -263,6 +264,20 @@ def js_frameworks() -> Path:
         missing_tool(
             f"the JS test frameworks at {found} (./dev test installs them from tools/test-frameworks)"
         )
+    return found
+
+
+@pytest.fixture(scope="session")
+def js_vitest3() -> Path:
+    """The oldest vitest the docs claim streams (3.2.0, ``node_modules`` of tools/test-frameworks-vitest3),
+    installed by ``./dev setup``'s ``npm ci`` into the cache beside ``js_frameworks``."""
+    from workflow_bench.taskspec.repos import cache_root
+
+    configured = os.environ.get("WORKFLOW_BENCH_TEST_VITEST3")
+    prefix = f"test-frameworks-vitest3-{_lock_prefix(VITEST3_PIN / 'package-lock.json')}"
+    found = Path(configured) if configured else cache_root() / prefix / "node_modules"
+    if not (found / ".bin" / "vitest").exists():
+        missing_tool(f"vitest 3.2 at {found} (./dev test installs it from tools/test-frameworks-vitest3)")
     return found
 
 

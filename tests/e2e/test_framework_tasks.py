@@ -127,7 +127,7 @@ def test_the_oracle_agent_resolves_every_task_and_the_noop_agent_none(
         assert row["oracle_output"].startswith(
             "hidden oracle failed: no proof of success: 2 of 3 tests failed: "
         )
-        assert row["oracle_sealed"] is True and "the command exited" not in row["oracle_output"]
+        assert row["oracle_sealed"] == "sealed" and "the command exited" not in row["oracle_output"]
         failing = [t for t in row["oracle_tests"]["tests"] if t["outcome"] == "failed"]
         assert len(failing) == 2 and all(t["message"] is None for t in failing)  # ids only, never text
     assert not any(private_tmpdir.iterdir())

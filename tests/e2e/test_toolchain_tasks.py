@@ -118,7 +118,7 @@ def test_the_oracle_agent_resolves_the_go_task_and_the_noop_agent_does_not(
     assert code == 0 and [r["task"] for r in solved] == ["calc-clamp"]
     (row,) = solved
     assert row["resolved"] is True, (row["error_kind"], row["error_detail"], row["oracle_output"])
-    assert row["oracle_sealed"] is True and row["oracle_tests_passed"] == 2
+    assert row["oracle_sealed"] == "sealed" and row["oracle_tests_passed"] == 2
     assert [r["name"] for r in row["task_runtimes"]] == ["go"]
     code, untouched = agent_sweep(go_task, "noop", tmp_path, "--arms", "baseline")
     capsys.readouterr()
@@ -150,7 +150,7 @@ def test_the_oracle_agent_resolves_the_rust_task_and_the_noop_agent_does_not(
         row["error_detail"],
         row["oracle_output"],
     )
-    assert row["oracle_sealed"] is True and [r["name"] for r in row["task_runtimes"]] == ["rust"]
+    assert row["oracle_sealed"] == "sealed" and [r["name"] for r in row["task_runtimes"]] == ["rust"]
     code, untouched = agent_sweep(rust_task, "noop", tmp_path, "--arms", "baseline")
     capsys.readouterr()
     (row,) = untouched

@@ -139,6 +139,12 @@ def test_index_filter_open_a_failed_cell_its_tools_patch_and_failing_test(demo, 
     assert failing, row["oracle_output"]
     shown = pane.locator(".test-row[data-outcome=failed] .test-id, .test-row[data-outcome=error] .test-id")
     assert failing[0] in shown.all_text_contents()
+    # The oracle's verdict comes first: above verify's section and every one of its test rows.
+    order = pane.locator(".judge").evaluate_all("ss => ss.map(s => s.className)")
+    assert order == ["judge judge-oracle", "judge judge-verify"], order
+    oracle_top = pane.locator(".judge-oracle h3").bounding_box()["y"]
+    verify_rows = pane.locator(".judge-verify .test-row")
+    assert all(oracle_top < verify_rows.nth(i).bounding_box()["y"] for i in range(verify_rows.count()))
     _shot(page, shots, "cell-failed")
     _clean(page)
 

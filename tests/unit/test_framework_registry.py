@@ -159,3 +159,27 @@ def test_the_prompt_names_the_project_after_its_origin_not_the_clone_directory(t
         check=True,
     )
     assert project_name(clone) == "parse"
+
+
+@pytest.mark.parametrize(
+    ("installed", "expected"),
+    [
+        ("2.1.9", "vitest-junit"),
+        ("3.0.5", "vitest-junit"),
+        ("3.1.4", "vitest-junit"),
+        ("3.2.0", "vitest"),
+        ("4.1.12", "vitest"),
+        (None, "vitest"),
+    ],
+)
+def test_vitest_streams_from_3_2_and_writes_junit_before(tmp_path, installed, expected) -> None:
+    # Before 3.2 vitest loads no reporter from outside the project (the kit's place): JUnit XML.
+    if installed is not None:
+        (tmp_path / "node_modules" / "vitest").mkdir(parents=True)
+        (tmp_path / "node_modules" / "vitest" / "package.json").write_text(f'{{"version": "{installed}"}}')
+    node = frameworks.ECOSYSTEMS["node"]
+    assert node.facts is not None
+    facts = node.facts(tmp_path, ("node_modules",))
+    tests = [("test/a.test.ts", b"import { test } from 'vitest';\n")]
+    found = node.detect(frameworks.FRAMEWORKS, Base({"package.json": "{}"}), tests, facts)
+    assert found.framework.name == expected

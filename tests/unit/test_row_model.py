@@ -153,6 +153,18 @@ def test_an_older_row_migrates_with_unmeasured_fields_unknown():
         row_from_stored({**old, "made_up": 1}, where="x")
 
 
+@pytest.mark.parametrize(("old", "word"), [(True, "sealed"), (False, "unsealed"), (None, "unknown")])
+def test_sealing_is_told_in_the_locks_words_and_older_rows_read_as_such(old, word):
+    # Schema 8-9 stored true/false/null; 10 says sealed/unsealed/unknown (the lock's summary words).
+    assert row_from_stored(_stored(schema_version=9, oracle_sealed=old), where="x").oracle_sealed == word
+    before_8 = {k: v for k, v in _stored(schema_version=7).items() if k != "oracle_sealed"}
+    assert row_from_stored(before_8, where="x").oracle_sealed == "unknown"  # not measured then
+    # Today's rows carry the word: a bool, or a word from nowhere, is refused naming the field.
+    for wrong in (old, "maybe"):
+        with pytest.raises(RowReadError, match="oracle_sealed"):
+            row_from_stored(_stored(oracle_sealed=wrong), where="x")
+
+
 def test_an_older_rows_resource_limits_read_with_the_later_bounds_unknown():
     # Before issue 23 a row held four bounds; the kernel budgets added since were not enforced then.
     older = _stored(

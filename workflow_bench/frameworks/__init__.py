@@ -20,20 +20,38 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from . import cargo_test, go_test, node_jest, node_test, node_vitest, python_pytest, python_unittest
+from . import (
+    cargo_test,
+    go_test,
+    node_jest,
+    node_test,
+    node_vitest,
+    perl_prove,
+    python_pytest,
+    python_unittest,
+)
 from ._model import Detection, Ecosystem, Framework, FrameworkError, SentinelWriter, Tree
 from ._node import NODE
 from ._python import PYTHON
 
 KIT = Path(__file__).resolve().parent / "kit"
 # Order matters where two frameworks run the same files: the first is a "custom" command's default.
-_MODULES = (python_pytest, python_unittest, node_vitest, node_jest, node_test, go_test, cargo_test)
+_MODULES = (
+    python_pytest,
+    python_unittest,
+    node_vitest,
+    node_jest,
+    node_test,
+    go_test,
+    cargo_test,
+    perl_prove,
+)
 
 FRAMEWORKS: Mapping[str, Framework] = MappingProxyType(
     {f.name: f for module in _MODULES for f in module.FRAMEWORKS}
 )
 ECOSYSTEMS: Mapping[str, Ecosystem] = MappingProxyType(
-    {e.name: e for e in (PYTHON, NODE, go_test.GO, cargo_test.RUST)}
+    {e.name: e for e in (PYTHON, NODE, go_test.GO, cargo_test.RUST, perl_prove.PERL)}
 )
 
 

@@ -50,9 +50,11 @@ def _detect(
         return Detection(registry["node-test"], ("the test files import node:test",))
     if imports_vitest or "vitest" in declared or "vitest" in script:
         why = "the test files import vitest" if imports_vitest else "package.json names vitest"
-        vitest_major = facts.get("vitest_major")
-        if isinstance(vitest_major, int) and vitest_major < 3:
-            return Detection(registry["vitest-junit"], (why, f"vitest {vitest_major} < 3: JUnit XML"))
+        version = facts.get("vitest_version")
+        if isinstance(version, tuple) and version < STREAMING_VITEST:
+            oldest = ".".join(map(str, STREAMING_VITEST))
+            shown = ".".join(map(str, version))
+            return Detection(registry["vitest-junit"], (why, f"vitest {shown} < {oldest}: JUnit XML"))
         return Detection(registry["vitest"], (why,))
     if "jest" in declared or re.search(r"\bjest\b", script):
         return Detection(registry["jest"], ("package.json names jest",))
@@ -64,17 +66,23 @@ def _detect(
     )
 
 
+# The first vitest that runs the harness's streaming reporter: 3 added the reporter API it uses,
+# but before 3.2 vitest loads a custom reporter only from inside the project (vite's fs.allow),
+# and the kit is staged outside it ("Failed to load custom Reporter", checked on 3.0.0, 3.0.5,
+# 3.1.0; 3.2.0 loads it). Older ones write JUnit XML (tests/component/test_frameworks.py runs both).
+STREAMING_VITEST = (3, 2)
+
+
 def _facts(repo: Path, trees: Sequence[str]) -> Mapping[str, object]:
-    """``vitest_major``: the major version of the vitest installed in the working tree, if any
-    (vitest 3 added the reporter API the streaming reporter needs)."""
+    """``vitest_version``: (major, minor) of the vitest installed in the working tree, if any."""
     for source in trees:
         manifest = repo / source / "vitest" / "package.json"
         try:
             version = json.loads(read_bounded(manifest, max_bytes=256 * 1024)).get("version", "")
         except (OSError, ValueError, InputFileError):
             continue
-        if match := re.match(r"(\d+)\.", str(version)):
-            return {"vitest_major": int(match.group(1))}
+        if match := re.match(r"(\d+)\.(\d+)\.", str(version)):
+            return {"vitest_version": (int(match.group(1)), int(match.group(2)))}
     return {}
 
 

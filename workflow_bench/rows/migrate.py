@@ -9,7 +9,9 @@ evolve evidence bundle) turns stored JSON into a ``Row`` here, and nowhere else:
   Fields were only ever added, never renamed or repurposed (``git log -p`` of the old
   ``row_schema.py``), so an absent field is one that was not measured: ``None``, except those in
   ``ABSENT_IN_OLDER_ROWS`` whose absence has a known value; so is an absent bound of
-  ``resource_limits`` (it was not enforced). Then validated like a new row;
+  ``resource_limits`` (it was not enforced). One field changed its spelling, not its meaning:
+  ``oracle_sealed`` true / false / null (schemas 8, 9; absent before) is ``sealed`` /
+  ``unsealed`` / ``unknown`` (schema 10). Then validated like a new row;
 - anything else (a newer version, no version, not an object) is a ``RowReadError`` naming where.
 
 Must never: guess a value a row did not record, or accept a field the model does not declare.
@@ -28,6 +30,8 @@ from .model import SCHEMA_VERSION, ResourceLimits, Row, stored_names
 # Older rows lacking these fields recorded them implicitly: before reuse existed every row was paid;
 # before schema 8 no task was an impossible probe.
 ABSENT_IN_OLDER_ROWS: Mapping[str, Any] = {"reused": False, "task_impossible": False}
+# Schema 10 spells ``oracle_sealed`` in the lock's words; 8 and 9 stored a bool or null.
+_SEALING_BEFORE_10: Mapping[object, str] = {True: "sealed", False: "unsealed", None: "unknown"}
 
 
 class RowReadError(ValueError):
@@ -41,6 +45,9 @@ def migrate_older(stored: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(limits, dict):
         # Bounds added later (cpus, files, ptys, cell_uid, …) were not enforced then: unknown.
         upgraded["resource_limits"] = {**dict.fromkeys(ResourceLimits.model_fields), **limits}
+    sealed = stored.get("oracle_sealed")
+    if sealed is None or type(sealed) is bool:  # anything else fails validation, naming the field
+        upgraded["oracle_sealed"] = _SEALING_BEFORE_10[sealed]
     return {**stored, **upgraded, "schema_version": SCHEMA_VERSION}
 
 

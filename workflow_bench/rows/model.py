@@ -31,9 +31,11 @@ from workflow_bench.providers.access import CellKey
 from workflow_bench.review.score import ReviewScore, review_row_fields
 
 SCHEMA_VERSION = 10
-"""10 added ``clone_kind`` and ``clone_reason`` (an overlay of the template or a copy, and why);
-9 added ``relay_forked_requests``, ``relay_upstream_retries`` (provider-side transport faults
-the relay retried) and ``cli_config_written`` (CLI configuration the agent
+"""10 added ``clone_kind`` and ``clone_reason`` (an overlay of the template or a copy, and why),
+and ``oracle_sealed`` became one of ``sealed`` / ``unsealed`` / ``unknown`` (was true / false /
+null; migrated as such), the words of the expected-test lock and the docs; 9 added
+``relay_forked_requests``, ``relay_upstream_retries`` (provider-side transport faults the relay
+retried) and ``cli_config_written`` (CLI configuration the agent
 wrote, which no session read), and ``cost_usd`` became every exchange the relay served,
 priced (was the CLI's total_cost_usd); 8 added ``task_runtimes``, ``oracle_sealed``,
 ``test_config_changed`` and ``task_impossible``; 7 added ``skills_expected``, ``skills_invoked``
@@ -45,6 +47,9 @@ opened; 5 added per-test outcomes (``verify_tests*``, ``oracle_tests*``) and
 
 # A measured quantity that is an integer or a float as produced (``round`` keeps a sum of ints an
 # int): the value is stored as given, so a row re-serializes to the same bytes.
+Sealing = Literal["sealed", "unsealed", "unknown"]
+"""A run's sealing (``oracle_sealed``): the words the expected-test lock and the docs use too."""
+
 Number = Annotated[int | float, Field(union_mode="left_to_right")]
 
 
@@ -230,14 +235,15 @@ class OracleJudgement(Part):
         "failed as planned)",
         default=None,
     )
-    oracle_sealed: bool | None = _f(
-        "true: the harness's per-run sentinel tests, added to the staged oracle test files (two must "
-        "fail, one pass, one be skipped; random names), were all reported as planned, so the results "
-        "came from running those files unaltered; false: a required one was missing (or the lock "
-        "records that its reference runs did not report them) or reported wrongly (evidence-tampered); "
-        "null: no sentinel ran (no oracle file could carry one: other languages) or no outcome report "
-        "was read (the oracle did not run)",
-        default=None,
+    oracle_sealed: Sealing = _f(
+        "sealed: the harness's per-run sentinel tests, added to the staged oracle test files (two "
+        "must fail, one pass, one be skipped; random names), were all reported as planned, so the "
+        "results came from running those files unaltered; unsealed: the oracle ran but its results "
+        "are not vouched for by sentinels (no oracle file could carry one, the lock records that its "
+        "reference runs did not report them, as for a SWE-bench task, or a required one was missing or "
+        "reported wrongly: evidence-tampered); unknown: no outcome report was read (the oracle did not "
+        "run); schema 8-9 rows' true/false/null read as sealed/unsealed/unknown",
+        default="unknown",
     )
     test_config_changed: list[str] | None = _f(
         "test-infrastructure paths (conftest.py, pytest/tox/setup.cfg/pyproject, sitecustomize, "

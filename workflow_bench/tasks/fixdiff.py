@@ -36,6 +36,7 @@ TEST_PATH_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("go", re.compile(r"_test\.go$")),
     ("java/kotlin", re.compile(r"(^|/)src/test/")),
     ("ruby", re.compile(r"_(spec|test)\.rb$")),
+    ("perl", re.compile(r"(^|/)t/(.+/)?[^/]+\.t$")),
 )
 # Bounds on what is read from a fix: a single diff or file past these is not one task's fix.
 MAX_PATCH_BYTES = 1024 * 1024  # keep in sync with taskspec.schema.MAX_REFERENCE_PATCH_BYTES

@@ -1,11 +1,16 @@
-// Harness-owned vitest reporter (vitest >= 3): one result line per test, streamed to the judge
-// runner as each test finishes (see wfbench_result_channel.cjs and judge_runner.py).
+// Harness-owned vitest reporter (vitest >= 3.2; older ones load no reporter from outside the
+// project): one result line per test, streamed to the judge runner as each test finishes (see
+// wfbench_result_channel.cjs and judge_runner.py).
 //
 //   vitest run --reporter=default --reporter="$WORKFLOW_BENCH_VITEST_REPORTER"
 //
 // Ids are "<file relative to the vitest root> > <suite > test name>". A file that fails to load
 // is one "error" test named after the file; {"done": true} follows unless the run was interrupted.
+// The file is relative on every vitest >= 3.2: 3.2 has no relativeModuleId (only the absolute
+// moduleId, which carries the random path of a reference clone or an oracle copy), so the same
+// relative path is computed from the project's root, as later versions do.
 import { createRequire } from 'node:module';
+import { relative } from 'node:path';
 
 const { openChannel } = createRequire(import.meta.url)('./wfbench_result_channel.cjs');
 const OUTCOMES = { passed: 'passed', failed: 'failed', skipped: 'skipped' };
@@ -34,5 +39,7 @@ export default class WorkflowBenchReporter {
 }
 
 function fileOf(testModule) {
-  return testModule.relativeModuleId || testModule.moduleId;
+  if (testModule.relativeModuleId) return testModule.relativeModuleId;
+  const root = testModule.project && testModule.project.config && testModule.project.config.root;
+  return root ? relative(root, testModule.moduleId) : testModule.moduleId;
 }

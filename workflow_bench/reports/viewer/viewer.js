@@ -376,7 +376,8 @@
       " · skill invoked (wire) ", yesNo(s.skill_invoked)));
     if (s.error_detail) add(pane, el("pre", "no", s.error_detail));
     add(pane, el("p", "label", "raw files: ", doc.files.map(function (f, i) { return [i ? " · " : "", rawLink(f.path, f.label)]; })));
-    add(pane, judgeSection("verify", doc.judgement.verify), judgeSection("oracle", doc.judgement.oracle));
+    // The oracle's verdict decides the cell: it comes first, above verify's (often long) test list.
+    add(pane, judgeSection("oracle", doc.judgement.oracle), judgeSection("verify", doc.judgement.verify));
     add(pane, patchSection(doc.patch, doc.files));
     add(pane, el("h3", "", "Trajectory"), doc.sessions.map(sessionSection));
     add(pane, diagnosticsSection(doc.diagnostics));

@@ -1,0 +1,66 @@
+"""The TAP adapter's strict reader (frameworks/kit/tap_prove.py): a well-formed stream becomes one
+result per test; a malformed or forged one (a doubled or skipped number, no plan, two plans, a
+plan the stream does not keep, a plan in the middle, a bail-out, a non-zero exit with no failure)
+is refused with the first fault named, so the file is one errored test, never a pass."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+import workflow_bench.judging
+from workflow_bench.frameworks import KIT
+
+pytestmark = pytest.mark.unit
+sys.path.insert(0, str(Path(workflow_bench.judging.__file__).parent / "kit"))  # its result channel
+_spec = importlib.util.spec_from_file_location("tap_prove", KIT / "tap_prove.py")
+assert _spec is not None and _spec.loader is not None
+tap = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tap)
+del sys.path[0]
+
+GOOD = """TAP version 13
+# a comment
+ok 1 - adds
+not ok 2 - subtracts
+#   Failed test 'subtracts'
+    ---
+    got: 1
+    ...
+ok 3 # skip no network
+ok 4 - later # TODO not yet
+some output the test printed
+1..4
+"""
+
+
+def test_a_well_formed_stream_is_one_result_per_test() -> None:
+    assert tap.read_tap(GOOD, 1) == [
+        ("adds", "passed", None),
+        ("subtracts", "failed", "not ok 2 - subtracts"),
+        ("no network", "skipped", None),
+        ("later", "skipped", None),
+    ]
+    assert tap.read_tap("1..1\nok 1 - first\n", 0) == [("first", "passed", None)]
+
+
+@pytest.mark.parametrize(
+    ("stream", "code", "fault"),
+    [
+        ("ok 1 - a\nok 1 - a\n1..2\n", 0, "test 2 is numbered 1"),
+        ("ok 1 - a\nok 3 - c\n1..2\n", 0, "test 2 is numbered 3"),
+        ("ok - a\n1..1\n", 0, "test 1 is numbered nothing"),
+        ("ok 1 - a\n", 0, "0 plans"),
+        ("1..1\nok 1 - a\n1..1\n", 0, "2 plans"),
+        ("ok 1 - a\n1..3\n", 0, "the plan says 3 tests, the stream has 1"),
+        ("ok 1 - a\n1..2\nok 2 - b\n", 0, "neither before the first test nor after the last"),
+        ("1..2\nok 1 - a\nBail out! the database is gone\n", 1, "bailed out: the database is gone"),
+        ("1..1\nok 1 - a\n", 255, "exited 255 with no failed test"),
+    ],
+)
+def test_a_malformed_or_forged_stream_is_refused_naming_the_fault(stream, code, fault) -> None:
+    with pytest.raises(tap.Malformed, match=fault):
+        tap.read_tap(stream, code)
