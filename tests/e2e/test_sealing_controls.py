@@ -5,7 +5,7 @@ bubblewrap driven by the scripted model; here with defences taken out of the har
 process (the cells run in it): the sentinel tests (``judging.judge.add_sentinels``), the adapters'
 claim on the result channel (a copy of the kit without it) or only its decoy (a copy whose claim
 unlinks the path instead), the restore of the task's test
-configuration (``cells.run.restore``), the expected-tests lock and the per-process HOME (one
+configuration (``cells.judges.restore``), the expected-tests lock and the per-process HOME (one
 host directory bound at ``/home`` for every sandboxed process instead of a fresh tmpfs). The full canary
 (test_canary.py) shows every attack blocked with every defence in place, each by the defence
 meant for it (``held_as``); these show that defence is what held:
@@ -111,7 +111,7 @@ def _without_guard(monkeypatch, tmp_path: Path) -> None:
 
 def _without_claim_and_restore(monkeypatch, tmp_path: Path) -> None:
     _kit_with(monkeypatch, tmp_path, CLAIM, "")
-    monkeypatch.setattr("workflow_bench.cells.run.restore", lambda *args, **kwargs: None)
+    monkeypatch.setattr("workflow_bench.cells.judges.restore", lambda *args, **kwargs: None)
 
 
 def _persistent_home(monkeypatch, tmp_path: Path) -> None:
