@@ -38,7 +38,7 @@ from workflow_bench.sandbox import CellResources, Mount, RunPolicy, SandboxKind,
 from workflow_bench.taskspec.mounts import task_mounts
 from workflow_bench.workspace.clone import copy_clone
 from workflow_bench.workspace.git import git_argv, run_git
-from workflow_bench.workspace.patch import MAX_PATCH_BYTES, STAND_IN
+from workflow_bench.workspace.patch import MAX_PATCH_BYTES, STAND_IN, parse_numstat
 from workflow_bench.workspace.remove import remove_tree
 from workflow_bench.workspace.snapshot import WorkspaceLimitError
 
@@ -107,23 +107,31 @@ def check_replayable(patch: bytes) -> None:
 
 def patch_paths(patch: bytes, scratch: Path) -> tuple[str, ...]:
     """Every path the patch writes or removes (``git apply --numstat -z``, parsed by git itself)."""
+    stdout = _numstat(patch, scratch, "-z")
+    return tuple(
+        os.fsdecode(record.split(b"\t", 2)[2]) for record in stdout.split(b"\0") if record.count(b"\t") >= 2
+    )
+
+
+def patch_churn(patch: bytes, scratch: Path) -> dict[str, int]:
+    """The churn of a patch (files, insertions, deletions), as a cell's row counts it."""
+    return parse_numstat(_numstat(patch, scratch).decode("utf-8", "replace"))
+
+
+def _numstat(patch: bytes, scratch: Path, *options: str) -> bytes:
     if not patch:
-        return ()
+        return b""
     path = scratch / "numstat.diff"
     path.write_bytes(patch)
     try:
         result = run_git(
-            ["apply", "--numstat", "-z", str(path)], what="list the saved patch's paths", cwd=scratch
+            ["apply", "--numstat", *options, str(path)], what="read the saved patch", cwd=scratch
         )
     except ProcessError as exc:
         raise UnjudgeablePatch(f"the saved patch is not a patch git can read: {exc}"[:2000]) from exc
     finally:
         path.unlink(missing_ok=True)
-    return tuple(
-        os.fsdecode(record.split(b"\t", 2)[2])
-        for record in result.stdout.split(b"\0")
-        if record.count(b"\t") >= 2
-    )
+    return result.stdout
 
 
 def _glob_escaped(path: str) -> str:

@@ -186,7 +186,7 @@ class CellJudges:
         assert base is not None  # marked before the sessions
         return judged(
             draft,
-            arm=self.arm,
+            implementation=self.arm.implementation,
             changed=track.changed_since_base(),
             base=base.entries,
             after=track.state.entries,
@@ -272,7 +272,7 @@ class CellJudges:
 def judged(
     draft: CellDraft,
     *,
-    arm: ArmSpec,
+    implementation: bool,
     changed: tuple[str, ...],
     base: Mapping[str, str],
     after: Mapping[str, str],
@@ -286,7 +286,7 @@ def judged(
         draft = draft.with_verdict(error_kind=ErrorKind.VERIFY_FAILED)
     elif draft.kind is None and not oracle:
         draft = draft.with_verdict(error_kind=ErrorKind.ORACLE_FAILED)
-    if arm.implementation and resolved and not is_work(changed, base, after):
+    if implementation and resolved and not is_work(changed, base, after):
         draft = draft.with_verdict(resolved=False, error_kind=ErrorKind.NO_WORK_PRODUCED)
     return draft
 
