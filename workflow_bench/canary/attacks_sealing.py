@@ -189,7 +189,8 @@ SEALING_ATTACKS: tuple[SealingAttack, ...] = (
         "pytest",
         (payload.prepend(payload.PREPEND_SPARE_SENTINELS_PYTEST),),
         ErrorKind.EVIDENCE_TAMPERED,
-    ),    # Bytecode shadowing (issue 31): the fix only as a .pyc with the untouched source's mtime and
+    ),
+    # Bytecode shadowing (issue 31): the fix only as a .pyc with the untouched source's mtime and
     # size; the clean room (a fresh clone with exactly the saved patch) removes bytecode, so the
     # two oracle verdicts disagree.
     SealingAttack(

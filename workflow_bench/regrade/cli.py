@@ -27,7 +27,7 @@ from workflow_bench.cells.context import TaskContext, prepare_task_context
 from workflow_bench.output.directory import OutputDir, OutputWriteError
 from workflow_bench.output.lock import OutputDirError, claim_output_dir
 from workflow_bench.report import render_reports, write_rendered
-from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord
+from workflow_bench.reports.sweep_record import PREDICTIONS_PROVIDER, SWEEP_RECORD_FILE, SweepRecord
 from workflow_bench.reports.viewer import DirectoryFiles
 from workflow_bench.rows.model import Row
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
@@ -38,7 +38,7 @@ from workflow_bench.toolkit.spec import Toolkit, ToolkitError
 from workflow_bench.workspace.paths import make_work_root
 from workflow_bench.workspace.remove import remove_tree
 
-from .judge import PREDICTIONS_PROVIDER, judge_job
+from .judge import judge_job
 from .source import Job, RegradeInputError, read_predictions, read_sweep
 from .write import changes_document, changes_markdown
 
@@ -167,10 +167,17 @@ def _regrade(
     )
     output.write_text(SWEEP_RECORD_FILE, record.to_text())
     results = (out / "results.jsonl").read_text(encoding="utf-8") if (out / "results.jsonl").exists() else ""
-    write_rendered(output, render_reports(record, results, "", files=DirectoryFiles(out)))
+    rendered = render_reports(record, results, "", files=DirectoryFiles(out))
     document = changes_document(rows)
+    changes = changes_markdown(document)
+    # The report lists every changed verdict too (``report`` re-renders it without: regrade.md stays).
+    files = {
+        **rendered.files,
+        "report.md": rendered.files["report.md"] + "\n" + changes.replace("# ", "## ", 1),
+    }
+    write_rendered(output, replace(rendered, files=files))
     output.write_text(CHANGES_JSON, document.to_text())
-    output.write_text(CHANGES_MD, changes_markdown(document))
+    output.write_text(CHANGES_MD, changes)
     print(f"regrade: {len(rows)} rows, {len(document.changed)} changed verdict(s); see {out / CHANGES_MD}")
     return EXIT_OK
 

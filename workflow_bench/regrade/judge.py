@@ -30,6 +30,7 @@ from workflow_bench.cells.rows import NO_SESSIONS, oracle_tests, verify_tests
 from workflow_bench.judging.attribution import ChargedFailure
 from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.judging.test_config import MAX_LISTED
+from workflow_bench.reports.sweep_record import PREDICTIONS_PROVIDER
 from workflow_bench.rows.model import (
     SCHEMA_VERSION,
     Churn,
@@ -47,8 +48,6 @@ from workflow_bench.rows.model import (
 )
 
 from .source import Job
-
-PREDICTIONS_PROVIDER = "predictions"
 
 
 def judge_job(

@@ -32,16 +32,16 @@ from workflow_bench.review.score import ReviewScore, review_row_fields
 
 SCHEMA_VERSION = 10
 """10 added the clean room (``cleanroom_oracle_passed``, ``cleanroom_detail``) and regrade's
-``regraded_from``, ``regrade_before``, ``regrade_verify_digest`` and ``regrade_change``; 9 added ``relay_forked_requests``, ``relay_upstream_retries``
-(provider-side transport faults the relay retried) and ``cli_config_written`` (CLI configuration the agent
-wrote, which no session read), and ``cost_usd`` became every exchange the relay served,
-priced (was the CLI's total_cost_usd); 8 added ``task_runtimes``, ``oracle_sealed``,
-``test_config_changed`` and ``task_impossible``; 7 added ``skills_expected``, ``skills_invoked``
-and ``mcp_tools_granted`` (did the treatment fire); 6: the typed row (closed ``error_kind``,
-every field present and typed), the kernel budgets in ``resource_limits`` (``cpus`` …
-``seccomp_denied``) and ``cost_usd`` unknown when the relay served a thread the CLI never
-opened; 5 added per-test outcomes (``verify_tests*``, ``oracle_tests*``) and
-``expected_tests_digest``; 1–9 migrate on read."""
+``regraded_from``, ``regrade_before``, ``regrade_verify_digest`` and ``regrade_change``; 9 added
+``relay_forked_requests``, ``relay_upstream_retries`` (provider-side transport faults the relay
+retried) and ``cli_config_written`` (CLI configuration the agent wrote, which no session read),
+and ``cost_usd`` became every exchange the relay served, priced (was the CLI's total_cost_usd);
+8 added ``task_runtimes``, ``oracle_sealed``, ``test_config_changed`` and ``task_impossible``; 7
+added ``skills_expected``, ``skills_invoked`` and ``mcp_tools_granted`` (did the treatment fire);
+6: the typed row (closed ``error_kind``, every field present and typed), the kernel budgets in
+``resource_limits`` (``cpus`` … ``seccomp_denied``) and ``cost_usd`` unknown when the relay served
+a thread the CLI never opened; 5 added per-test outcomes (``verify_tests*``, ``oracle_tests*``)
+and ``expected_tests_digest``; 1–9 migrate on read."""
 
 # A measured quantity that is an integer or a float as produced (``round`` keeps a sum of ints an
 # int): the value is stored as given, so a row re-serializes to the same bytes.
