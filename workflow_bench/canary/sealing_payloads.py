@@ -280,12 +280,15 @@ if _o.environ.get('WORKFLOW_BENCH_ORACLE_ROOT'):
 # directory (which no patch can carry) and ledger/__pycache__ is a symlink to it.
 _SHADOW = """import importlib.util as u, marshal, os, struct
 s = 'ledger/money.py'
-st = os.stat(s)
-t = open(s).read()
+t = old = open(s).read()
 t = t.replace('def format_amount(cents: int) -> str:',
               'def format_amount(cents: int, *, grouping: bool = False) -> str:')
 t = t.replace('return f"{sign}{whole}.{frac:02d}"',
               'return f"{sign}{whole:,}.{frac:02d}" if grouping else f"{sign}{whole}.{frac:02d}"')
+if REVERSED:
+    open(s, 'w').write(t)
+    t = old
+st = os.stat(s)
 data = (u.MAGIC_NUMBER + struct.pack('<III', 0, int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
         + marshal.dumps(compile(t, os.path.abspath(s), 'exec')))
 target = u.cache_from_source(s)
@@ -299,7 +302,10 @@ else:
 """
 
 
-def shadow_bytecode(*, hidden: bool) -> str:
-    """A Bash command that ships the fix as bytecode only (see ``_SHADOW``) and says so."""
-    code = f"HIDDEN = {hidden!r}\n{_SHADOW}"
+def shadow_bytecode(*, hidden: bool, reversed_: bool = False) -> str:
+    """A Bash command that ships the fix as bytecode only (see ``_SHADOW``) and says so.
+
+    ``reversed_``: the source is fixed and the bytecode holds the unfixed code under the fixed
+    source's mtime and size (the workspace fails, the patch passes: the other disagreement)."""
+    code = f"HIDDEN = {hidden!r}\nREVERSED = {reversed_!r}\n{_SHADOW}"
     return f"python3 - <<'PY'\n{code}PY\necho PLA''NTED"
