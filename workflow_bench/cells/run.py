@@ -21,7 +21,8 @@ Order inside a cell, and why:
   each) → patch capture → authored verify (workspace read-only, no network) → hidden oracle,
   staged only now, after every model process has exited, as a per-run copy outside the
   workspace (workspace read-only, no network), its output and failure messages never kept, its
-  bytes re-checked afterwards.
+  bytes re-checked afterwards → the same oracle in a clean room (a fresh copy of the template with
+  exactly the saved patch), whose verdict must agree. The judging stage is ``cells.judges``.
 
 Cost proportional to what changed (issue 26): the cell starts from its template's baseline
 (``workspace.baseline``: state, patch-view base commit, HEAD, skill digest, recorded once per
