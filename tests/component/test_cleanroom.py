@@ -9,6 +9,7 @@ oracle but seen by verify; the room is gone afterwards.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from workflow_bench.cells.cleanroom import (
     room_dir,
 )
 from workflow_bench.cells.context import prepare_task_context
+from workflow_bench.process import ProcessError
 from workflow_bench.sandbox import SandboxKind
 from workflow_bench.taskspec.spec import bind_tasks, load_task_file
 from workflow_bench.toolkit.manifest import load_toolkit
@@ -119,3 +121,44 @@ def test_replayable_and_room_dir():
     with pytest.raises(UnjudgeablePatch, match="truncated"):
         check_replayable(b"x" + f"\n[truncated at {MAX_PATCH_BYTES} bytes]\n".encode())
     assert room_dir(Path("/w/abc")) == Path("/w/abc.room")
+
+
+def _with_setup(task, setup: str):
+    spec = task.binding.spec.model_copy(update={"setup": setup})
+    return replace(task, binding=replace(task.binding, spec=spec))
+
+
+def test_the_tasks_setup_runs_in_the_room_before_the_patch(task, room, tmp_path):
+    # The patch edits a file only setup makes: it applies only if setup ran first, in the room.
+    made = _with_setup(task, "printf 'made\\n' > setup-made.txt")
+    edit = b"diff --git a/setup-made.txt b/setup-made.txt\n--- a/setup-made.txt\n+++ b/setup-made.txt\n"
+    edit += b"@@ -1 +1 @@\n-made\n+edited\n"
+    verdict = judge_patch(room, made, GOLD + edit, where=tmp_path / "r")
+    assert verdict.oracle.passed
+    with pytest.raises(UnjudgeablePatch, match="does not apply"):
+        judge_patch(room, task, GOLD + edit, where=tmp_path / "s")
+    with pytest.raises(ProcessError, match="task setup in the clean room"):
+        judge_patch(room, _with_setup(task, "exit 3"), GOLD, where=tmp_path / "t")
+    assert not any(tmp_path.iterdir())
+
+
+def test_test_configuration_with_glob_characters_is_kept_exactly(task, room, tmp_path):
+    odd = "conf[ab]*?/conftest.py"
+    sibling = "confa/conftest.py"  # what the unescaped pattern would also match
+    patch = GOLD + _added(odd, b"X = 1\n") + _added(sibling, b"Y = 1\n")
+    verdict = judge_patch(room, task, patch, where=tmp_path / "r")
+    assert verdict.test_config_kept == (odd, sibling) or verdict.test_config_kept == tuple(
+        sorted((odd, sibling))
+    )
+    assert verdict.oracle.passed
+
+
+def test_the_detail_lists_at_most_ten_of_each_and_is_bounded(task, room, tmp_path):
+    many = b"".join(_added(f"pkg{i:02d}/m.pyc", b"x") for i in range(12))
+    verdict = judge_patch(room, task, GOLD + many, where=tmp_path / "r")
+    assert len(verdict.bytecode_removed) == 12
+    shown = verdict.detail().split("bytecode removed: ")[1].split("; ")[0]
+    assert shown == ", ".join(verdict.bytecode_removed[:10])
+    long = replace(verdict, test_config_kept=tuple(f"{'d' * 300}{i}/conftest.py" for i in range(11)))
+    assert len(long.detail()) == 2000
+    assert long.detail().count("conftest.py") <= 10
