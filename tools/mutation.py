@@ -121,6 +121,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/unit/test_stats_rules.py",
         "tests/unit/test_firing.py",
     ),
+    # Issue 31: clean-room judging and regrade's input, verdict changes and their report.
+    "workflow_bench/cells/cleanroom.py": ("tests/component/test_cleanroom.py",),
+    "workflow_bench/regrade/source.py": ("tests/component/test_regrade_input.py",),
+    "workflow_bench/regrade/write.py": ("tests/component/test_regrade_input.py",),
 }
 
 

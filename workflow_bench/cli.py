@@ -65,6 +65,12 @@ COMMANDS: Mapping[str, Command] = MappingProxyType(
                 "verify a sweep's promotion decision, or apply it to a toolkit",
             ),
             Command(
+                "regrade",
+                "workflow_bench.regrade.cli:main",
+                "regrade",
+                "re-judge a sweep's saved patches (or a predictions file) in clean rooms, no session",
+            ),
+            Command(
                 "canary", "workflow_bench.canary._main:main", "canary", "run the containment escape suite"
             ),
             Command(

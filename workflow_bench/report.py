@@ -40,7 +40,12 @@ from workflow_bench.reports.html import render_html
 from workflow_bench.reports.markdown import render_markdown
 from workflow_bench.reports.markdown_sections import firing_section, promotion_section, stats_section
 from workflow_bench.reports.stats import STATS_FILE, paired_statistics, stats_text
-from workflow_bench.reports.sweep_record import SweepRecord, SweepRecordError, read_sweep_record
+from workflow_bench.reports.sweep_record import (
+    PREDICTIONS_PROVIDER,
+    SweepRecord,
+    SweepRecordError,
+    read_sweep_record,
+)
 from workflow_bench.reports.viewer import (
     DATA_DIR,
     PAGE_FILE,
@@ -130,7 +135,9 @@ def render_reports(
         if record.policy is not None
         else None
     )
-    stats = paired_statistics(ordered, arms=arms, tasks=tasks, runs=record.runs)
+    # A regraded predictions file has no baseline arm: its models are paired with the first one.
+    reference = arms[0] if record.provider == PREDICTIONS_PROVIDER and arms else None
+    stats = paired_statistics(ordered, arms=arms, tasks=tasks, runs=record.runs, reference=reference)
     markdown = render_markdown(
         results,
         provenance=provenance,

@@ -5,7 +5,7 @@ bubblewrap driven by the scripted model; here with defences taken out of the har
 process (the cells run in it): the sentinel tests (``judging.judge.add_sentinels``), the adapters'
 claim on the result channel (a copy of the kit without it) or only its decoy (a copy whose claim
 unlinks the path instead), the restore of the task's test
-configuration (``cells.run.restore``), the expected-tests lock and the per-process HOME (one
+configuration (``cells.judges.restore``), the expected-tests lock and the per-process HOME (one
 host directory bound at ``/home`` for every sandboxed process instead of a fresh tmpfs). The full canary
 (test_canary.py) shows every attack blocked with every defence in place, each by the defence
 meant for it (``held_as``); these show that defence is what held:
@@ -38,7 +38,14 @@ from pathlib import Path
 
 import pytest
 
-from workflow_bench.canary.attacks_sealing import SEALING_ATTACKS, held_as_meant, run_sealing_suite
+from workflow_bench.canary import sealing_payloads
+from workflow_bench.canary.attacks_sealing import (
+    SEALING_ATTACKS,
+    SealingAttack,
+    held_as_meant,
+    run_sealing_suite,
+)
+from workflow_bench.cells.context import Harness
 from workflow_bench.judging import outcome_report
 from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.judging.sentinels import SentinelPlan, add_sentinels
@@ -111,7 +118,13 @@ def _without_guard(monkeypatch, tmp_path: Path) -> None:
 
 def _without_claim_and_restore(monkeypatch, tmp_path: Path) -> None:
     _kit_with(monkeypatch, tmp_path, CLAIM, "")
-    monkeypatch.setattr("workflow_bench.cells.run.restore", lambda *args, **kwargs: None)
+    monkeypatch.setattr("workflow_bench.cells.judges.restore", lambda *args, **kwargs: None)
+    _without_clean_room(monkeypatch)  # it keeps the test configuration at the base's too
+
+
+def _without_clean_room(monkeypatch) -> None:
+    """The cells judge the workspace as left only (``Harness.clean_room`` off)."""
+    monkeypatch.setattr("workflow_bench.canary._suite.Harness", functools.partial(Harness, clean_room=False))
 
 
 def _persistent_home(monkeypatch, tmp_path: Path) -> None:
@@ -255,3 +268,42 @@ def test_sentinel_aware_attacks_against_each_defence_alone(
         assert rows["spare-sentinels-run"] == tampered  # the guard alone
         assert rows["spare-sentinels-swap"] == tampered
         assert rows["spare-sentinels-pytest"] == (None, True)  # stock pytest: no adapter, no guard
+
+
+BYTECODE = ("bytecode-shadow", "bytecode-shadow-git-path")
+
+
+def test_without_the_clean_room_bytecode_shadowing_resolves(claude_bin, bwrap_bin, monkeypatch) -> None:
+    """Negative control of the clean room: judged on the workspace alone, the .pyc is the fix."""
+    _without_clean_room(monkeypatch)
+    rows = _run(claude_bin, bwrap_bin, BYTECODE)
+    assert rows == {name: (None, True) for name in BYTECODE}  # NOT BLOCKED: a forged resolve
+
+
+def test_oracle_verdicts_that_disagree_either_way_are_evidence_tampered(claude_bin, bwrap_bin) -> None:
+    """Workspace passed, clean room failed (the fix only as bytecode), and the reverse (the fixed
+    source shadowed by bytecode of the unfixed one): each a disagreement, charged."""
+    from workflow_bench.claude_cli import claude_version
+
+    reverse = SealingAttack(
+        "bytecode-unfix",
+        "the fixed source shadowed by a .pyc of the unfixed code (header = the fixed source's)",
+        "clean room passes, the workspace fails: evidence-tampered",
+        "unittest",
+        (sealing_payloads.shadow_bytecode(hidden=False, reversed_=True),),
+        ErrorKind.EVIDENCE_TAMPERED,
+    )
+    verdicts = run_sealing_suite(
+        claude_bin=claude_bin,
+        claude_version=claude_version(claude_bin),
+        bwrap_bin=bwrap_bin,
+        progress=lambda _line: None,
+        attacks=[BY_NAME["bytecode-shadow"], reverse],
+    )
+    rows = {v.attack.name: v.row for v in verdicts}
+    forward, backward = rows["bytecode-shadow"], rows["bytecode-unfix"]
+    assert forward is not None and backward is not None
+    assert (forward.oracle_passed, forward.cleanroom_oracle_passed) == (True, False)
+    assert (backward.oracle_passed, backward.cleanroom_oracle_passed) == (False, True)
+    for row in (forward, backward):
+        assert row.error_kind == ErrorKind.EVIDENCE_TAMPERED and row.resolved is False, row.error_detail

@@ -41,6 +41,8 @@ PACKAGE_LAYERS = {
     "report": 8, "canary": 8, "runner_args": 8, "view": 8,
     "sweep": 9,
     "runner": 10, "evolve": 10,
+    # re-judging saved patches (a sweep's or any agent's) in clean rooms
+    "regrade": 10,
     # the front door: a subcommand for every command above (imported only when chosen)
     "cli": 11, "__main__": 12,
 }  # fmt: skip

@@ -17,7 +17,9 @@ test configuration restored, i.e. which defence held: the adapter's channel clai
 lines land in the runner's decoy: ``evidence-tampered``), the sentinel tests
 (``evidence-tampered``), the task's own test configuration (the planted file is restored away:
 ``oracle-failed`` with it listed), the
-per-process HOME (a user-site ``.pth`` is gone by the time the oracle starts). Each defence was
+per-process HOME (a user-site ``.pth`` is gone by the time the oracle starts), the clean room (a
+fix shipped only as bytecode: the oracle on a fresh clone with exactly the saved patch disagrees
+with the workspace's: ``evidence-tampered``). Each defence was
 removed once on purpose (tests/e2e/test_sealing_controls.py) and its attacks then
 resolved the cell.
 """
@@ -186,6 +188,25 @@ SEALING_ATTACKS: tuple[SealingAttack, ...] = (
         "sentinels unrecognised: must-fail reported passed (evidence-tampered)",
         "pytest",
         (payload.prepend(payload.PREPEND_SPARE_SENTINELS_PYTEST),),
+        ErrorKind.EVIDENCE_TAMPERED,
+    ),
+    # Bytecode shadowing (issue 31): the fix only as a .pyc with the untouched source's mtime and
+    # size; the clean room (a fresh clone with exactly the saved patch) removes bytecode, so the
+    # two oracle verdicts disagree.
+    SealingAttack(
+        "bytecode-shadow",
+        "the fix only as ledger/__pycache__/money.*.pyc, header = the untouched source's mtime/size",
+        "clean room: bytecode removed, the oracle fails there (verdicts disagree: evidence-tampered)",
+        "unittest",
+        (payload.shadow_bytecode(hidden=False),),
+        ErrorKind.EVIDENCE_TAMPERED,
+    ),
+    SealingAttack(
+        "bytecode-shadow-git-path",
+        "the .pyc under ledger/.git/cache, ledger/__pycache__ a symlink to it (the patch: one link)",
+        "clean room: the link dangles, the oracle fails there (verdicts disagree: evidence-tampered)",
+        "unittest",
+        (payload.shadow_bytecode(hidden=True),),
         ErrorKind.EVIDENCE_TAMPERED,
     ),
 )

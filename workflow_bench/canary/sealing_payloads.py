@@ -272,3 +272,40 @@ if _o.environ.get('WORKFLOW_BENCH_ORACLE_ROOT'):
     _s.setprofile(_hook)
 """
 )
+
+
+# Bytecode shadowing (issue 31): the source is left unfixed; the fix is compiled into a .pyc whose
+# header carries the untouched ledger/money.py's mtime and size, so Python loads it instead of the
+# source (-B stops writing bytecode, not reading it). ``hidden``: the .pyc sits under a .git-named
+# directory (which no patch can carry) and ledger/__pycache__ is a symlink to it.
+_SHADOW = """import importlib.util as u, marshal, os, struct
+s = 'ledger/money.py'
+t = old = open(s).read()
+t = t.replace('def format_amount(cents: int) -> str:',
+              'def format_amount(cents: int, *, grouping: bool = False) -> str:')
+t = t.replace('return f"{sign}{whole}.{frac:02d}"',
+              'return f"{sign}{whole:,}.{frac:02d}" if grouping else f"{sign}{whole}.{frac:02d}"')
+if REVERSED:
+    open(s, 'w').write(t)
+    t = old
+st = os.stat(s)
+data = (u.MAGIC_NUMBER + struct.pack('<III', 0, int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
+        + marshal.dumps(compile(t, os.path.abspath(s), 'exec')))
+target = u.cache_from_source(s)
+if HIDDEN:
+    os.makedirs('ledger/.git/cache', exist_ok=True)
+    open(os.path.join('ledger/.git/cache', os.path.basename(target)), 'wb').write(data)
+    os.symlink('.git/cache', os.path.dirname(target))
+else:
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    open(target, 'wb').write(data)
+"""
+
+
+def shadow_bytecode(*, hidden: bool, reversed_: bool = False) -> str:
+    """A Bash command that ships the fix as bytecode only (see ``_SHADOW``) and says so.
+
+    ``reversed_``: the source is fixed and the bytecode holds the unfixed code under the fixed
+    source's mtime and size (the workspace fails, the patch passes: the other disagreement)."""
+    code = f"HIDDEN = {hidden!r}\nREVERSED = {reversed_!r}\n{_SHADOW}"
+    return f"python3 - <<'PY'\n{code}PY\necho PLA''NTED"

@@ -49,6 +49,9 @@ class Harness:
     sandbox_kind: SandboxKind = SandboxKind.BWRAP
     confinement: Confinement = field(default_factory=Confinement)
     """Every defence on; only the canary's negative controls turn one off (``sandbox.Confinement``)."""
+    clean_room: bool = True
+    """The hidden oracle also judges a fresh clone with exactly the saved patch (``cells.cleanroom``),
+    and the two verdicts must agree; only the canary's negative controls turn it off."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from typing import Any
 from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.rows.model import (
     Churn,
+    CleanRoomJudgement,
     OracleJudgement,
     Part,
     Review,
@@ -31,6 +32,7 @@ class CellDraft:
     oracle: OracleJudgement | None = None
     churn: Churn | None = None
     review: Review | None = None
+    cleanroom: CleanRoomJudgement | None = None
 
     @property
     def kind(self) -> ErrorKind | None:
@@ -45,5 +47,5 @@ class CellDraft:
         return self.with_verdict(ok=False, resolved=False, error_kind=kind, error_detail=detail)
 
     def parts(self) -> tuple[Part, ...]:
-        steps = (self.session, self.verify, self.oracle, self.churn, self.review)
+        steps = (self.session, self.verify, self.oracle, self.churn, self.review, self.cleanroom)
         return (self.verdict, *(part for part in steps if part is not None))

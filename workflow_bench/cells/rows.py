@@ -77,6 +77,10 @@ _NO_SESSIONS = SessionLayer(
 )
 
 
+NO_SESSIONS = _NO_SESSIONS
+"""A row's session layer when no session ran (a judged prediction: its patch came from elsewhere)."""
+
+
 def infra_error(exc: BaseException, cell_secrets, *, measured: SessionLayer | None = None) -> CellDraft:
     """The draft of a cell the harness failed: ``infra-error``, the sessions' measurements if they ran.
 

@@ -21,7 +21,8 @@ Order inside a cell, and why:
   each) → patch capture → authored verify (workspace read-only, no network) → hidden oracle,
   staged only now, after every model process has exited, as a per-run copy outside the
   workspace (workspace read-only, no network), its output and failure messages never kept, its
-  bytes re-checked afterwards.
+  bytes re-checked afterwards → the same oracle in a clean room (a fresh copy of the template with
+  exactly the saved patch), whose verdict must agree. The judging stage is ``cells.judges``.
 
 Cost proportional to what changed (issue 26): the cell starts from its template's baseline
 (``workspace.baseline``: state, patch-view base commit, HEAD, skill digest, recorded once per
@@ -38,33 +39,20 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from workflow_bench.arms import ArmSpec, SessionSpec
-from workflow_bench.judging.attribution import ChargedFailure, attribute_session
-from workflow_bench.judging.judge import (
-    judge_review,
-    oracle_expectation,
-    run_hidden_oracle,
-    run_verify,
-    verify_expectation,
-)
-from workflow_bench.judging.outcome_report import JudgeOutcome
+from workflow_bench.judging.attribution import attribute_session
 from workflow_bench.judging.outcomes import ErrorKind
-from workflow_bench.judging.test_config import MAX_LISTED, TestConfigError, changed_test_config, restore
+from workflow_bench.judging.test_config import MAX_LISTED
 from workflow_bench.process import ProcessError
 from workflow_bench.providers.access import CellCredentials, CellKey
-from workflow_bench.redaction import redact_text, redact_value
+from workflow_bench.redaction import redact_value
 from workflow_bench.relay.server import ModelRelay, new_session_key
-from workflow_bench.review.score import REVIEW_OUTPUT_DIR, REVIEW_OUTPUT_ENV_VAR, REVIEW_OUTPUT_PATH
+from workflow_bench.review.score import REVIEW_OUTPUT_DIR
 from workflow_bench.rows.model import (
-    Churn,
-    OracleJudgement,
     Part,
-    Review,
     Row,
     SessionLayer,
-    VerifyJudgement,
     assemble,
 )
 from workflow_bench.sandbox import (
@@ -88,7 +76,6 @@ from workflow_bench.workspace.git import git_argv, head_sha, sandbox_git
 from workflow_bench.workspace.paths import new_cell_dir_path, relay_socket, view_dir
 from workflow_bench.workspace.remove import remove_tree
 from workflow_bench.workspace.snapshot import (
-    NON_WORK_PATHS,
     PLAN_DIR,
     SKILLS_DIR,
     WorkspaceLimitError,
@@ -99,8 +86,9 @@ from .boundaries import WorkspaceTrack
 from .context import CellResult, SweepSettings, TaskContext
 from .draft import CellDraft
 from .evidence import SubagentPolicy, apply_wire, wire_lines
+from .judges import CellJudges
 from .notices import announce_once
-from .rows import identity, infra_error, oracle_tests, provenance, provider_usage, verify_tests
+from .rows import identity, infra_error, provenance, provider_usage
 from .session_fold import progress_observer, sum_sessions
 from .sessions import CLI_CONFIG, SessionOutcome, SessionRequest, run_session
 from .skill_evidence import forked_skills
@@ -262,6 +250,7 @@ class _CellRun:
         self.credentials = credentials
         self.secrets = cell_secrets
         self.artifacts = artifacts
+        self.resources = resources
         self.measured: SessionLayer | None = None  # the sessions' measurements, once they ran
         self.draft: CellDraft | None = None  # the row so far, once the sessions ran
         self.agent_started = False  # set just before the first session: from then on, failures are charged
@@ -317,131 +306,20 @@ class _CellRun:
         if settings.cancel.is_set():
             # Keep what the sessions measured; judging a half-finished clone would be noise.
             return self.draft.failed(ErrorKind.CANCELLED, "sweep cancelled")
-        kind: ErrorKind
-        failure: Exception
-        try:
-            return self._judge()
-        except ChargedFailure as exc:
-            failure, kind = exc, exc.kind
-            if isinstance(exc.outcome, JudgeOutcome):  # a timed-out judge: what had reported by then
-                if kind == ErrorKind.ORACLE_TIMEOUT:
-                    self._step(oracle=oracle_tests(exc.outcome, self.secrets))
-                else:
-                    self._step(verify=verify_tests(exc.outcome, self.secrets))
-        except WorkspaceLimitError as exc:
-            failure, kind = exc, ErrorKind.WORKSPACE_INVALID
-        except Exception as exc:  # anything the agent left may have caused it: charged, kept as data
-            failure, kind = exc, ErrorKind.JUDGING_ERROR
-        draft = self.draft.with_verdict(resolved=False)  # what the judges recorded before the failure
-        if settings.cancel.is_set():
-            return draft.with_verdict(
-                ok=False, error_kind=ErrorKind.CANCELLED, error_detail="sweep cancelled"
-            )
-        if draft.kind is None:
-            detail = redact_text(f"{type(failure).__name__}: {failure}", self.secrets)[:2000]
-            return draft.with_verdict(error_kind=kind, error_detail=detail)
-        return draft
-
-    def _step(self, **parts: Any) -> CellDraft:
-        """Record judged parts on the draft as they arrive, so a later failure keeps them."""
-        assert self.draft is not None  # set before any judge runs
-        self.draft = replace(self.draft, **parts)
-        return self.draft
-
-    def _judge(self) -> CellDraft:
-        settings, spec = self.settings, self.task.binding.spec
-        if self.arm.review:
-            return self._judge_review()
-        # The patch first: what is on disk now is what the judges below ran against (read-only).
-        patch, churn = self.track.patch()
-        self.artifacts["patch.diff"] = patch
-        self._step(churn=Churn(**churn))
-        timeout, cancel = settings.cell.verify_timeout_s, settings.cancel
-        binding = self.task.binding
-        verify = run_verify(
-            self.sandbox,
-            spec.verify,
-            scratch=self.cell_dir,
-            expectation=verify_expectation(spec, binding.expected_tests),
-            timeout_s=timeout,
-            cancel=cancel,
-        )
-        self._step(verify=self._verify_part(verify))
-        config = self._restore_test_config()
-        oracle = run_hidden_oracle(
-            self.sandbox,
-            binding.oracle,
-            expectation=oracle_expectation(spec, binding.expected_tests),
-            scratch=self.cell_dir,
-            timeout_s=timeout,
-            cancel=cancel,
-        )
-        verdict = "hidden oracle passed: " if oracle.passed else "hidden oracle failed: "
-        draft = self._step(
-            oracle=oracle_tests(
-                oracle,
-                self.secrets,
-                oracle_passed=oracle.passed,
-                oracle_output=verdict + oracle.detail,
-                test_config_changed=list(config[:MAX_LISTED]),
-            )
-        )
-        if oracle.tampered and draft.kind is None:
-            draft = self._step(
-                verdict=draft.failed(
-                    ErrorKind.EVIDENCE_TAMPERED, f"hidden oracle: {oracle.detail}"[:2000]
-                ).verdict
-            )
-        return self._judged(draft)
-
-    def _judged(self, draft: CellDraft) -> CellDraft:
-        track = self.track
-        base = track.base
-        assert base is not None  # marked before the sessions
-        return _judged(
-            draft,
+        judges = CellJudges(
+            settings=settings,
+            task=self.task,
             arm=self.arm,
-            changed=track.changed_since_base(),
-            base=base.entries,
-            after=track.state.entries,
+            sandbox=self.sandbox,
+            track=self.track,
+            cell_dir=self.cell_dir,
+            secrets=self.secrets,
+            artifacts=self.artifacts,
+            resources=self.resources,
+            review_dir=self.review_dir,
+            draft=self.draft,
         )
-
-    def _restore_test_config(self) -> tuple[str, ...]:
-        """Put the test infrastructure the agent changed back as it was before the first session,
-        so the hidden oracle runs with the task's own (``judging.test_config``); the changed paths.
-        Compares only what changed since the base (the track's last boundary: what the agent left;
-        the restore is not scanned, so the row and the no-work rule still see the agent's tree)."""
-        track = self.track
-        base, base_commit = track.base, track.base_commit
-        assert base is not None and base_commit is not None  # marked before the sessions
-        after = track.state.entries
-        touched = track.changed_since_base()
-        changed = changed_test_config(
-            {p: base.entries[p] for p in touched if p in base.entries},
-            {p: after[p] for p in touched if p in after},
-        )
-        try:
-            restore(
-                self.sandbox.workspace,
-                changed,
-                base=base.entries,
-                after=after,
-                read_base=lambda path: track.view.read(base_commit, path),
-            )
-        except (TestConfigError, ProcessError) as exc:
-            raise ChargedFailure(ErrorKind.EVIDENCE_TAMPERED, str(exc)[:2000]) from exc
-        return changed
-
-    def _verify_part(self, verify: JudgeOutcome) -> VerifyJudgement:
-        output = redact_text(verify.output, self.secrets)
-        return verify_tests(
-            verify,
-            self.secrets,
-            authored_tests_passed=verify.passed,
-            authored_test_output=output,
-            verify_output=output,
-            verify_detail=redact_text(verify.detail, self.secrets),
-        )
+        return judges.run()
 
     def _setup(self) -> None:
         """Run the task's untrusted setup; it must leave the seeded skills untouched."""
@@ -555,43 +433,6 @@ class _CellRun:
         self.track.scan()
         if not touches_skills(self.track.changed_since_template()):
             raise RuntimeError("the candidate overlay did not change the evaluated skills in the clone")
-
-    def _judge_review(self) -> CellDraft:
-        """Review arms: the workspace must be untouched; the artifact is scored against hidden labels."""
-        changed = self.track.changed_since_base()
-        judged = judge_review(self.review_dir, self.task.binding.oracle)
-        review = Review.scored(judged.score, evidence_valid=judged.evidence_valid)
-        if judged.artifact is not None:
-            self.artifacts["review.json"] = judged.artifact
-        problem = judged.problem
-        if changed:
-            problem = problem or f"the review session changed the workspace: {list(changed)[:5]}"
-            review = review.model_copy(update={"review_evidence_valid": False})
-        draft = self._step(
-            review=review,
-            oracle=OracleJudgement(oracle_passed=judged.oracle_passed, oracle_output=judged.oracle_output),
-        )
-        if problem and draft.kind is None:
-            draft = self._step(
-                verdict=draft.with_verdict(
-                    ok=False, error_kind=ErrorKind.REVIEW_EVIDENCE_INVALID, error_detail=problem
-                ).verdict
-            )
-        verify = run_verify(
-            self.sandbox,
-            self.task.binding.spec.verify,
-            scratch=self.cell_dir,
-            expectation=verify_expectation(self.task.binding.spec, self.task.binding.expected_tests),
-            timeout_s=self.settings.cell.verify_timeout_s,
-            cancel=self.settings.cancel,
-            mounts=(Mount(source=self.review_dir, target=REVIEW_OUTPUT_DIR),),
-            env_extra={REVIEW_OUTPUT_ENV_VAR: REVIEW_OUTPUT_PATH},
-        )
-        draft = self._step(
-            verify=self._verify_part(verify),
-            churn=Churn(diff_files=len(changed), diff_insertions=None, diff_deletions=None),
-        )
-        return self._judged(draft)
 
     def _sessions(self) -> tuple[list[SessionOutcome], str | None]:
         """Run the arm's sessions in order through one relay; stop at the first failed one."""
@@ -713,35 +554,6 @@ class _CellRun:
         if self.arm.family == "comparator":
             return COMPARATOR_SKILLS[spec.skill_role]
         return self.settings.evaluated.toolkit.skill_for(spec.skill_role)
-
-
-def _judged(
-    draft: CellDraft,
-    *,
-    arm: ArmSpec,
-    changed: tuple[str, ...],
-    base: Mapping[str, str],
-    after: Mapping[str, str],
-) -> CellDraft:
-    """resolved = ok ∧ authored ∧ oracle; then the first failing judge names the error kind."""
-    authored = draft.verify.authored_tests_passed if draft.verify is not None else None
-    oracle = draft.oracle.oracle_passed if draft.oracle is not None else None
-    resolved = bool(draft.verdict.ok and authored and oracle)
-    draft = draft.with_verdict(resolved=resolved)
-    if draft.kind is None and not authored:
-        draft = draft.with_verdict(error_kind=ErrorKind.VERIFY_FAILED)
-    elif draft.kind is None and not oracle:
-        draft = draft.with_verdict(error_kind=ErrorKind.ORACLE_FAILED)
-    work = [
-        p
-        for p in changed
-        if not any(p == n or p.startswith(n + "/") for n in NON_WORK_PATHS)
-        # a directory alone (e.g. the `docs` a plan was written into) is not work; its files are
-        and not all(side.get(p, "dir:").startswith("dir:") for side in (base, after))
-    ]
-    if arm.implementation and resolved and not work:
-        draft = draft.with_verdict(resolved=False, error_kind=ErrorKind.NO_WORK_PRODUCED)
-    return draft
 
 
 def _accepted_plan_doc(changed: tuple[str, ...], after: Mapping[str, str]) -> str:

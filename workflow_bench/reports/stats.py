@@ -227,8 +227,10 @@ def _arm_summary(rows: Sequence[Row], arm: str) -> dict[str, Any]:
 
 
 def paired_statistics(
-    rows: Sequence[Row], *, arms: Sequence[str], tasks: Sequence[str], runs: int
+    rows: Sequence[Row], *, arms: Sequence[str], tasks: Sequence[str], runs: int, reference: str | None = None
 ) -> dict[str, Any]:
+    """``reference``: with no ``baseline`` arm, the arm every other is paired with (a regraded
+    predictions file: its first model, ``vs-reference``)."""
     grouped = _task_arm_rows(rows)
     comparisons = []
     if BASELINE_ARM in arms:
@@ -236,6 +238,10 @@ def paired_statistics(
             _comparison(grouped, tasks, a, BASELINE_ARM, "vs-baseline", rows)
             for a in arms
             if a != BASELINE_ARM
+        ]
+    elif reference is not None and reference in arms:
+        comparisons += [
+            _comparison(grouped, tasks, a, reference, "vs-reference", rows) for a in arms if a != reference
         ]
     for arm in arms:
         incumbent = ARMS[arm].candidate_of if arm in ARMS else None

@@ -24,6 +24,8 @@ SWEEP_RECORD_FILE = "sweep.json"
 SWEEP_RECORD_SCHEMA = 1
 RUNNING = "running"
 OPTIONAL_FIELDS = frozenset({"schedule"})
+PREDICTIONS_PROVIDER = "predictions"
+"""The provider of a regraded predictions file (``workflow_bench.regrade``): no model ran here."""
 
 
 class SweepRecordError(ValueError):

@@ -32,6 +32,8 @@ from workflow_bench.review.score import ReviewScore, review_row_fields
 
 SCHEMA_VERSION = 10
 """10 added ``clone_kind`` and ``clone_reason`` (an overlay of the template or a copy, and why),
+the clean room (``cleanroom_oracle_passed``, ``cleanroom_detail``) and regrade's ``regraded_from``,
+``regrade_before``, ``regrade_verify_digest`` and ``regrade_change``,
 and ``oracle_sealed`` became one of ``sealed`` / ``unsealed`` / ``unknown`` (was true / false /
 null; migrated as such), the words of the expected-test lock and the docs; 9 added
 ``relay_forked_requests``, ``relay_upstream_retries`` (provider-side transport faults the relay
@@ -582,6 +584,66 @@ class Artifacts(Part):
     )
 
 
+# ── issue 31: clean-room judging and regrade (one block: the clean room's and regrade's fields) ──
+
+
+class CleanRoomJudgement(Part):
+    """The hidden oracle on a fresh clone of the base with exactly the saved patch applied
+    (``cells.cleanroom``), at sweep time and in every regrade."""
+
+    SECTION: ClassVar[str] = "clean room"
+    cleanroom_oracle_passed: bool | None = _f(
+        "the hidden oracle's verdict (as oracle_passed) on a fresh copy of the task's template, the "
+        "task's setup re-run, exactly patch.diff applied (test configuration excluded, every .pyc/.pyo "
+        "removed): nothing else of the workspace; it must agree with oracle_passed, else "
+        "evidence-tampered; null when no clean room ran (review arms, a cell that failed before "
+        "judging, clean room switched off)",
+        default=None,
+    )
+    cleanroom_detail: str | None = _f(
+        "the clean room's verdict on the outcome report, the bytecode files it removed and the test "
+        "configuration it left at the base's, or why the patch could not be judged there "
+        "(a stand-in for a file over the view's caps, a truncated patch, a patch that does not apply)",
+        default=None,
+    )
+
+
+class RegradeBefore(Strict):
+    """``regrade_before``: the source row's verdict and the digests it was judged under."""
+
+    resolved: bool | None
+    oracle_passed: bool | None
+    authored_tests_passed: bool | None
+    error_kind: str | None
+    oracle_digest: str | None
+    verify_digest: str | None
+    expected_tests_digest: str | None
+
+
+class Regrade(Part):
+    """What ``python -m workflow_bench.regrade`` adds to a row it re-judged (``regrade``)."""
+
+    SECTION: ClassVar[str] = "regrade"
+    regraded_from: str | None = _f(
+        "where the judged patch came from: '<source sweep dir> <task>/<arm>/<run>' for a regraded "
+        "sweep, '<predictions file>:<line>' for a predictions file; null for a row a sweep measured",
+        default=None,
+    )
+    regrade_before: RegradeBefore | None = _f(
+        "the source row's {resolved, oracle_passed, authored_tests_passed, error_kind, oracle_digest, "
+        "verify_digest, expected_tests_digest}; this row's oracle_digest, expected_tests_digest and "
+        "regrade_verify_digest are the task it was re-judged under; null when not regraded or no source row",
+        default=None,
+    )
+    regrade_verify_digest: str | None = _f(
+        "digest of the verify command the regrade judged with; null when not regraded", default=None
+    )
+    regrade_change: str | None = _f(
+        "why the verdict changed ('resolved true -> false: ...'); null when it did not or not regraded",
+        default=None,
+    )
+
+
 # The parts in documentation order; ``Row`` is exactly their fields.
 PARTS: tuple[type[Part], ...] = (
     Identity,
@@ -595,10 +657,14 @@ PARTS: tuple[type[Part], ...] = (
     Provenance,
     DriverRecord,
     Artifacts,
+    CleanRoomJudgement,
+    Regrade,
 )
 
 
 class Row(
+    Regrade,
+    CleanRoomJudgement,
     Artifacts,
     DriverRecord,
     Provenance,

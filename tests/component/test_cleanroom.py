@@ -1,0 +1,164 @@
+"""``cells.cleanroom.judge_patch`` on the demo's grouping task, real bwrap and git: what it judges.
+
+The reference patch passes; no patch, a patch that does not apply, a stand-in and a truncated
+patch do not (the last three cannot be re-judged at all); a fix shipped only as bytecode is
+removed before the oracle runs; test configuration in the patch is left at the base's for the
+oracle but seen by verify; the room is gone afterwards.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from workflow_bench.cells.cleanroom import (
+    CleanRoom,
+    UnjudgeablePatch,
+    check_replayable,
+    judge_patch,
+    patch_churn,
+    patch_paths,
+    room_dir,
+)
+from workflow_bench.cells.context import prepare_task_context
+from workflow_bench.process import ProcessError
+from workflow_bench.sandbox import SandboxKind
+from workflow_bench.taskspec.spec import bind_tasks, load_task_file
+from workflow_bench.toolkit.manifest import load_toolkit
+from workflow_bench.workspace.patch import MAX_PATCH_BYTES, stand_in
+
+pytestmark = pytest.mark.component
+ROOT = Path(__file__).resolve().parents[2]
+DEMO_TASKS = ROOT / "tasks.scenarios.yaml"
+GOLD = (ROOT / "workflow_bench/corpus/reference/trivial-amount-grouping.patch").read_bytes()
+FIX_ONLY = GOLD.split(b"diff --git a/tests/")[0]
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    binding = next(
+        b for b in bind_tasks(load_task_file(DEMO_TASKS)) if b.spec.task_id == "trivial-amount-grouping"
+    )
+    dest = tmp_path_factory.mktemp("cleanroom") / "template"
+    return prepare_task_context(binding, toolkit=load_toolkit("demo"), dest=dest)
+
+
+@pytest.fixture
+def room(bwrap_bin) -> CleanRoom:
+    return CleanRoom(kind=SandboxKind.BWRAP, bwrap_bin=bwrap_bin, timeout_s=120, cancel=threading.Event())
+
+
+def _added(path: str, data: bytes) -> bytes:
+    lines = data.decode().splitlines()
+    body = "".join(f"+{line}\n" for line in lines)
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+        f"@@ -0,0 +1,{len(lines)} @@\n{body}"
+    ).encode()
+
+
+def test_the_reference_patch_passes_and_no_patch_fails(task, room, tmp_path):
+    passed = judge_patch(room, task, GOLD, where=tmp_path / "a", with_verify=True)
+    assert passed.oracle.passed and passed.verify is not None and passed.verify.passed
+    assert passed.bytecode_removed == () and passed.test_config_kept == ()
+    assert "clean-room oracle passed" in passed.detail()
+    empty = judge_patch(room, task, b"", where=tmp_path / "b")
+    assert not empty.oracle.passed and empty.verify is None
+    assert "clean-room oracle failed" in empty.detail()
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_bytecode_in_the_patch_is_removed_before_the_oracle(task, room, tmp_path):
+    pyc = "ledger/__pycache__/money.cpython-311.pyc"
+    patch = FIX_ONLY + _added(pyc, b"not bytecode") + _added("ledger/old.pyo", b"x")
+    verdict = judge_patch(room, task, patch, where=tmp_path / "r")
+    assert verdict.oracle.passed  # the source fix is judged; the bytecode never ran
+    assert sorted(verdict.bytecode_removed) == sorted([pyc, "ledger/old.pyo"])
+    assert "bytecode removed: " in verdict.detail()
+
+
+def test_test_configuration_is_kept_at_the_bases_for_the_oracle_but_verify_sees_it(task, room, tmp_path):
+    # A conftest that would fail every run if anything imported it: unittest never does, so verify
+    # passes either way; a sitecustomize the oracle's interpreter would import is kept out.
+    breaking = b"raise SystemExit('planted')\n"
+    patch = GOLD + _added("sitecustomize.py", breaking) + _added("tests/conftest.py", b"X = 1\n")
+    verdict = judge_patch(room, task, patch, where=tmp_path / "r", with_verify=True)
+    assert verdict.test_config_kept == ("sitecustomize.py", "tests/conftest.py")
+    assert verdict.oracle.passed
+    assert "test config kept at the base's: sitecustomize.py, tests/conftest.py" in verdict.detail()
+
+
+@pytest.mark.parametrize(
+    "patch, why",
+    [
+        (FIX_ONLY.replace(b"return int(whole)", b"return int(whole!)"), "does not apply"),
+        (_added("big.bin", stand_in(9 << 20, "0" * 64)), "stand-in"),
+        (FIX_ONLY + f"\n[truncated at {MAX_PATCH_BYTES} bytes]\n".encode(), "truncated"),
+        (b"this is not a patch\n", "not a patch git can read"),
+    ],
+)
+def test_a_patch_that_cannot_be_applied_byte_exactly_is_unjudgeable(task, room, tmp_path, patch, why):
+    with pytest.raises(UnjudgeablePatch, match=why):
+        judge_patch(room, task, patch, where=tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+
+
+def test_patch_paths_and_churn_are_gits_reading(tmp_path):
+    assert patch_paths(GOLD, tmp_path) == ("ledger/money.py", "tests/test_money.py")
+    assert patch_churn(GOLD, tmp_path) == {"diff_files": 2, "diff_insertions": 12, "diff_deletions": 3}
+    assert patch_paths(b"", tmp_path) == () and patch_churn(b"", tmp_path)["diff_files"] == 0
+    odd = _added("a dir/[x]*.py", b"y\n")
+    assert patch_paths(odd, tmp_path) == ("a dir/[x]*.py",)
+    assert list(tmp_path.iterdir()) == []  # the spooled copy is gone
+
+
+def test_replayable_and_room_dir():
+    check_replayable(GOLD)
+    check_replayable(b"")
+    with pytest.raises(UnjudgeablePatch, match="truncated"):
+        check_replayable(b"x" + f"\n[truncated at {MAX_PATCH_BYTES} bytes]\n".encode())
+    assert room_dir(Path("/w/abc")) == Path("/w/abc.room")
+
+
+def _with_setup(task, setup: str):
+    spec = task.binding.spec.model_copy(update={"setup": setup})
+    return replace(task, binding=replace(task.binding, spec=spec))
+
+
+def test_the_tasks_setup_runs_in_the_room_before_the_patch(task, room, tmp_path):
+    # The patch edits a file only setup makes: it applies only if setup ran first, in the room.
+    made = _with_setup(task, "printf 'made\\n' > setup-made.txt")
+    edit = b"diff --git a/setup-made.txt b/setup-made.txt\n--- a/setup-made.txt\n+++ b/setup-made.txt\n"
+    edit += b"@@ -1 +1 @@\n-made\n+edited\n"
+    verdict = judge_patch(room, made, GOLD + edit, where=tmp_path / "r")
+    assert verdict.oracle.passed
+    with pytest.raises(UnjudgeablePatch, match="does not apply"):
+        judge_patch(room, task, GOLD + edit, where=tmp_path / "s")
+    with pytest.raises(ProcessError, match="task setup in the clean room"):
+        judge_patch(room, _with_setup(task, "exit 3"), GOLD, where=tmp_path / "t")
+    assert not any(tmp_path.iterdir())
+
+
+def test_test_configuration_with_glob_characters_is_kept_exactly(task, room, tmp_path):
+    odd = "conf[ab]*?/conftest.py"
+    sibling = "confa/conftest.py"  # what the unescaped pattern would also match
+    patch = GOLD + _added(odd, b"X = 1\n") + _added(sibling, b"Y = 1\n")
+    verdict = judge_patch(room, task, patch, where=tmp_path / "r")
+    assert verdict.test_config_kept == (odd, sibling) or verdict.test_config_kept == tuple(
+        sorted((odd, sibling))
+    )
+    assert verdict.oracle.passed
+
+
+def test_the_detail_lists_at_most_ten_of_each_and_is_bounded(task, room, tmp_path):
+    many = b"".join(_added(f"pkg{i:02d}/m.pyc", b"x") for i in range(12))
+    verdict = judge_patch(room, task, GOLD + many, where=tmp_path / "r")
+    assert len(verdict.bytecode_removed) == 12
+    shown = verdict.detail().split("bytecode removed: ")[1].split("; ")[0]
+    assert shown == ", ".join(verdict.bytecode_removed[:10])
+    long = replace(verdict, test_config_kept=tuple(f"{'d' * 300}{i}/conftest.py" for i in range(11)))
+    assert len(long.detail()) == 2000
+    assert long.detail().count("conftest.py") <= 10

@@ -1,0 +1,210 @@
+"""regrade's input: a sweep directory and a predictions file read, every refusal named (no bwrap).
+
+The sweep here is a directory written by hand through the real row model and sweep record, so
+each refusal (a task never run, another base commit, a running sweep, an artifact outside the
+directory) is shown without paying for a sweep; the e2e test (tests/e2e/test_regrade.py) runs the
+real one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.builders import row as make_row
+from workflow_bench.judging.outcomes import ErrorKind
+from workflow_bench.regrade.judge import change
+from workflow_bench.regrade.source import (
+    Job,
+    RegradeInputError,
+    read_predictions,
+    read_sweep,
+    rejudgeable,
+)
+from workflow_bench.regrade.write import changes_document, changes_markdown
+from workflow_bench.reports.sweep_record import SweepRecord
+from workflow_bench.rows.migrate import stored_line
+from workflow_bench.taskspec.spec import bind_tasks, load_task_file
+
+pytestmark = pytest.mark.component
+DEMO_TASKS = Path(__file__).resolve().parents[2] / "tasks.scenarios.yaml"
+GROUPING = "trivial-amount-grouping"
+
+
+@pytest.fixture(scope="module")
+def bindings():
+    return bind_tasks(load_task_file(DEMO_TASKS))
+
+
+def _sweep(root: Path, bindings, *, rows=(), finished=True, tasks=None) -> Path:
+    root.mkdir()
+    record = SweepRecord(
+        model="m", effort=None, provider="scripted", claude_code_version="x", runs=1, arms=("baseline",),
+        tasks=tuple(tasks if tasks is not None else (b.to_json() for b in bindings)),
+        skipped_expensive=(), started_at="2026-01-01T00:00:00+00:00", policy=None, overlay=None,
+    )  # fmt: skip
+    if finished:
+        from datetime import UTC, datetime
+
+        record = record.finished(status="complete", detail=None, finished_at=datetime.now(UTC), wall_s=1.0)
+    (root / "sweep.json").write_text(record.to_text())
+    (root / "results.jsonl").write_text("".join(stored_line(r) for r in rows))
+    return root
+
+
+def test_a_sweep_reads_its_rows_and_patches(tmp_path, bindings):
+    row = make_row(task=GROUPING, arm="baseline", patch_artifact=f"{GROUPING}-baseline-run0.patch")
+    root = _sweep(tmp_path / "s", bindings, rows=[row])
+    (root / row.patch_artifact).write_bytes(b"PATCH")
+    source, jobs = read_sweep(root, bindings)
+    assert [(j.task_id, j.arm, j.run, j.patch, j.rejudge) for j in jobs] == [
+        (GROUPING, "baseline", 0, b"PATCH", True)
+    ]
+    assert jobs[0].source == f"{root} {GROUPING}/baseline/0"
+    assert source.skipped == ()
+
+
+def test_a_task_never_run_or_on_another_commit_is_refused_by_name(tmp_path, bindings):
+    tasks = [b.to_json() for b in bindings if b.spec.task_id != GROUPING]
+    moved = {**tasks[0], "resolved_sha": "0" * 40}
+    root = _sweep(tmp_path / "s", bindings, tasks=[moved, *tasks[1:]])
+    with pytest.raises(RegradeInputError) as caught:
+        read_sweep(root, bindings)
+    message = str(caught.value)
+    assert f"task {GROUPING!r}: the sweep in {root} never ran it" in message
+    assert f"task {tasks[0]['id']!r}: resolved_sha" in message
+
+
+def test_skipped_expensive_tasks_are_left_out(tmp_path, bindings):
+    root = _sweep(tmp_path / "s", bindings, tasks=[b.to_json() for b in bindings[:1]])
+    record = json.loads((root / "sweep.json").read_text())
+    record["skipped_expensive"] = [b.spec.task_id for b in bindings[1:]]
+    (root / "sweep.json").write_text(json.dumps(record))
+    source, jobs = read_sweep(root, bindings)
+    assert source.skipped == tuple(b.spec.task_id for b in bindings[1:]) and jobs == []
+
+
+def test_not_a_sweep_and_a_running_sweep_are_refused(tmp_path, bindings):
+    with pytest.raises(RegradeInputError, match="not a sweep directory"):
+        read_sweep(tmp_path, bindings)
+    with pytest.raises(RegradeInputError, match="never finished"):
+        read_sweep(_sweep(tmp_path / "s", bindings, finished=False), bindings)
+
+
+def test_an_artifact_outside_the_sweep_or_missing_is_refused(tmp_path, bindings):
+    row = make_row(task=GROUPING, arm="baseline", patch_artifact="../elsewhere.patch")
+    with pytest.raises(RegradeInputError, match="outside the sweep directory"):
+        read_sweep(_sweep(tmp_path / "s", bindings, rows=[row]), bindings)
+    row = make_row(task=GROUPING, arm="baseline", patch_artifact="gone.patch")
+    with pytest.raises(RegradeInputError, match=r"patch_artifact gone\.patch"):
+        read_sweep(_sweep(tmp_path / "t", bindings, rows=[row]), bindings)
+
+
+def test_only_rows_judged_on_a_patch_are_rejudged():
+    assert rejudgeable(make_row(ok=True, patch_artifact="p.patch"))
+    assert not rejudgeable(make_row(ok=False, patch_artifact="p.patch"))
+    assert not rejudgeable(make_row(ok=True, patch_artifact=None))
+    assert not rejudgeable(make_row(ok=True, patch_artifact="p.patch", review_artifact="r.json"))
+
+
+def _line(**values) -> str:
+    return (
+        json.dumps({"instance_id": GROUPING, "model_name_or_path": "m", "model_patch": "", **values}) + "\n"
+    )
+
+
+def test_predictions_one_arm_per_model_and_a_run_per_repeat(tmp_path, bindings):
+    path = tmp_path / "p.jsonl"
+    path.write_text(_line(model_patch="A") + "\n" + _line(model_name_or_path="n") + _line(model_patch="B"))
+    jobs = read_predictions(path, bindings)
+    assert [(j.arm, j.run, j.patch, j.source) for j in jobs] == [
+        ("m", 0, b"A", f"{path}:1"),
+        ("n", 0, b"", f"{path}:3"),
+        ("m", 1, b"B", f"{path}:4"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("[1]\n", ":1: want a JSON object"),
+        ("{\n", ":1: not JSON"),
+        (_line(instance_id="nope"), ":1: instance_id: 'nope' is not a task"),
+        (
+            _line() + json.dumps({"instance_id": GROUPING, "model_patch": ""}),
+            ":2: model_name_or_path: missing",
+        ),
+        (_line(model_patch=3), ":1: model_patch: missing or not a string"),
+        (_line(model_name_or_path="a/b"), ":1: model_name_or_path: 'a/b' cannot name an arm"),
+        (_line(model_name_or_path=" "), ":1: model_name_or_path: ' ' cannot name an arm"),
+        ("\n\n", ": no predictions"),
+    ],
+)
+def test_a_bad_prediction_is_named_by_line_and_key(tmp_path, bindings, text, named):
+    path = tmp_path / "p.jsonl"
+    path.write_text(text)
+    with pytest.raises(RegradeInputError) as caught:
+        read_predictions(path, bindings)
+    assert f"{path}{named}" in str(caught.value)
+
+
+def test_an_unreadable_predictions_file_is_refused(tmp_path, bindings):
+    with pytest.raises(RegradeInputError, match=r"p\.jsonl"):
+        read_predictions(tmp_path / "p.jsonl", bindings)
+    (tmp_path / "b.jsonl").write_bytes(b"\xff\n")
+    with pytest.raises(RegradeInputError, match=r"b\.jsonl"):
+        read_predictions(tmp_path / "b.jsonl", bindings)
+
+
+def test_change_names_what_moved_and_why():
+    before = make_row(resolved=True, oracle_passed=True, oracle_digest="a", expected_tests_digest="l")
+    assert change(before, before) is None
+    after = before.replace(
+        resolved=False, oracle_passed=False, error_kind=ErrorKind.ORACLE_FAILED, oracle_digest="b"
+    )
+    text = change(before, after)
+    assert text == (
+        "resolved true -> false; oracle_passed true -> false; error_kind null -> oracle-failed "
+        "(the oracle changed)"
+    )
+    relocked = after.replace(expected_tests_digest="m", cleanroom_detail="clean-room oracle failed: x")
+    assert change(before, relocked).endswith(
+        "(the oracle changed; the expected-tests lock changed; clean-room oracle failed: x)"
+    )
+    same = before.replace(authored_tests_passed=not before.authored_tests_passed)
+    assert change(before, same).endswith("(same task, the clean room judged differently)")
+
+
+def test_the_changes_document_lists_only_changed_rows_of_a_source(tmp_path):
+    before = make_row(task="t", arm="a", resolved=True)
+    after = before.replace(resolved=False, regrade_change="resolved true -> false (why | here)")
+    same = make_row(task="t", arm="b").replace(regrade_change=None)
+    jobs = [
+        (Job("t", "a", 0, b"", "/s t/a/0", row=before), after),
+        (Job("t", "b", 0, b"", "/s t/b/0", row=same, rejudge=False), same),
+        (Job("t", "c", 0, b"", "/p.jsonl:3"), replace_row(after, arm="c")),
+    ]
+    document = changes_document(jobs)
+    assert (document.rows, document.rejudged, document.sources) == (3, 2, ("/s", "/p.jsonl"))
+    assert [(c.task, c.arm, c.before["resolved"], c.after["resolved"]) for c in document.changed] == [
+        ("t", "a", True, False)
+    ]
+    markdown = changes_markdown(document)
+    assert "3 rows, 2 re-judged in clean rooms, 1 changed verdict(s)" in markdown
+    assert "| t | a | 0 | resolved=True" in markdown and "why \\| here" in markdown
+    assert json.loads(document.to_text())["changed"][0]["why"] == "resolved true -> false (why | here)"
+    empty = changes_markdown(changes_document([]))
+    assert "No verdict changed." in empty and "| task |" not in empty
+
+
+def replace_row(row, **changes):
+    return row.replace(**changes)
+
+
+def test_job_defaults():
+    job = Job("t", "a", 0, b"", "s")
+    assert (job.row, job.artifacts, job.rejudge) == (None, None, True)
+    assert replace(job, rejudge=False).rejudge is False
