@@ -229,9 +229,7 @@ def oracle_tests(outcome: JudgeOutcome, cell_secrets: Any, **judged: Any) -> Ora
     the tests that had reported)."""
     return OracleJudgement(
         **judged,
-        oracle_sealed=(
-            "unknown" if outcome.evidence is None else "sealed" if outcome.sealed else "unsealed"
-        ),
+        oracle_sealed=("unknown" if outcome.evidence is None else "sealed" if outcome.sealed else "unsealed"),
         oracle_tests_run=outcome.tests_run,
         oracle_tests_passed=outcome.tests_passed,
         oracle_tests_skipped=outcome.tests_skipped,
