@@ -39,8 +39,11 @@ from workflow_bench.process import ManagedProcess, spawn_group
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PYTEST_ARGS = ("-n", "2", "--dist", "loadscope")
-# Spins only while its parent (this command) lives: a SIGKILLed load check leaves no busy loop.
-_BUSY_LOOP = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass\n"
+# Spins only while its parent (this command, whose pid it is given) lives: a SIGKILLed load check
+# leaves no busy loop. The pid comes from the argument, not from the loop's own first getppid(): a
+# check killed before a loop's interpreter had started (seconds under load) would otherwise leave a
+# loop that took its new parent for this one and spun for ever.
+_BUSY_LOOP = "import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n    pass\n"
 _NOT_BLOCKED = re.compile(r"^(\S+)\s.*\bNOT BLOCKED\s*$")
 
 
@@ -114,7 +117,7 @@ def busy_neighbour(count: int) -> Iterator[list[ManagedProcess]]:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         for _ in range(count):
-            loops.append(spawn_group([sys.executable, "-c", _BUSY_LOOP]))
+            loops.append(spawn_group([sys.executable, "-c", _BUSY_LOOP, str(os.getpid())]))
         print(
             f"[load-check] busy loops: pids {' '.join(str(loop.pid) for loop in loops) or 'none'}", flush=True
         )

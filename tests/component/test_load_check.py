@@ -153,3 +153,34 @@ def test_a_killed_load_check_leaves_no_busy_loop(tmp_path):
             check.kill()
         check.wait()
         check.stdout.close()
+
+
+def test_a_load_check_killed_before_its_loops_started_leaves_no_busy_loop(tmp_path):
+    """The loops are told their parent's pid: one whose interpreter had not started when the check
+    was killed (seconds under load; here every interpreter sleeps 3 s in sitecustomize) must not
+    take its new parent for the check and spin for ever (CI once lost a run to exactly that)."""
+    slow = tmp_path / "slow-start"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text("import time\ntime.sleep(3)\n")
+    argv = [sys.executable, str(LOAD_CHECK), "--runs", "1", "--canary-runs", "0", "--busy", "2"]
+    env = {**os.environ, "PYTHONPATH": str(slow)}
+    project = _project(tmp_path / "project", "def test_x():\n    pass\n")
+    check = subprocess.Popen([*argv, *_pytest_args(project)], stdout=subprocess.PIPE, text=True, env=env)
+    pids: list[int] = []
+    try:
+        line = check.stdout.readline()
+        pids = [int(p) for p in re.search(r"busy loops: pids ([\d ]+)", line).group(1).split()]
+        os.kill(check.pid, signal.SIGKILL)  # the loops are still asleep in sitecustomize
+        check.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(pid) for pid in pids)
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if check.poll() is None:
+            check.kill()
+        check.wait()
+        check.stdout.close()

@@ -4,25 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from workflow_bench.canary._suite import ATTACKS as SUITE_ATTACKS  # every module registered there
-from workflow_bench.canary.attacks_budgets import BUDGET_ATTACKS
-from workflow_bench.canary.attacks_confine import CONFINE_ATTACKS
-from workflow_bench.canary.attacks_fork import FORK_ATTACKS
-from workflow_bench.canary.attacks_graphs import GRAPH_ATTACKS
-from workflow_bench.canary.attacks_host_cost import HOST_COST_ATTACKS
-from workflow_bench.canary.attacks_judging import ATTACKS as JUDGING_ATTACKS
-from workflow_bench.canary.attacks_limits import LIMIT_ATTACKS
-from workflow_bench.canary.attacks_relay import BREACH_ATTACKS
-from workflow_bench.canary.attacks_replay import REPLAY_ATTACKS
-from workflow_bench.canary.attacks_sealing import SEALING_ATTACKS
+from workflow_bench.canary import declared_attacks
 
-# The judging suite adds one verdict per attack plus the breaker's.
-ATTACKS = (
-    *SUITE_ATTACKS, *LIMIT_ATTACKS, *HOST_COST_ATTACKS, *BUDGET_ATTACKS, *REPLAY_ATTACKS, *BREACH_ATTACKS,
-    *FORK_ATTACKS, *CONFINE_ATTACKS,
-    *JUDGING_ATTACKS, *SEALING_ATTACKS, *GRAPH_ATTACKS,
-)  # fmt: skip
-TOTAL = len(ATTACKS) + 1
+ATTACKS = declared_attacks()  # every suite's attacks, the judging breaker's pseudo-attack included
+TOTAL = len(ATTACKS)
 
 pytestmark = pytest.mark.e2e
 
@@ -43,9 +28,8 @@ def test_runner_canary_flag_blocks_every_attack_before_the_sweep(tmp_path, capsy
     printed = capsys.readouterr().out
     assert f"blocked {TOTAL}/{TOTAL}" in printed, printed[-8000:]  # the table, to see what was not
     table = printed[: printed.index(f"blocked {TOTAL}/{TOTAL}")]  # the table comes before any cell
-    for attack in (*ATTACKS, *JUDGING_ATTACKS):
-        assert f"{attack.name} " in table, attack.name
-    assert "breaker-abuse " in table
+    for name in ATTACKS:
+        assert f"{name} " in table, name
     assert "NOT BLOCKED" not in table
     assert code == 0 and (out / "results.jsonl").exists()
 

@@ -9,24 +9,67 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from workflow_bench import argtypes
 from workflow_bench.claude_cli import ClaudeCliError, claude_version, locate_claude
 from workflow_bench.sandbox import SandboxError, SandboxKind, preflight
 
-from ._suite import CANARY_TASKS, VerdictRow, render_table, run_suite
-from .attacks_budgets import run_budget_cells
-from .attacks_confine import run_confine_cells
-from .attacks_fork import run_fork_cell
-from .attacks_graphs import run_graph_suite
-from .attacks_host_cost import run_host_cost_cell
-from .attacks_judging import run_judging_suite
-from .attacks_limits import run_limit_cells
-from .attacks_relay import run_breach_cell
-from .attacks_replay import run_replay_cell
-from .attacks_sealing import run_sealing_suite
+from ._suite import ATTACKS, CANARY_TASKS, VerdictRow, render_table, run_suite
+from .attacks_budgets import BUDGET_ATTACKS, run_budget_cells
+from .attacks_confine import CONFINE_ATTACKS, run_confine_cells
+from .attacks_fork import FORK_ATTACKS, run_fork_cell
+from .attacks_graphs import GRAPH_ATTACKS, run_graph_suite
+from .attacks_host_cost import HOST_COST_ATTACKS, run_host_cost_cell
+from .attacks_judging import ATTACKS as JUDGING_ATTACKS
+from .attacks_judging import BREAKER_ATTACK, run_judging_suite
+from .attacks_limits import LIMIT_ATTACKS, run_limit_cells
+from .attacks_relay import BREACH_ATTACKS, run_breach_cell
+from .attacks_replay import REPLAY_ATTACKS, run_replay_cell
+from .attacks_sealing import SEALING_ATTACKS, run_sealing_suite
 
 EXIT_OK, EXIT_ESCAPED, EXIT_PREFLIGHT = 0, 1, 2
+
+
+def declared_attacks() -> tuple[str, ...]:
+    """Every attack the suites declare, by name, in the order the canary runs them: the table must
+    hold exactly these, one verdict each."""
+    suites: tuple[Sequence[Any], ...] = (ATTACKS, LIMIT_ATTACKS, HOST_COST_ATTACKS, BUDGET_ATTACKS)
+    suites += (REPLAY_ATTACKS, BREACH_ATTACKS, FORK_ATTACKS, CONFINE_ATTACKS, JUDGING_ATTACKS)
+    names = [a.name for suite in suites for a in suite] + [BREAKER_ATTACK]
+    return (*names, *(a.name for suite in (SEALING_ATTACKS, GRAPH_ATTACKS) for a in suite))
+
+
+@dataclass(frozen=True, slots=True)
+class _Declared:
+    name: str
+    expected: str = "one verdict"
+
+
+@dataclass(frozen=True, slots=True)
+class _Unaccounted:
+    attack: _Declared
+    observed: str
+    blocked: bool = False
+
+
+def account_for_every_attack(verdicts: Sequence[VerdictRow]) -> list[VerdictRow]:
+    """The verdicts, plus a NOT BLOCKED row for each declared attack that gave none or gave more
+    than one, and for each verdict naming no declared attack: a suite that silently skipped an
+    attack must not read as a clean run."""
+    declared = declared_attacks()
+    counts: dict[str, int] = {}
+    for verdict in verdicts:
+        counts[verdict.attack.name] = counts.get(verdict.attack.name, 0) + 1
+    out: list[VerdictRow] = list(verdicts)
+    for name in dict.fromkeys(declared):
+        if (seen := counts.get(name, 0)) != 1:
+            out.append(_Unaccounted(_Declared(name), f"{seen} verdicts (declared once)"))
+    out += [
+        _Unaccounted(_Declared(n), "a verdict for no declared attack") for n in counts if n not in declared
+    ]
+    return out
 
 
 def run_canary(
@@ -51,6 +94,7 @@ def run_canary(
     verdicts += run_judging_suite(**cli, canary_tasks=CANARY_TASKS)  # attacks_judging.py
     verdicts += run_sealing_suite(**cli)  # attacks_sealing.py: forging the oracle's outcome
     verdicts += run_graph_suite(**cli)  # attacks_graphs.py: MCP servers, the index, tool grants
+    verdicts = account_for_every_attack(verdicts)
     table = render_table(verdicts)
     return (EXIT_OK if all(v.blocked for v in verdicts) else EXIT_ESCAPED), table
 

@@ -218,6 +218,9 @@ class _Named:
     expected: str
 
 
+BREAKER_ATTACK = "breaker-abuse"  # the pseudo-attack: the sweep of the self-excluding cells completes
+
+
 def run_judging_suite(
     *, claude_bin: Path, claude_version: str, bwrap_bin: str, canary_tasks: Path, progress=print
 ) -> list[JudgingVerdict]:
@@ -279,7 +282,7 @@ def _verdicts(status: str, results: Sequence[CellResult], detail: str | None) ->
         blocked, observed = attack.judge(results[index])
         verdicts.append(JudgingVerdict(attack, blocked, observed))
     excluding = sum(a.self_excluding for a in ATTACKS)
-    breaker = _Named("breaker-abuse", f"{excluding} self-excluding cells in a row: sweep completes")
+    breaker = _Named(BREAKER_ATTACK, f"{excluding} self-excluding cells in a row: sweep completes")
     held = status == "complete" and len(results) == len(ATTACKS)
     verdicts.append(JudgingVerdict(breaker, held, f"sweep {status}" + (f" ({detail})" if detail else "")))
     return verdicts
