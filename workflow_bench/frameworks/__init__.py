@@ -23,6 +23,7 @@ from types import MappingProxyType
 from . import (
     cargo_test,
     go_test,
+    java_maven,
     node_jest,
     node_test,
     node_vitest,
@@ -44,6 +45,7 @@ _MODULES = (
     node_test,
     go_test,
     cargo_test,
+    java_maven,
     perl_prove,
 )
 
@@ -51,7 +53,7 @@ FRAMEWORKS: Mapping[str, Framework] = MappingProxyType(
     {f.name: f for module in _MODULES for f in module.FRAMEWORKS}
 )
 ECOSYSTEMS: Mapping[str, Ecosystem] = MappingProxyType(
-    {e.name: e for e in (PYTHON, NODE, go_test.GO, cargo_test.RUST, perl_prove.PERL)}
+    {e.name: e for e in (PYTHON, NODE, go_test.GO, cargo_test.RUST, java_maven.JAVA, perl_prove.PERL)}
 )
 
 
