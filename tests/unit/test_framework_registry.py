@@ -16,6 +16,10 @@ from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
 
 pytestmark = pytest.mark.unit
 GO_TEST = b'package calc\n\nimport "testing"\n\nfunc TestX(t *testing.T) {}\n'
+JAVA_TEST = (
+    b"package calc;\n\nimport static org.junit.Assert.assertEquals;\n\nimport org.junit.Test;\n\n"
+    b"public class ClampTest {\n    @Test\n    public void low() {\n        assertEquals(0, 0);\n    }\n}\n"
+)
 
 
 class Base:
@@ -45,6 +49,7 @@ def test_every_framework_names_a_registered_ecosystem_its_kit_files_and_a_known_
         "node-test",
         "go-test",
         "cargo-test",
+        "maven-surefire",
     }
     for framework in frameworks.FRAMEWORKS.values():
         assert framework.ecosystem in frameworks.ECOSYSTEMS, framework.name
@@ -59,6 +64,7 @@ def test_every_framework_names_a_registered_ecosystem_its_kit_files_and_a_known_
     [
         ({"go.mod": "module m\n"}, [("calc/x_test.go", GO_TEST)], "go-test"),
         ({"Cargo.toml": "[package]\n"}, [("tests/clamp.rs", b"#[test] fn a() {}")], "cargo-test"),
+        ({"pom.xml": "<project/>"}, [("src/test/java/calc/ClampTest.java", JAVA_TEST)], "maven-surefire"),
         (
             {"pyproject.toml": "[tool.pytest.ini_options]\n"},
             [("tests/test_a.py", b"def test_a(): pass")],
@@ -77,6 +83,27 @@ def test_go_without_a_module_and_rust_without_an_integration_target_are_refused_
         detect_framework(Base({"Cargo.toml": ""}), [("src/tests/a.rs", b"")])
 
 
+def test_java_outside_a_maven_project_or_without_a_surefire_test_class_is_refused_with_why() -> None:
+    with pytest.raises(FrameworkError, match=r"no pom\.xml"):
+        detect_framework(Base({"build.gradle": ""}), [("src/test/java/calc/ClampTest.java", JAVA_TEST)])
+    # Surefire's default includes: a helper class, or a test class of another module, is not one.
+    for path in ("src/test/java/calc/Helpers.java", "core/src/test/java/calc/ClampTest.java"):
+        with pytest.raises(FrameworkError, match="Surefire test class"):
+            detect_framework(Base({"pom.xml": ""}), [(path, JAVA_TEST)])
+
+
+def test_the_maven_command_names_the_test_classes() -> None:
+    files = [
+        "src/test/java/com/x/ClampTest.java",
+        "src/test/java/TestTop.java",
+        "src/test/java/a/BTests.java",
+    ]
+    assert frameworks.FRAMEWORKS["maven-surefire"].command(files) == (
+        'python3 -I -B "$WORKFLOW_BENCH_MAVEN" TestTop a.BTests com.x.ClampTest'
+    )
+    assert version_problem("java", "17") is None and version_problem("java", "17.0.2") is not None
+
+
 def test_the_commands_name_go_packages_and_cargo_targets() -> None:
     go = frameworks.FRAMEWORKS["go-test"].command(["a/b/x_test.go", "a/b/y_test.go", "z_test.go"])
     assert go == 'python3 -I -B "$WORKFLOW_BENCH_GO_TEST" . ./a/b'
@@ -93,11 +120,15 @@ def test_the_oracle_restores_go_and_rust_configuration_with_python_and_node_s() 
         "Cargo.toml",
         ".cargo/config.toml",
         "build.rs",
+        "pom.xml",
+        "core/pom.xml",
+        ".mvn/jvm.config",
         "conftest.py",
         "jest.config.js",
     ):
         assert is_test_config(path), path
     assert not is_test_config("calc/calc.go") and not is_test_config("src/lib.rs")
+    assert not is_test_config("src/main/java/calc/Clamp.java")
 
 
 def _sealed(target: str, data: bytes) -> tuple[OracleSnapshot, sentinels.SentinelPlan]:
@@ -111,14 +142,34 @@ def _sealed(target: str, data: bytes) -> tuple[OracleSnapshot, sentinels.Sentine
     [
         ("calc/x_test.go", GO_TEST, (b"t.Errorf(", b"t.Fatal(", b"t.Skip(")),
         ("tests/clamp.rs", b"#[test]\nfn a() {}\n", (b"assert_eq!(", b"panic!(", b"#[ignore]")),
+        (
+            "src/test/java/calc/ClampTest.java",
+            JAVA_TEST,
+            (b"org.junit.Assert.assertEquals(", b"throw new AssertionError(", b"@org.junit.Ignore("),
+        ),
     ],
 )
-def test_go_and_rust_oracle_files_carry_the_planned_sentinels(target, data, marks) -> None:
+def test_go_rust_and_java_oracle_files_carry_the_planned_sentinels(target, data, marks) -> None:
     snapshot, plan = _sealed(target, data)
     assert [s.must for s in plan.sentinels] == list(sentinels.MUST) and plan.targets == (target,)
     sealed = snapshot.files[0].data
-    assert sealed.startswith(data) and all(m in sealed for m in marks)
-    assert all(s.token.encode() in sealed for s in plan.sentinels)
+    assert all(m in sealed for m in marks) and all(s.token.encode() in sealed for s in plan.sentinels)
+    if target.endswith(".java"):  # inside the class: before its closing brace
+        assert sealed.startswith(data[: data.rindex(b"}")]) and sealed.endswith(b"    }\n}\n")
+        assert sealed.count(b"@org.junit.Test") == 4
+    else:
+        assert sealed.startswith(data)
+
+
+def test_a_java_file_that_is_no_junit4_class_is_left_unsealed() -> None:
+    # Negative control of the writer's guard: JUnit 5 (jupiter) would not run JUnit 4 methods, and
+    # a file that does not end with its class has no place for them.
+    jupiter = JAVA_TEST.replace(b"import org.junit.Test;", b"import org.junit.jupiter.api.Test;").replace(
+        b"import static org.junit.Assert", b"import static org.junit.jupiter.api.Assertions"
+    )
+    for data in (jupiter, JAVA_TEST + b"// trailing\n"):
+        snapshot, plan = _sealed("src/test/java/calc/ClampTest.java", data)
+        assert plan.sentinels == () and snapshot.files[0].data == data
 
 
 def test_a_go_file_without_the_testing_import_is_left_unsealed() -> None:

@@ -28,6 +28,7 @@ import wfbench_result_channel as results
 del sys.path[0]
 
 PROLOG = re.compile(rb"^\s*<\?xml[^>]*\?>")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MAX_JUNIT_FILE_BYTES = 16 * 1024 * 1024  # keep in sync with judging/kit/judge_runner.py
 
 
@@ -45,16 +46,24 @@ def main(argv: list[str]) -> int:
     project = os.path.join(scratch, "project")
     shutil.copytree(os.getcwd(), project, symlinks=True, ignore=shutil.ignore_patterns(".git", "target"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKFLOW_BENCH_JUNIT")}
-    env["MAVEN_OPTS"] = f"-Djava.io.tmpdir={scratch} {env.get('MAVEN_OPTS', '')}".strip()
+    # Maven's own JVM only (not the forked one the tests run in): a short-lived build starts faster
+    # with the client compiler and the serial collector (about half the CPU time on two cores).
+    fast = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    env["MAVEN_OPTS"] = f"{fast} -Djava.io.tmpdir={scratch} {env.get('MAVEN_OPTS', '')}".strip()
     command = [
         "mvn", "-o", "-B", "-q", "-Dstyle.color=never", "-DfailIfNoTests=false",
         "-Dsurefire.failIfNoSpecifiedTests=false", f"-Dtest={','.join(argv)}", "test",
     ]  # fmt: skip
     try:
-        child = subprocess.Popen(command, cwd=project, env=env, close_fds=True)  # noqa: TID251 (the sandbox-side kit: stdlib only)
+        child = subprocess.Popen(  # noqa: TID251 (the sandbox-side kit: stdlib only)
+            command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, close_fds=True
+        )
     except OSError as exc:
         print(f"maven adapter: cannot run mvn: {exc}", file=sys.stderr)
         return 127
+    assert child.stdout is not None
+    for raw in child.stdout:  # Debian's maven 3.8 writes colour resets even in batch mode
+        sys.stdout.write(ANSI.sub("", raw.decode("utf-8", "replace")))
     code = child.wait()
     reports = sorted(glob.glob(os.path.join(project, "target", "surefire-reports", "TEST-*.xml")))
     if reports:
