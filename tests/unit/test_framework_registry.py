@@ -161,13 +161,20 @@ def test_go_rust_and_java_oracle_files_carry_the_planned_sentinels(target, data,
         assert sealed.startswith(data)
 
 
-def test_a_java_file_that_is_no_junit4_class_is_left_unsealed() -> None:
-    # Negative control of the writer's guard: JUnit 5 (jupiter) would not run JUnit 4 methods, and
-    # a file that does not end with its class has no place for them.
+def test_a_jupiter_file_gets_junit5_sentinels_and_a_file_of_neither_none() -> None:
     jupiter = JAVA_TEST.replace(b"import org.junit.Test;", b"import org.junit.jupiter.api.Test;").replace(
         b"import static org.junit.Assert", b"import static org.junit.jupiter.api.Assertions"
     )
-    for data in (jupiter, JAVA_TEST + b"// trailing\n"):
+    snapshot, plan = _sealed("src/test/java/calc/ClampTest.java", jupiter)
+    sealed = snapshot.files[0].data
+    assert len(plan.sentinels) == 4 and sealed.count(b"@org.junit.jupiter.api.Test") == 4
+    assert b"@org.junit.jupiter.api.Disabled(" in sealed and b"@org.junit.Test" not in sealed
+    # Negative control of the writer's guard: TestNG (no org.junit import) would not run the
+    # methods, and a file that does not end with its class has no place for them.
+    testng = JAVA_TEST.replace(b"org.junit.Assert", b"org.testng.Assert").replace(
+        b"org.junit.Test", b"org.testng.annotations.Test"
+    )
+    for data in (testng, JAVA_TEST + b"// trailing\n"):
         snapshot, plan = _sealed("src/test/java/calc/ClampTest.java", data)
         assert plan.sentinels == () and snapshot.files[0].data == data
 
@@ -234,3 +241,25 @@ def test_vitest_streams_from_3_2_and_writes_junit_before(tmp_path, installed, ex
     tests = [("test/a.test.ts", b"import { test } from 'vitest';\n")]
     found = node.detect(frameworks.FRAMEWORKS, Base({"package.json": "{}"}), tests, facts)
     assert found.framework.name == expected
+
+
+def test_debian_s_absolute_links_are_made_relative_to_the_java_tree(tmp_path) -> None:
+    # Debian's Java packages link /usr/share/maven/conf -> /etc/maven and jars into /usr/share/java:
+    # unpacked under the cache, those would resolve to the host's (or nothing) in the sandbox.
+    from workflow_bench.runtimes import debian
+
+    tree = tmp_path / "java"
+    (tree / "etc" / "maven").mkdir(parents=True)
+    (tree / "usr" / "share" / "maven").mkdir(parents=True)
+    (tree / "usr" / "share" / "maven" / "conf").symlink_to("/etc/maven")
+    (tree / "usr" / "share" / "maven" / "lib").symlink_to("../java")  # relative: kept as it is
+    debian._relink(tree)
+    conf = tree / "usr" / "share" / "maven" / "conf"
+    assert not conf.readlink().is_absolute() and conf.resolve() == (tree / "etc" / "maven").resolve()
+    assert str((tree / "usr" / "share" / "maven" / "lib").readlink()) == "../java"
+    java = debian.TOOLCHAINS["java"]
+    assert java.relative_links and not debian.TOOLCHAINS["go"].relative_links
+    packages = java.packages("17")
+    assert {"openjdk-17-jdk-headless", "maven", "junit4", "libsurefire-java"} <= set(packages)
+    assert len(packages) == len(set(packages))
+    assert [command for command, _ in java.links("17")] == ["java", "javac", "mvn"]

@@ -6,9 +6,9 @@ the core plugins at Debian's versions or unpinned).
 
 Test files are Surefire's default includes (``Test*.java``, ``*Test.java``, ``*Tests.java``,
 ``*TestCase.java``) under the root module's ``src/test/java``; the command names their classes
-(``calc.ClampTest``); test ids are ``<class>::<method>``. Sentinels are JUnit 4 methods
-``t_<token>`` written before the class's closing brace (fully qualified annotations, so the
-file's imports do not matter).
+(``calc.ClampTest``); test ids are ``<class>::<method>``. Sentinels are test methods ``t_<token>``
+written before the class's closing brace, JUnit 5's in a file that imports ``org.junit.jupiter``,
+else JUnit 4's (fully qualified annotations, so the file's other imports do not matter).
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ TEST_ROOT = "src/test/java/"
 TEST_CLASS = re.compile(r"^src/test/java/(?:[^/]+/)*(?:Test[^/]*|[^/]*(?:Test|Tests|TestCase))\.java$")
 _JUNIT4 = re.compile(
     rb"^\s*import\s+(?:static\s+)?org\.junit\.(?!jupiter\.)|@org\.junit\.Test\b", re.MULTILINE
+)
+_JUPITER = re.compile(
+    rb"^\s*import\s+(?:static\s+)?org\.junit\.jupiter\.|@org\.junit\.jupiter\.api\.Test\b", re.MULTILINE
 )
 _LAST_BRACE = re.compile(rb"\}\s*\Z")
 
@@ -56,19 +59,26 @@ def _detect(
 
 
 def sentinels(data: bytes, names: Sequence[str]) -> bytes | None:
-    """Four JUnit 4 test methods (names[1:]) before the file's last closing brace, or None when
-    the file is no JUnit 4 test class (no ``org.junit`` import) or does not end with its class."""
+    """Four test methods (names[1:]) before the file's last closing brace, JUnit 5's when the file
+    imports ``org.junit.jupiter``, else JUnit 4's; None when it is neither (no ``org.junit``
+    import) or does not end with its class."""
     end = _LAST_BRACE.search(data)
-    if end is None or not _JUNIT4.search(data):
+    jupiter = bool(_JUPITER.search(data))
+    if end is None or not (jupiter or _JUNIT4.search(data)):
         return None
+    api, modifier, equal, skip = (
+        ("org.junit.jupiter.api", "", "Assertions.assertEquals", "Disabled")
+        if jupiter
+        else ("org.junit", "public ", "Assert.assertEquals", "Ignore")
+    )
     _, fail_library, fail_plain, passes, skips = names
     block = (
-        f"\n    @org.junit.Test\n    public void t_{fail_library}() {{\n"
-        f'        org.junit.Assert.assertEquals("{fail_library}", "{fail_library}-");\n    }}\n'
-        f"\n    @org.junit.Test\n    public void t_{fail_plain}() {{\n"
+        f"\n    @{api}.Test\n    {modifier}void t_{fail_library}() {{\n"
+        f'        {api}.{equal}("{fail_library}", "{fail_library}-");\n    }}\n'
+        f"\n    @{api}.Test\n    {modifier}void t_{fail_plain}() {{\n"
         f'        throw new AssertionError("{fail_plain}");\n    }}\n'
-        f"\n    @org.junit.Test\n    public void t_{passes}() {{\n    }}\n"
-        f'\n    @org.junit.Test\n    @org.junit.Ignore("{skips}")\n    public void t_{skips}() {{\n    }}\n'
+        f"\n    @{api}.Test\n    {modifier}void t_{passes}() {{\n    }}\n"
+        f'\n    @{api}.Test\n    @{api}.{skip}("{skips}")\n    {modifier}void t_{skips}() {{\n    }}\n'
     )
     return data[: end.start()] + block.encode() + data[end.start() :]
 
