@@ -146,19 +146,39 @@ def test_a_failed_run_that_ends_in_frames_shows_its_error_line() -> None:
     assert output_tail("\n".join(plain)) == plain  # a tail that is not only frames is as it was
 
 
-def test_the_prompt_names_the_project_after_its_origin_not_the_clone_directory(tmp_path) -> None:
+def test_the_prompt_names_the_project_after_its_origin_or_manifest_never_a_directory(tmp_path) -> None:
+    """Issue 32: a clone's directory (or a local remote's) is named after a ticket or a temporary
+    path, so the prompt's ``{repo_name}`` is a hosted origin's name, else the manifest's, else
+    "this repository"; never ``tmp-clone-4711``."""
     import subprocess
 
-    from workflow_bench.tasks.new import project_name
+    from workflow_bench.tasks.project_name import UNNAMED, project_name, remote_name
+
+    class Base:
+        def __init__(self, files: dict[str, str]) -> None:
+            self.files = files
+
+        def read(self, path: str) -> bytes | None:
+            return self.files[path].encode() if path in self.files else None
 
     clone = tmp_path / "tmp-clone-4711"
     subprocess.run(["git", "init", "-q", str(clone)], check=True)
-    assert project_name(clone) == "tmp-clone-4711"  # no remote: the directory
+    assert project_name(clone, Base({})) == UNNAMED  # no remote, no manifest: not the directory
+    assert project_name(clone, Base({"pyproject.toml": '[project]\nname = "calc"\n'})) == "calc"
+    assert project_name(clone, Base({"package.json": '{"name": "@scope/decode"}'})) == "@scope/decode"
+    assert project_name(clone, Base({"Cargo.toml": '[package]\nname = "clamp"\n'})) == "clamp"
+    assert project_name(clone, Base({"go.mod": "module example.com/m/v2\n\ngo 1.22\n"})) == "example.com/m/v2"
+    assert project_name(clone, Base({"package.json": "{not json"})) == UNNAMED
+    subprocess.run(["git", "-C", str(clone), "remote", "add", "origin", "/srv/ticket-123"], check=True)
+    assert project_name(clone, Base({})) == UNNAMED  # a local remote is a directory too
     subprocess.run(
-        ["git", "-C", str(clone), "remote", "add", "origin", "https://github.com/r1chardj0n3s/parse.git"],
+        ["git", "-C", str(clone), "remote", "set-url", "origin", "https://github.com/r1chardj0n3s/parse.git"],
         check=True,
     )
-    assert project_name(clone) == "parse"
+    assert project_name(clone, Base({"pyproject.toml": '[project]\nname = "other"\n'})) == "parse"
+    assert remote_name("git@github.com:r1chardj0n3s/parse.git") == "parse"
+    assert remote_name("ssh://git@host:22/a/b/") == "b"
+    assert remote_name("file:///srv/ticket-123") is None and remote_name("../ticket-123") is None
 
 
 @pytest.mark.parametrize(
