@@ -11,6 +11,7 @@ import pytest
 from workflow_bench import frameworks
 from workflow_bench.judging import sentinels
 from workflow_bench.runtimes import KNOWN, version_problem
+from workflow_bench.tasks.fixdiff import is_test_path
 from workflow_bench.tasks.frameworks import FrameworkError, detect_framework
 from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
 
@@ -43,6 +44,8 @@ def test_every_framework_names_a_registered_ecosystem_its_kit_files_and_a_known_
         "vitest",
         "jest",
         "node-test",
+        "tape",
+        "prove",
         "go-test",
         "cargo-test",
     }
@@ -125,6 +128,55 @@ def test_a_go_file_without_the_testing_import_is_left_unsealed() -> None:
     # Negative control of the writer's guard: the block would not compile there.
     snapshot, plan = _sealed("x_test.go", b"package x\n")
     assert plan.sentinels == () and snapshot.files[0].data == b"package x\n"
+
+
+TAPE_TEST = b"const test = require('tape');\ntest('high', (t) => { t.equal(1, 1); t.end(); });\n"
+TAPE_PACKAGE = '{"devDependencies": {"tape": "5.10.2"}, "scripts": {"test": "tape test/*.js"}}'
+
+
+@pytest.mark.parametrize(
+    ("files", "tests"),
+    [
+        ({}, [("test/high.js", TAPE_TEST)]),  # the test file loads tape
+        ({}, [("test/esm.mjs", b"import test from 'tape';\n")]),
+        ({"package.json": TAPE_PACKAGE}, [("test/high.js", b"require('./harness')('high', 1);\n")]),
+    ],
+)
+def test_tape_is_detected_from_its_test_files_or_package_json(files, tests) -> None:
+    found = detect_framework(Base(files), tests)
+    assert found.framework.name == "tape", found.reasons
+
+
+def test_tape_runs_each_file_that_loads_it_through_the_tap_adapter() -> None:
+    tape = frameworks.FRAMEWORKS["tape"]
+    assert (
+        tape.command(["test/a.js", "test/b.mjs"])
+        == 'python3 -I -B "$WORKFLOW_BENCH_TAP" node test/a.js test/b.mjs'
+    )
+    assert tape.needs_tree == "node_modules" and tape.kit == {"WORKFLOW_BENCH_TAP": "tap.py"}
+    assert tape.runs("test/high.js", TAPE_TEST) and tape.runs("test.js", TAPE_TEST)
+    assert is_test_path("test.js") and is_test_path("test/high.js")  # test-side: the oracle's
+    assert not is_test_path("lib/contest.js")
+    # A helper or fixture beside the tests loads no tape: run as a test it would print no TAP.
+    assert not tape.runs("test/helpers.js", b"module.exports = {};\n")
+    assert not tape.runs("lib/clamp.js", TAPE_TEST)  # not where tests live
+    # jest and vitest files are not tape's, whatever package.json says.
+    jest = detect_framework(Base({"package.json": '{"devDependencies": {"jest": "30.0.0"}}'}),
+                            [("a.test.js", b"test('x', () => {});\n")])  # fmt: skip
+    assert jest.framework.name == "jest"
+
+
+@pytest.mark.parametrize("target", ["test/high.js", "high.test.js"])
+def test_a_tape_file_gets_tape_sentinels_never_the_javascript_block(target) -> None:
+    """The JavaScript writer's tests never call t.end(): under tape its must-pass would fail."""
+    snapshot, plan = _sealed(target, TAPE_TEST)
+    assert [s.must for s in plan.sentinels] == list(sentinels.MUST) and plan.targets == (target,)
+    sealed = snapshot.files[0].data
+    assert sealed.startswith(TAPE_TEST) and sealed.count(b"t.end()") == 5
+    assert b'require("tape")' in sealed and b"{ skip: true }" in sealed
+    # Negative control: a file that does not load tape gets no tape block.
+    other, _ = _sealed("high.test.js", b"test('x', () => { expect(1).toBe(1); });\n")
+    assert b'require("tape")' not in other.files[0].data
 
 
 def test_a_failed_run_that_ends_in_frames_shows_its_error_line() -> None:

@@ -1,4 +1,4 @@
-"""The JavaScript/TypeScript ecosystem: detection between vitest, jest and node's runner, the
+"""The JavaScript/TypeScript ecosystem: detection between vitest, jest, tape and node's runner, the
 files that configure a node test run, ``node_modules``, vitest's major version and ``tsc``."""
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from workflow_bench.input_files import InputFileError, read_bounded
 from ._model import Detection, Ecosystem, Framework, FrameworkError, Tree
 
 TEST_FILE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$")
+# The file loads tape (``require("tape")``, ``import test from "tape"``); also ``node_tape``'s.
+LOADS_TAPE = re.compile(rb"""(?:require\s*\(\s*|\bfrom\s+|\bimport\s+)['"]tape['"]""")
 SOURCE = re.compile(r"\.[cm]?[jt]sx?$")
 
 
@@ -48,6 +50,8 @@ def _detect(
     # What the test files import decides first: package.json often names several runners.
     if not imports_vitest and any(b"node:test" in d for _, d in tests):
         return Detection(registry["node-test"], ("the test files import node:test",))
+    if any(LOADS_TAPE.search(d) for _, d in tests):
+        return Detection(registry["tape"], ("the test files load tape",))
     if imports_vitest or "vitest" in declared or "vitest" in script:
         why = "the test files import vitest" if imports_vitest else "package.json names vitest"
         version = facts.get("vitest_version")
@@ -58,10 +62,12 @@ def _detect(
         return Detection(registry["vitest"], (why,))
     if "jest" in declared or re.search(r"\bjest\b", script):
         return Detection(registry["jest"], ("package.json names jest",))
+    if "tape" in declared and re.search(r"\btape\b", script):
+        return Detection(registry["tape"], ("package.json declares tape and its test script runs it",))
     if "node --test" in script or "borp" in script:
         return Detection(registry["node-test"], ("package.json's test script runs node --test",))
     raise FrameworkError(
-        "cannot tell which JavaScript test runner runs the fix's tests (no vitest, jest or node:test); "
+        "cannot tell which JavaScript test runner runs the fix's tests (no vitest, jest, tape or node:test); "
         f"give --framework ({', '.join(registry)}) or --test-command"
     )
 
