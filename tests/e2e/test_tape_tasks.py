@@ -74,7 +74,7 @@ def tape_task(tmp_path_factory, bwrap_bin, js_frameworks) -> Path:
 
 def test_tasks_new_writes_a_tape_task_read_as_tap_with_a_sealed_lock(tape_task) -> None:
     (task,) = yaml.safe_load(tape_task.read_text())["tasks"]
-    assert task["verify"] == 'python3 -I -B "$WORKFLOW_BENCH_TAP" node test/clamp.js'
+    assert task["verify"] == 'python3 -I -B "$WORKFLOW_BENCH_TAP" tape test/clamp.js'
     assert [f["target"] for f in task["oracle"]["files"]] == ["test/high.js"]
     assert task["sandbox_dependencies"] == [{"source": "node_modules", "target": "node_modules"}]
     entry = json.loads(tape_task.with_name("tasks.lock.json").read_text())["tasks"]["tape-clamp"]

@@ -45,6 +45,7 @@ def test_every_framework_names_a_registered_ecosystem_its_kit_files_and_a_known_
         "jest",
         "node-test",
         "tape",
+        "node-tap",
         "prove",
         "go-test",
         "cargo-test",
@@ -151,7 +152,7 @@ def test_tape_runs_each_file_that_loads_it_through_the_tap_adapter() -> None:
     tape = frameworks.FRAMEWORKS["tape"]
     assert (
         tape.command(["test/a.js", "test/b.mjs"])
-        == 'python3 -I -B "$WORKFLOW_BENCH_TAP" node test/a.js test/b.mjs'
+        == 'python3 -I -B "$WORKFLOW_BENCH_TAP" tape test/a.js test/b.mjs'
     )
     assert tape.needs_tree == "node_modules" and tape.kit == {"WORKFLOW_BENCH_TAP": "tap.py"}
     assert tape.runs("test/high.js", TAPE_TEST) and tape.runs("test.js", TAPE_TEST)
@@ -177,6 +178,24 @@ def test_a_tape_file_gets_tape_sentinels_never_the_javascript_block(target) -> N
     # Negative control: a file that does not load tape gets no tape block.
     other, _ = _sealed("high.test.js", b"test('x', () => { expect(1).toBe(1); });\n")
     assert b'require("tape")' not in other.files[0].data
+
+
+NODE_TAP_TEST = b"import t from 'tap';\nt.test('high', (t) => { t.equal(1, 1); t.end(); });\n"
+
+
+def test_node_tap_is_detected_and_runs_each_file_that_loads_tap() -> None:
+    assert detect_framework(Base({}), [("test/high.mjs", NODE_TAP_TEST)]).framework.name == "node-tap"
+    package = '{"devDependencies": {"tap": "21.8.0"}, "scripts": {"test": "tap"}}'
+    found = detect_framework(Base({"package.json": package}), [("test/a.js", b"require('./h')(1);\n")])
+    assert found.framework.name == "node-tap"
+    node_tap = frameworks.FRAMEWORKS["node-tap"]
+    assert node_tap.command(["test/a.js"]) == 'python3 -I -B "$WORKFLOW_BENCH_TAP" node-tap test/a.js'
+    assert node_tap.runs("test/high.mjs", NODE_TAP_TEST) and not node_tap.runs("test/high.js", TAPE_TEST)
+    assert not frameworks.FRAMEWORKS["tape"].runs("test/high.mjs", NODE_TAP_TEST)  # "tap" is not "tape"
+    snapshot, plan = _sealed("test/high.mjs", NODE_TAP_TEST)
+    sealed = snapshot.files[0].data
+    assert [s.must for s in plan.sentinels] == list(sentinels.MUST)
+    assert b'from "tap";' in sealed and sealed.count(b'.test("t_') == 4 and b'"tape"' not in sealed
 
 
 def test_a_failed_run_that_ends_in_frames_shows_its_error_line() -> None:

@@ -115,3 +115,51 @@ def test_a_tape_stream_is_one_result_per_tape_test() -> None:
 def test_a_forged_tape_stream_is_refused_naming_the_fault(stream, code, fault) -> None:
     with pytest.raises(tap.Malformed, match=fault):
         tap.read_tap(stream, code, grouped=True)
+
+
+# What node-tap 21.8 prints for one file (`node test/a.js`): TAP 14, each top-level t.test a test
+# line after its indented subtest stream, `# time=…` after the name, a summary comment.
+NODE_TAP = """TAP version 14
+# Subtest: adds
+    ok 1 - should be equal
+    1..1
+ok 1 - adds # time=23.571ms
+
+# Subtest: fails
+    # hi
+    not ok 1 - should be equal
+      ---
+      compare: ===
+      ...
+    1..1
+not ok 2 - fails # time=109.792ms
+  ---
+  at:
+    fileName: test/a.js
+  ...
+
+ok 3 - skipped # SKIP
+# Subtest: nested
+    # Subtest: inner
+        ok 1 - should be equal
+        1..1
+    ok 1 - inner # time=0.957ms
+    1..1
+ok 4 - nested # time=3.215ms
+
+1..4
+# { total: 4, pass: 2, fail: 1, skip: 1 }
+# time=273.63ms
+"""
+
+
+def test_a_node_tap_stream_is_one_result_per_top_level_test() -> None:
+    assert tap.read_tap(NODE_TAP, 1) == [
+        ("adds", "passed", None),
+        ("fails", "failed", "not ok 2 - fails # time=109.792ms"),
+        ("skipped", "skipped", None),
+        ("nested", "passed", None),
+    ]
+    # Negative control: the same stream claiming success for the failed test but exiting 1.
+    with pytest.raises(tap.Malformed, match="exited 1 with no failed test"):
+        tap.read_tap(NODE_TAP.replace("not ok 2 - fails", "ok 2 - fails"), 1)

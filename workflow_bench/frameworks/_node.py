@@ -15,6 +15,7 @@ from ._model import Detection, Ecosystem, Framework, FrameworkError, Tree
 TEST_FILE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$")
 # The file loads tape (``require("tape")``, ``import test from "tape"``); also ``node_tape``'s.
 LOADS_TAPE = re.compile(rb"""(?:require\s*\(\s*|\bfrom\s+|\bimport\s+)['"]tape['"]""")
+LOADS_TAP = re.compile(rb"""(?:require\s*\(\s*|\bfrom\s+|\bimport\s+)['"]tap['"]""")
 SOURCE = re.compile(r"\.[cm]?[jt]sx?$")
 
 
@@ -52,6 +53,8 @@ def _detect(
         return Detection(registry["node-test"], ("the test files import node:test",))
     if any(LOADS_TAPE.search(d) for _, d in tests):
         return Detection(registry["tape"], ("the test files load tape",))
+    if any(LOADS_TAP.search(d) for _, d in tests):
+        return Detection(registry["node-tap"], ("the test files load tap (node-tap)",))
     if imports_vitest or "vitest" in declared or "vitest" in script:
         why = "the test files import vitest" if imports_vitest else "package.json names vitest"
         version = facts.get("vitest_version")
@@ -64,10 +67,13 @@ def _detect(
         return Detection(registry["jest"], ("package.json names jest",))
     if "tape" in declared and re.search(r"\btape\b", script):
         return Detection(registry["tape"], ("package.json declares tape and its test script runs it",))
+    if "tap" in declared and re.search(r"(^|[\s;&|])tap\b(?![-.])", script):
+        return Detection(registry["node-tap"], ("package.json declares tap and its test script runs it",))
     if "node --test" in script or "borp" in script:
         return Detection(registry["node-test"], ("package.json's test script runs node --test",))
     raise FrameworkError(
-        "cannot tell which JavaScript test runner runs the fix's tests (no vitest, jest, tape or node:test); "
+        "cannot tell which JavaScript test runner runs the fix's tests "
+        "(no vitest, jest, tape, tap or node:test); "
         f"give --framework ({', '.join(registry)}) or --test-command"
     )
 
@@ -116,6 +122,7 @@ NODE = Ecosystem(
         (".babelrc.*", "babel transforms"),
         ("package.json", "jest's configuration key, module type, npm scripts"),
         (".npmrc", "node-options for every npm-run process"),
+        (".taprc", "node-tap configuration (plugins, options)"),
         ("tsconfig.json", "TypeScript settings vitest and ts-jest compile tests with"),
         ("tsconfig.*.json", "TypeScript settings"),
     ),

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from ._model import Framework
 from ._node import LOADS_TAPE, SOURCE, TEST_FILE
 
-_ESM = re.compile(rb"^\s*import\s[^\n]*\bfrom\s+['\"]|^\s*export\s", re.MULTILINE)
+ESM = re.compile(rb"^\s*import\s[^\n]*\bfrom\s+['\"]|^\s*export\s", re.MULTILINE)
 _JS = re.compile(r"\.[cm]?js$")
 
 
@@ -26,7 +26,7 @@ def loads_tape(data: bytes) -> bool:
     return bool(LOADS_TAPE.search(data))
 
 
-def _candidate(path: str) -> bool:
+def candidate(path: str) -> bool:
     """A JavaScript file where test files live (a test directory, ``*.test.js``, ``test.js``)."""
     name = path.rsplit("/", 1)[-1]
     return bool(_JS.search(path)) and (
@@ -36,25 +36,32 @@ def _candidate(path: str) -> bool:
 
 def _runs(path: str, data: bytes) -> bool:
     # Helpers and fixtures beside the tests load no tape: run as a test they would print no TAP.
-    return _candidate(path) and bool(SOURCE.search(path)) and loads_tape(data)
+    return candidate(path) and bool(SOURCE.search(path)) and loads_tape(data)
 
 
 def sentinels(data: bytes, names: Sequence[str]) -> bytes | None:
     """Four tape tests (names[1:]) appended to a file that loads tape, else None."""
-    if not loads_tape(data):
-        return None
+    return appended(data, names, module="tape", call="") if loads_tape(data) else None
+
+
+def appended(data: bytes, names: Sequence[str], *, module: str, call: str) -> bytes:
+    """``data`` with four tests (names[1:]; must fail twice, pass, skip) appended, registered by
+    ``<binding><call>(name, …)`` on ``module`` loaded under its own binding (names[0]); each ends."""
     binding, fail_library, fail_plain, passes, skips = names
-    run = f"tape_{binding}"
-    body = (
-        f'{run}("t_{fail_library}", (t) => {{ t.equal("{fail_library}", "{fail_library}-"); t.end(); }});\n'
-        f'{run}("t_{fail_plain}", (t) => {{ t.ok("{fail_plain}" === "{fail_plain}-"); t.end(); }});\n'
-        f'{run}("t_{passes}", (t) => {{ t.pass("t_{passes}"); t.end(); }});\n'
-        f'{run}("t_{skips}", {{ skip: true }}, (t) => {{ t.end(); }});\n'
+    run = f"{module}_{binding}{call}"
+    body = "".join(
+        f'{run}("t_{name}", {options}(t) => {{ {assertion}; t.end(); }});\n'
+        for name, options, assertion in (
+            (fail_library, "", f't.equal("{fail_library}", "{fail_library}-")'),
+            (fail_plain, "", f't.ok("{fail_plain}" === "{fail_plain}-")'),
+            (passes, "", f't.pass("t_{passes}")'),
+            (skips, "{ skip: true }, ", "t.pass()"),
+        )
     )
-    if _ESM.search(data):  # an import cannot stand in a block; it is hoisted wherever it stands
-        block = f'import {run} from "tape";\n{{\n{body}}}\n'
+    if ESM.search(data):  # an import cannot stand in a block; it is hoisted wherever it stands
+        block = f'import {module}_{binding} from "{module}";\n{{\n{body}}}\n'
     else:
-        block = f'{{\nconst {run} = require("tape");\n{body}}}\n'
+        block = f'{{\nconst {module}_{binding} = require("{module}");\n{body}}}\n'
     return data + (b"" if data.endswith(b"\n") or not data else b"\n") + block.encode()
 
 
@@ -62,13 +69,13 @@ TAPE = Framework(
     "tape",
     "node",
     _runs,
-    'python3 -I -B "$WORKFLOW_BENCH_TAP" node {files}',
+    'python3 -I -B "$WORKFLOW_BENCH_TAP" tape {files}',
     "each test file run as tape runs it (node FILE, the repository's own tape in node_modules) "
     "through the harness's TAP adapter ($WORKFLOW_BENCH_TAP), which reads its TAP strictly; ids "
     "<file>::<test name>",
     needs_tree="node_modules",
     kit={"WORKFLOW_BENCH_TAP": "tap.py"},
-    reads_bytes=_candidate,
+    reads_bytes=candidate,
     sentinels=(re.compile(r"[^/]*\.[cm]?js"), sentinels),
 )
 FRAMEWORKS = (TAPE,)

@@ -3,13 +3,14 @@
 ``python3 -I -B "$WORKFLOW_BENCH_TAP" RUNNER FILE...`` claims the judge runner's result channel
 (``wfbench_result_channel``) before any test code runs, then runs every file on its own, as its
 framework's runner does, and reads its standard output as TAP (version 12/13) with one small
-strict reader. ``RUNNER`` is ``perl`` (prove: ``perl -Ilib -It/lib FILE``) or ``node`` (tape:
-``node FILE``), each from ``PATH``. A test line is ``ok`` / ``not ok``, its number, an optional
-``- description`` and an optional ``# SKIP`` / ``# TODO`` directive.
+strict reader. ``RUNNER`` is ``perl`` (prove: ``perl -Ilib -It/lib FILE``), ``tape`` or
+``node-tap`` (``node FILE``), each from ``PATH``. A test line is ``ok`` / ``not ok``, its number, an optional
+``- description`` and an optional ``# SKIP`` / ``# TODO`` directive (another ``# …`` is a comment).
 
-- perl: each test line is one test ``<file>::<description>`` (a skip without a description is
-  named by its reason).
-- node (tape): a test is the ``# <name>`` comment tape prints when it starts, with the assertion
+- perl, node-tap: each top-level test line is one test ``<file>::<description>`` (a skip
+  without a description is named by its reason; node-tap's subtests are indented, so a test is
+  its top-level ``t.test``, and a ``# time=…`` after the description is a comment).
+- tape: a test is the ``# <name>`` comment tape prints when it starts, with the assertion
   lines after it: ``<file>::<name>``, failed if any of them failed, skipped if all were; ``# SKIP
   <name>`` is a skipped test. A comment with no assertion after it (tape's ``# tests N`` summary,
   a test that asserted nothing) is no test; a name used twice gets `` [2]``. A ``t.comment()``
@@ -34,7 +35,9 @@ import wfbench_result_channel as results
 
 del sys.path[0]
 
-TEST = re.compile(r"(not )?ok\b(?: (\d+))?(?: -)? ?([^#]*?)\s*(?:#\s*(SKIP|TODO)\b\S*\s*(.*))?", re.I)
+TEST = re.compile(
+    r"(not )?ok\b(?: (\d+))?(?: -)? ?([^#]*?)\s*(?:#\s*(?:(SKIP|TODO)\b\S*\s*(.*)|[^#]*))?", re.I
+)
 PLAN = re.compile(r"1\.\.(\d+)(?:\s*#\s*(?:SKIP\b.*|.*))?")
 
 
@@ -42,7 +45,7 @@ class Malformed(ValueError):
     pass
 
 
-RUNNERS = {"perl": ("perl", "-Ilib", "-It/lib"), "node": ("node",)}
+RUNNERS = {"perl": ("perl", "-Ilib", "-It/lib"), "tape": ("node",), "node-tap": ("node",)}
 GROUP = re.compile(r"#\s+(SKIP\s+)?(\S.*?)\s*")
 
 
@@ -136,7 +139,7 @@ def main(argv: list[str]) -> int:
         text = child.stdout.decode("utf-8", "replace")
         sys.stdout.write(text)
         try:
-            tests = read_tap(text, child.returncode, grouped=argv[0] == "node")
+            tests = read_tap(text, child.returncode, grouped=argv[0] == "tape")
         except Malformed as exc:
             results.emit(channel, f"{path}::[tap]", "error", str(exc))
             worst = 1
