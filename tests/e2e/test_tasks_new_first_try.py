@@ -194,12 +194,13 @@ def test_the_placeholder_prompt_is_refused_by_tasks_check_and_the_runner(tmp_pat
     assert _new([*argv, "--id", "calc-sum", "--repeats", "1"]) == 0, capsys.readouterr().out
     capsys.readouterr()
     assert tasks_main(["check", "--tasks", str(tasks), "--repeats", "1"]) == 2
-    assert "task 'calc-sum': its prompt is still the placeholder" in capsys.readouterr().err
+    refusal = f"{tasks}: task 'calc-sum': prompt: still the placeholder"
+    assert refusal in capsys.readouterr().err
     from workflow_bench import runner
 
     argv = ["--tasks", str(tasks), "--provider", "scripted", "--dry-run", "--out", str(tmp_path / "out")]
     assert runner.main(argv) == 2
-    assert "its prompt is still the placeholder" in capsys.readouterr().err
+    assert refusal in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
     # Negative control: the same task with a real prompt passes the same gate.
     tasks.write_text(

@@ -11,6 +11,7 @@ import pytest
 from workflow_bench import frameworks
 from workflow_bench.judging import sentinels
 from workflow_bench.runtimes import KNOWN, version_problem
+from workflow_bench.tasks.fixdiff import is_test_path
 from workflow_bench.tasks.frameworks import FrameworkError, detect_framework
 from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
 
@@ -47,6 +48,9 @@ def test_every_framework_names_a_registered_ecosystem_its_kit_files_and_a_known_
         "vitest",
         "jest",
         "node-test",
+        "tape",
+        "node-tap",
+        "prove",
         "go-test",
         "cargo-test",
         "maven-surefire",
@@ -185,6 +189,73 @@ def test_a_go_file_without_the_testing_import_is_left_unsealed() -> None:
     assert plan.sentinels == () and snapshot.files[0].data == b"package x\n"
 
 
+TAPE_TEST = b"const test = require('tape');\ntest('high', (t) => { t.equal(1, 1); t.end(); });\n"
+TAPE_PACKAGE = '{"devDependencies": {"tape": "5.10.2"}, "scripts": {"test": "tape test/*.js"}}'
+
+
+@pytest.mark.parametrize(
+    ("files", "tests"),
+    [
+        ({}, [("test/high.js", TAPE_TEST)]),  # the test file loads tape
+        ({}, [("test/esm.mjs", b"import test from 'tape';\n")]),
+        ({"package.json": TAPE_PACKAGE}, [("test/high.js", b"require('./harness')('high', 1);\n")]),
+    ],
+)
+def test_tape_is_detected_from_its_test_files_or_package_json(files, tests) -> None:
+    found = detect_framework(Base(files), tests)
+    assert found.framework.name == "tape", found.reasons
+
+
+def test_tape_runs_each_file_that_loads_it_through_the_tap_adapter() -> None:
+    tape = frameworks.FRAMEWORKS["tape"]
+    assert (
+        tape.command(["test/a.js", "test/b.mjs"])
+        == 'python3 -I -B "$WORKFLOW_BENCH_TAP" tape test/a.js test/b.mjs'
+    )
+    assert tape.needs_tree == "node_modules" and tape.kit == {"WORKFLOW_BENCH_TAP": "tap.py"}
+    assert tape.runs("test/high.js", TAPE_TEST) and tape.runs("test.js", TAPE_TEST)
+    assert is_test_path("test.js") and is_test_path("test/high.js")  # test-side: the oracle's
+    assert not is_test_path("lib/contest.js")
+    # A helper or fixture beside the tests loads no tape: run as a test it would print no TAP.
+    assert not tape.runs("test/helpers.js", b"module.exports = {};\n")
+    assert not tape.runs("lib/clamp.js", TAPE_TEST)  # not where tests live
+    # jest and vitest files are not tape's, whatever package.json says.
+    jest = detect_framework(Base({"package.json": '{"devDependencies": {"jest": "30.0.0"}}'}),
+                            [("a.test.js", b"test('x', () => {});\n")])  # fmt: skip
+    assert jest.framework.name == "jest"
+
+
+@pytest.mark.parametrize("target", ["test/high.js", "high.test.js"])
+def test_a_tape_file_gets_tape_sentinels_never_the_javascript_block(target) -> None:
+    """The JavaScript writer's tests never call t.end(): under tape its must-pass would fail."""
+    snapshot, plan = _sealed(target, TAPE_TEST)
+    assert [s.must for s in plan.sentinels] == list(sentinels.MUST) and plan.targets == (target,)
+    sealed = snapshot.files[0].data
+    assert sealed.startswith(TAPE_TEST) and sealed.count(b"t.end()") == 5
+    assert b'require("tape")' in sealed and b"{ skip: true }" in sealed
+    # Negative control: a file that does not load tape gets no tape block.
+    other, _ = _sealed("high.test.js", b"test('x', () => { expect(1).toBe(1); });\n")
+    assert b'require("tape")' not in other.files[0].data
+
+
+NODE_TAP_TEST = b"import t from 'tap';\nt.test('high', (t) => { t.equal(1, 1); t.end(); });\n"
+
+
+def test_node_tap_is_detected_and_runs_each_file_that_loads_tap() -> None:
+    assert detect_framework(Base({}), [("test/high.mjs", NODE_TAP_TEST)]).framework.name == "node-tap"
+    package = '{"devDependencies": {"tap": "21.8.0"}, "scripts": {"test": "tap"}}'
+    found = detect_framework(Base({"package.json": package}), [("test/a.js", b"require('./h')(1);\n")])
+    assert found.framework.name == "node-tap"
+    node_tap = frameworks.FRAMEWORKS["node-tap"]
+    assert node_tap.command(["test/a.js"]) == 'python3 -I -B "$WORKFLOW_BENCH_TAP" node-tap test/a.js'
+    assert node_tap.runs("test/high.mjs", NODE_TAP_TEST) and not node_tap.runs("test/high.js", TAPE_TEST)
+    assert not frameworks.FRAMEWORKS["tape"].runs("test/high.mjs", NODE_TAP_TEST)  # "tap" is not "tape"
+    snapshot, plan = _sealed("test/high.mjs", NODE_TAP_TEST)
+    sealed = snapshot.files[0].data
+    assert [s.must for s in plan.sentinels] == list(sentinels.MUST)
+    assert b'from "tap";' in sealed and sealed.count(b'.test("t_') == 4 and b'"tape"' not in sealed
+
+
 def test_a_failed_run_that_ends_in_frames_shows_its_error_line() -> None:
     from workflow_bench.tasks.output_tail import output_tail
 
@@ -204,19 +275,39 @@ def test_a_failed_run_that_ends_in_frames_shows_its_error_line() -> None:
     assert output_tail("\n".join(plain)) == plain  # a tail that is not only frames is as it was
 
 
-def test_the_prompt_names_the_project_after_its_origin_not_the_clone_directory(tmp_path) -> None:
+def test_the_prompt_names_the_project_after_its_origin_or_manifest_never_a_directory(tmp_path) -> None:
+    """Issue 32: a clone's directory (or a local remote's) is named after a ticket or a temporary
+    path, so the prompt's ``{repo_name}`` is a hosted origin's name, else the manifest's, else
+    "this repository"; never ``tmp-clone-4711``."""
     import subprocess
 
-    from workflow_bench.tasks.new import project_name
+    from workflow_bench.tasks.project_name import UNNAMED, project_name, remote_name
+
+    class Base:
+        def __init__(self, files: dict[str, str]) -> None:
+            self.files = files
+
+        def read(self, path: str) -> bytes | None:
+            return self.files[path].encode() if path in self.files else None
 
     clone = tmp_path / "tmp-clone-4711"
     subprocess.run(["git", "init", "-q", str(clone)], check=True)
-    assert project_name(clone) == "tmp-clone-4711"  # no remote: the directory
+    assert project_name(clone, Base({})) == UNNAMED  # no remote, no manifest: not the directory
+    assert project_name(clone, Base({"pyproject.toml": '[project]\nname = "calc"\n'})) == "calc"
+    assert project_name(clone, Base({"package.json": '{"name": "@scope/decode"}'})) == "@scope/decode"
+    assert project_name(clone, Base({"Cargo.toml": '[package]\nname = "clamp"\n'})) == "clamp"
+    assert project_name(clone, Base({"go.mod": "module example.com/m/v2\n\ngo 1.22\n"})) == "example.com/m/v2"
+    assert project_name(clone, Base({"package.json": "{not json"})) == UNNAMED
+    subprocess.run(["git", "-C", str(clone), "remote", "add", "origin", "/srv/ticket-123"], check=True)
+    assert project_name(clone, Base({})) == UNNAMED  # a local remote is a directory too
     subprocess.run(
-        ["git", "-C", str(clone), "remote", "add", "origin", "https://github.com/r1chardj0n3s/parse.git"],
+        ["git", "-C", str(clone), "remote", "set-url", "origin", "https://github.com/r1chardj0n3s/parse.git"],
         check=True,
     )
-    assert project_name(clone) == "parse"
+    assert project_name(clone, Base({"pyproject.toml": '[project]\nname = "other"\n'})) == "parse"
+    assert remote_name("git@github.com:r1chardj0n3s/parse.git") == "parse"
+    assert remote_name("ssh://git@host:22/a/b/") == "b"
+    assert remote_name("file:///srv/ticket-123") is None and remote_name("../ticket-123") is None
 
 
 @pytest.mark.parametrize(

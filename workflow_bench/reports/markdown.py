@@ -32,6 +32,10 @@ Results = Mapping[str, Mapping[str, ArmAggregate]]
 """`{task: {arm: aggregate}}` in the order the report lists them."""
 
 NA = "n/a"
+NOT_MEANINGFUL = "n/m"
+MEANINGFUL_WALL_S = 1.0
+"""A wall-time saving against a baseline median under this is `n/m`: issue 32's report showed
+`-343.7` beside times of 1 and 0 s, a ratio of start-up jitter no reader could check."""
 
 SCRIPTED_NOTICE = (
     "> **SCRIPTED PROVIDER: NOT A MODEL MEASUREMENT.** Every number below comes from a scripted",
@@ -105,7 +109,9 @@ def _header(provenance: ReportProvenance) -> list[str]:
         "Medians across valid runs; excluded runs (see the legend) count in neither medians nor",
         "resolve denominators. Savings rows = (baseline − arm) / baseline per arm; a negative saving",
         "means the arm spent more than baseline. churn = files/+insertions/−deletions versus the",
-        "clone's starting commit. `n/a` means unknown (not measured), never zero.",
+        "clone's starting commit. `n/a` means unknown (not measured), never zero. A wall-time saving",
+        f"is `{NOT_MEANINGFUL}` (not meaningful) when the baseline's median wall time is under "
+        f"{MEANINGFUL_WALL_S:g} s.",
         "",
         *MAIN_LOOP_WARNING,
         "",
@@ -231,7 +237,7 @@ def _main_row(task: str, agg: ArmAggregate) -> str:
         f"| {_resolved_cell(agg.resolved, agg.valid_runs, agg.excluded_runs)} "
         f"| {_fmt(agg.input_tokens, '.0f')} | {_fmt(agg.cache_creation_input_tokens, '.0f')} "
         f"| {_fmt(agg.cache_read_input_tokens, '.0f')} | {_fmt(agg.output_tokens, '.0f')} "
-        f"| {_fmt(agg.cost_usd, '.4f')} | {_fmt(agg.duration_s, '.0f')} | {_fmt(agg.num_turns, '.0f')} "
+        f"| {_fmt(agg.cost_usd, '.4f')} | {_fmt(agg.duration_s, '.1f')} | {_fmt(agg.num_turns, '.0f')} "
         f"| {churn} | {_kinds_cell(agg.error_kinds)} |"
     )
 
@@ -239,9 +245,12 @@ def _main_row(task: str, agg: ArmAggregate) -> str:
 def _savings_row(task: str, baseline: ArmAggregate, agg: ArmAggregate) -> str:
     saved = savings(baseline, agg)
     cells = " | ".join(_fmt(saved[f], ".1f") for f in USAGE_FIELDS)
+    base_wall = baseline.duration_s
+    wall = NOT_MEANINGFUL if base_wall is not None and base_wall < MEANINGFUL_WALL_S else None
     return (
         f"| {_escape(task)} | {_escape(agg.task_class)} | **{_escape(agg.arm)} savings %** | — "
-        f"| {cells} | {_fmt(saved['cost_usd'], '.1f')} | {_fmt(saved['duration_s'], '.1f')} | — | — | — |"
+        f"| {cells} | {_fmt(saved['cost_usd'], '.1f')} | {wall or _fmt(saved['duration_s'], '.1f')} "
+        "| — | — | — |"
     )
 
 
@@ -321,6 +330,7 @@ def _provenance_section(p: ReportProvenance) -> list[str]:
         "",
         f"- Sweep status: {status}",
         f"- Model provider: {provider}",
+        *([f"- Agent: {_escape(p.agent)}"] if p.agent else []),
         f"- Benchmark model: `{p.model}`",
         f"- Reasoning effort: {f'`{p.effort}`' if p.effort else 'not set'}",
         f"- Claude Code CLI: {f'`{p.claude_code_version}`' if p.claude_code_version else 'unknown'}",
