@@ -11,22 +11,26 @@
 // pipe (the runner lists it, the harness judges the run evidence-tampered):
 //
 // - in every process: Function.prototype.call/apply/bind/toString, Promise.prototype.then/catch/
-//   finally and Promise's statics, Reflect.apply/construct, Object.defineProperty & co., JSON;
+//   finally and Promise's statics, Reflect.apply/construct, Object.is/defineProperty & co., JSON
+//   (taken again after the project's own setup files, which may patch them as zone.js does);
+//   checked at exit, through process.reallyExit too (which skips the 'exit' listeners);
 // - node --test (a test file's child, NODE_TEST_CONTEXT set): node:test's exports (test, it,
 //   describe, the hooks, mock, ...) and each one's own properties (it.skip, test.todo, ...),
 //   node:assert and node:assert/strict; checked when the process exits (a root afterEach of the
 //   guard's own would start node:test's reporting in every process that inherits
 //   NODE_TEST_CONTEXT, such as a script a test spawns, so there is no per-test check);
-// - jest: the test framework (jest-circus/runner) is wrapped when jest loads it. Just before the
-//   test file loads (after the project's setupFiles*) it snapshots the runtime's globals (test,
-//   it, describe, the hooks, expect) and their own properties, the same names on the test
-//   environment's global, expect's matchers (expect.extend's registry) and the environment's own
-//   Function.prototype/Promise.prototype (jest's vm realm); per test, the function jest calls
-//   must be the one the test file registered for it. Checked at test_done and run_finish;
-// - vitest: the kit's reporter adds wfbench_vitest_guard.mjs as each project's first setup file;
-//   in the worker it snapshots vitest's exports (test, it, describe, expect, assert, vi, chai,
-//   the hooks) and their own properties, chai's Assertion.prototype (expect's matchers) and the
-//   same names on globalThis, and registers an afterEach and an afterAll that check.
+// - jest: the test framework (jest-circus/runner) is wrapped when jest loads it. When jest has
+//   set the framework up (its 'setup' event, before the project's setupFilesAfterEnv) it
+//   snapshots the runtime's globals (test, it, describe, the hooks, expect) and their own
+//   properties, the same names on the test environment's global and expect's matchers
+//   (expect.extend's registry); just before the test file loads, the environment's own
+//   builtins (jest's vm realm). Per test, the function jest calls must be the one the test file
+//   registered for it. Checked at test_done, run_finish and teardown;
+// - vitest: the kit's reporter adds wfbench_vitest_guard.mjs as each project's first setup file
+//   and wfbench_vitest_ready.mjs as its last; in the worker the first snapshots vitest's exports
+//   (test, it, describe, expect, assert, vi, chai, the hooks) and their own properties, chai's
+//   Assertion.prototype (expect's matchers) and the same names on globalThis, and registers an
+//   afterEach and an afterAll that check; the last takes the builtins again.
 //
 // Properties added are not findings (expect.extend may add a matcher; a test may add a helper
 // to a framework object); settings that are not functions are not watched. This guard, its
@@ -55,7 +59,7 @@ const mapHas = WeakMap.prototype.has;
 const stringSlice = String.prototype.slice;
 const regexpTest = RegExp.prototype.test;
 
-const watched = []; // [label, owner, key, value, get, set]: the descriptors as loaded
+const watched = []; // [label, owner, key, value, get, set, builtin]: the descriptors as loaded
 const seen = new WeakMap(); // owner → Set of keys watched (one finding per property, under its first label)
 const reported = new Set();
 let fd = -1;
@@ -71,8 +75,9 @@ function setup() {
   return true;
 }
 
-/** Remember ``owner``'s function and accessor properties (``keys``, or all its own) as now. */
-function watch(label, owner, keys) {
+/** Remember ``owner``'s function and accessor properties (``keys``, or all its own) as now;
+ * ``builtin``: a language builtin, taken again by ``rebaseline``. */
+function watch(label, owner, keys, builtin = false) {
   if (owner === null || (typeof owner !== 'object' && typeof owner !== 'function')) return;
   const all = keys || ownKeys(owner);
   for (let i = 0; i < all.length; i += 1) {
@@ -83,7 +88,7 @@ function watch(label, owner, keys) {
     if (!keys) apply(mapSet, seen, [owner, (keys = new Set())]);
     if (apply(setHas, keys, [key])) continue;
     apply(setAdd, keys, [key]);
-    watched[watched.length] = [label, owner, key, d.value, d.get, d.set];
+    watched[watched.length] = [label, owner, key, d.value, d.get, d.set, builtin];
   }
 }
 
@@ -114,6 +119,16 @@ function changed() {
   return found;
 }
 
+/** The builtins as they are now: the project's own setup files have run (zone.js replaces
+ * Promise.prototype.then there), the test file has not. */
+function rebaseline() {
+  for (let i = 0; i < watched.length; i += 1) {
+    const entry = watched[i];
+    const d = entry[6] && getOwnPropertyDescriptor(entry[1], entry[2]);
+    if (d) watched[i] = [entry[0], entry[1], entry[2], d.value, d.get, d.set, true];
+  }
+}
+
 /** Report what changed since the snapshot (each finding once). */
 function check(where) {
   const found = changed();
@@ -140,11 +155,12 @@ function keyName(key) {
 // ── every process ────────────────────────────────────────────────────────
 
 function watchBuiltins(label, realm) {
-  watch(`${label}Function.prototype`, realm.Function.prototype, ['call', 'apply', 'bind', 'toString']);
-  watch(`${label}Promise.prototype`, realm.Promise.prototype, ['then', 'catch', 'finally']);
-  watch(`${label}Promise`, realm.Promise, ['resolve', 'reject', 'all', 'allSettled', 'race', 'any']);
-  watch(`${label}Reflect`, realm.Reflect, ['apply', 'construct']);
+  watch(`${label}Function.prototype`, realm.Function.prototype, ['call', 'apply', 'bind', 'toString'], true);
+  watch(`${label}Promise.prototype`, realm.Promise.prototype, ['then', 'catch', 'finally'], true);
+  watch(`${label}Promise`, realm.Promise, ['resolve', 'reject', 'all', 'allSettled', 'race', 'any'], true);
+  watch(`${label}Reflect`, realm.Reflect, ['apply', 'construct'], true);
   watch(`${label}Object`, realm.Object, [
+    'is',
     'defineProperty',
     'defineProperties',
     'getOwnPropertyDescriptor',
@@ -153,8 +169,8 @@ function watchBuiltins(label, realm) {
     'assign',
     'freeze',
     'keys',
-  ]);
-  watch(`${label}JSON`, realm.JSON, ['stringify', 'parse']);
+  ], true);
+  watch(`${label}JSON`, realm.JSON, ['stringify', 'parse'], true);
 }
 
 // ── node --test: the test file's own process ─────────────────────────────
@@ -207,9 +223,9 @@ function guardJestFile(environment, runtime, testPath) {
   const atStart = new WeakMap(); // test → its function when it started
   const prior = environment.handleTestEvent;
   const mark = watched.length; // this file's entries are dropped at its teardown
-  const snapshot = () => {
-    if (snapshotted) return;
-    snapshotted = true;
+  // The framework's API when jest has set it up (before the project's setupFilesAfterEnv, which
+  // the agent may have edited); the vm realm's builtins just before the test file loads.
+  const snapshotFramework = () => {
     const global = environment.global;
     if (runtimeGlobals) {
       const names = ownKeys(runtimeGlobals);
@@ -222,6 +238,11 @@ function guardJestFile(environment, runtime, testPath) {
     }
     const matchers = global[symbolFor('$$jest-matchers-object')];
     if (matchers && matchers.matchers) watch('jest: expect matcher', matchers.matchers);
+  };
+  const snapshot = () => {
+    if (snapshotted) return;
+    snapshotted = true;
+    const global = environment.global;
     if (global.Function && global.Function !== Function) watchBuiltins("jest: the test environment's ", global);
   };
   const before = (name) =>
@@ -239,7 +260,10 @@ function guardJestFile(environment, runtime, testPath) {
 
   function onJestEvent(event) {
     const name = event && event.name;
-    if (name === 'setup') runtimeGlobals = event.runtimeGlobals || null;
+    if (name === 'setup') {
+      runtimeGlobals = event.runtimeGlobals || null;
+      snapshotFramework();
+    }
     else if (name === 'add_test' && typeof event.fn === 'function') apply(setAdd, registered, [event.fn]);
     else if (name === 'test_start' && event.test) apply(mapSet, atStart, [event.test, event.test.fn]);
     else if (name === 'test_fn_start' && event.test) {
@@ -293,7 +317,16 @@ function guardVitest(index) {
   index.afterAll(() => check());
 }
 
-const guard = freeze({ __proto__: null, watch, watchMembers, changed, check, report, vitest: guardVitest });
+const guard = freeze({
+  __proto__: null,
+  watch,
+  watchMembers,
+  changed,
+  check,
+  report,
+  vitest: guardVitest,
+  vitestReady: rebaseline, // the last setup file: the project's own ones have run
+});
 
 if (setup()) {
   watchBuiltins('', globalThis);
@@ -302,8 +335,17 @@ if (setup()) {
   }
   hookJest();
   process.on('exit', () => check('at exit'));
+  // process.reallyExit ends the process without the 'exit' listeners: check there too. Not
+  // frozen (signal-exit and others wrap it by assignment); the original is only held here.
+  const reallyExit = process.reallyExit;
+  if (typeof reallyExit === 'function') {
+    process.reallyExit = function guardedReallyExit(code) {
+      check('at exit');
+      return apply(reallyExit, process, [code]);
+    };
+  }
 }
-for (const fn of [setup, watch, watchMembers, changed, check, report, keyName, watchBuiltins, guardNodeTest, hookJest, wrapJestRunner, guardedAdapter, guardJestFile, testTitle, guardVitest]) {
+for (const fn of [setup, watch, watchMembers, changed, check, report, rebaseline, keyName, watchBuiltins, guardNodeTest, hookJest, wrapJestRunner, guardedAdapter, guardJestFile, testTitle, guardVitest]) {
   freeze(fn);
 }
 module.exports = guard;
