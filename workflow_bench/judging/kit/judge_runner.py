@@ -30,6 +30,11 @@ nothing from the workspace is importable here). Protocol:
    child's exit code, each test's outcome, whether ``done`` was seen, the attestations). The
    harness checks it from outside and parses only the XML bytes whose digest this report names.
 
+Every node process of the command preloads the kit's JavaScript framework guard
+(``NODE_OPTIONS=--require wfbench_framework_guard.cjs``, before whatever the environment already
+had), which reports on a FIFO of its own (``<channel>.guard``, ``WORKFLOW_BENCH_GUARD_PIPE``): each
+line there is a ``tampered`` finding.
+
 A test id reported with several outcomes keeps the worst (failed/error over skipped over passed),
 so a late forged "passed" line cannot undo a failure. Beside the channel this process makes a
 **decoy** FIFO (``<channel>.decoy``, group-writable: the mark adapters check) and reads it too:
