@@ -4,14 +4,15 @@ vitest 4 and 3.2 (through the kit's reporter, which adds the guard's setup file)
 kit's reporter; the guard wraps jest-circus) and ``node --test`` (stock JUnit reporter; the guard
 is only preloaded) run in the real sandbox under the judge runner, which preloads the guard
 through ``NODE_OPTIONS``. Workspace code that the test file imports patches the framework: the
-test function (jest's global ``test``, sparing what looks like a sentinel), the matchers
+test function (jest's global ``test``, sparing what looks like a sentinel; a hook that swaps the
+running test's function or empties its errors), the matchers
 (``expect.extend({toBe})``, chai's ``Assertion.prototype``), ``node:assert`` (also when the
 process then leaves through ``process.reallyExit``, past the ``exit`` listeners) or a builtin
 (``Promise.prototype.then``), or the project's setup file replaces a matcher: the run is
 ``evidence-tampered``, the patched property named. A project setup file that patches
 ``Promise.prototype.then`` as zone.js does is no finding. An
 honest run that uses the frameworks' own spies, fake timers, ``expect.extend`` with a new
-matcher and ``describe.each`` reports nothing (a false positive is as bad as a miss). The
+matcher and ``describe.each`` reports nothing (nor does a jest retry) (a false positive is as bad as a miss). The
 control: the same forged run with the guard's pipe unset (the guard then does nothing) passes,
 so the forgery works and the guard is what stops it.
 """
@@ -36,6 +37,9 @@ UNGUARDED = "WORKFLOW_BENCH_GUARD_PIPE= "  # the control: the guard has nowhere 
 
 VITEST = './node_modules/.bin/vitest run --reporter=default --reporter="$WORKFLOW_BENCH_VITEST_REPORTER"'
 JEST = './node_modules/.bin/jest --ci --reporters=default --reporters="$WORKFLOW_BENCH_JEST_REPORTER"'
+JEST_JUNIT = (
+    'JEST_JUNIT_OUTPUT_FILE="$WORKFLOW_BENCH_JUNIT" ./node_modules/.bin/jest --ci --reporters=jest-junit'
+)
 NODE_TEST = (
     'node --test --test-reporter=junit --test-reporter-destination="$WORKFLOW_BENCH_JUNIT" test/add.test.mjs'
 )
@@ -145,6 +149,26 @@ JEST_FORGERS = {
         "expect.extend({ toBe: () => ({ pass: true, message: () => '' }) });\n",
         "jest: expect matcher.toBe replaced",
     ),
+    # The run state, not the API: an afterEach hook empties the running test's errors.
+    "cleared-errors": (
+        "afterEach(() => {\n"
+        "  const key = Object.getOwnPropertySymbols(global)\n"
+        "    .find((s) => s.description === 'JEST_STATE_SYMBOL');\n"
+        "  const running = global[key] && global[key].currentlyRunningTest;\n"
+        "  if (running) running.errors.length = 0;\n"
+        "});\n",
+        "were cleared before it was reported",
+    ),
+    # ... or an afterAll hook empties them all, after each test was done (what jest-junit reads).
+    "cleared-errors-at-the-end": (
+        "afterAll(() => {\n"
+        "  const key = Object.getOwnPropertySymbols(global)\n"
+        "    .find((s) => s.description === 'JEST_STATE_SYMBOL');\n"
+        "  const walk = (block) => block.children.forEach((c) => (c.type === 'test' ? (c.errors.length = 0) : walk(c)));\n"
+        "  walk(global[key].rootDescribeBlock);\n"
+        "});\n",
+        "were cleared before it was reported",
+    ),
 }
 NODE_FORGERS = {
     "assert": (
@@ -237,9 +261,21 @@ def test_an_honest_jest_run_reports_nothing(tmp_path, bwrap_bin, js_frameworks) 
 def test_a_jest_forgery_is_tampered(tmp_path, bwrap_bin, js_frameworks, forger) -> None:
     source, finding = JEST_FORGERS[forger]
     forged = {**JEST_FILES, "forge.js": source}
-    _caught(_verify(tmp_path, bwrap_bin, forged, JEST, js_frameworks), finding)
-    unguarded = _verify(tmp_path, bwrap_bin, forged, UNGUARDED + JEST, js_frameworks)
+    # The kit's reporter streams each test as it is done, so clearing errors afterwards fools
+    # only what reads the end result: jest-junit (the guard wraps jest-circus under any reporter).
+    command = JEST_JUNIT if forger == "cleared-errors-at-the-end" else JEST
+    _caught(_verify(tmp_path, bwrap_bin, forged, command, js_frameworks), finding)
+    unguarded = _verify(tmp_path, bwrap_bin, forged, UNGUARDED + command, js_frameworks)
     assert unguarded.passed, unguarded.detail
+
+
+def test_a_jest_retry_is_no_finding(tmp_path, bwrap_bin, js_frameworks) -> None:
+    # jest empties a failed attempt's errors before it retries the test.
+    retry = "jest.retryTimes(2);\nlet n = 0;\ntest('flaky', () => { n += 1; expect(n).toBe(2); });\n"
+    files = {"package.json": JEST_FILES["package.json"], "retry.test.js": retry}
+    outcome = _verify(tmp_path, bwrap_bin, files, JEST, js_frameworks)
+    assert outcome.evidence is not None and outcome.evidence.tampered == (), outcome.evidence.tampered
+    assert outcome.tests_run == 1 and not outcome.tampered
 
 
 def test_jest_runs_the_function_the_test_file_registered(tmp_path, bwrap_bin, js_frameworks) -> None:

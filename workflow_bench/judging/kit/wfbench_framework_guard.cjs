@@ -25,7 +25,9 @@
 //   properties, the same names on the test environment's global and expect's matchers
 //   (expect.extend's registry); just before the test file loads, the environment's own
 //   builtins (jest's vm realm). Per test, the function jest calls must be the one the test file
-//   registered for it. Checked at test_done, run_finish and teardown;
+//   registered for it, and a test whose function failed must still carry its errors when it is
+//   done (an afterEach hook that clears them makes it pass). Checked at test_done, run_finish
+//   and teardown;
 // - vitest: the kit's reporter adds wfbench_vitest_guard.mjs as each project's first setup file
 //   and wfbench_vitest_ready.mjs as its last; in the worker the first snapshots vitest's exports
 //   (test, it, describe, expect, assert, vi, chai, the hooks) and their own properties, chai's
@@ -56,6 +58,7 @@ const setAdd = Set.prototype.add;
 const mapGet = WeakMap.prototype.get;
 const mapSet = WeakMap.prototype.set;
 const mapHas = WeakMap.prototype.has;
+const mapDelete = WeakMap.prototype.delete;
 const stringSlice = String.prototype.slice;
 const regexpTest = RegExp.prototype.test;
 
@@ -221,6 +224,8 @@ function guardJestFile(environment, runtime, testPath) {
   let snapshotted = false;
   const registered = new Set(); // the functions the test file gave test()/it()
   const atStart = new WeakMap(); // test → its function when it started
+  const failedAt = new WeakMap(); // test → how many errors it had when its function failed
+  const failed = [];
   const prior = environment.handleTestEvent;
   const mark = watched.length; // this file's entries are dropped at its teardown
   // The framework's API when jest has set it up (before the project's setupFilesAfterEnv, which
@@ -274,7 +279,19 @@ function guardJestFile(environment, runtime, testPath) {
       } else if (typeof test.fn === 'function' && !apply(setHas, registered, [test.fn])) {
         report(`jest: the test ${title} runs a function the test file never registered`);
       }
+    } else if (name === 'test_retry' && event.test) {
+      apply(mapDelete, failedAt, [event.test]); // jest empties its errors to run it again
+    } else if (name === 'test_fn_failure' && event.test) {
+      apply(mapSet, failedAt, [event.test, errorCount(event.test)]);
+      failed[failed.length] = event.test;
     } else if (name === 'test_done' || name === 'run_finish') {
+      const tests = name === 'test_done' ? [event.test] : failed; // the end: every failed test
+      for (let i = 0; i < tests.length; i += 1) {
+        const test = tests[i];
+        if (test && apply(mapHas, failedAt, [test]) && errorCount(test) < apply(mapGet, failedAt, [test])) {
+          report(`jest: the errors of the failed test ${testTitle(test)} were cleared before it was reported`);
+        }
+      }
       check();
     } else if (name === 'teardown') {
       // The last check of this file; its objects are jest's to clean up from here on (jest 30
@@ -283,6 +300,11 @@ function guardJestFile(environment, runtime, testPath) {
       watched.length = mark;
     }
   }
+}
+
+function errorCount(test) {
+  const errors = test.errors;
+  return errors && typeof errors.length === 'number' ? errors.length : 0;
 }
 
 function testTitle(test) {
@@ -345,7 +367,7 @@ if (setup()) {
     };
   }
 }
-for (const fn of [setup, watch, watchMembers, changed, check, report, rebaseline, keyName, watchBuiltins, guardNodeTest, hookJest, wrapJestRunner, guardedAdapter, guardJestFile, testTitle, guardVitest]) {
+for (const fn of [setup, watch, watchMembers, changed, check, report, rebaseline, keyName, watchBuiltins, guardNodeTest, hookJest, wrapJestRunner, guardedAdapter, guardJestFile, errorCount, testTitle, guardVitest]) {
   freeze(fn);
 }
 module.exports = guard;
