@@ -1,20 +1,20 @@
 """The JavaScript framework guard (``kit/wfbench_framework_guard.cjs``) under the real frameworks.
 
-vitest 4 and 3.2 (through the kit's reporter, which adds the guard's setup file), jest 30 (the
-kit's reporter; the guard wraps jest-circus) and ``node --test`` (stock JUnit reporter; the guard
-is only preloaded) run in the real sandbox under the judge runner, which preloads the guard
-through ``NODE_OPTIONS``. Workspace code that the test file imports patches the framework: the
-test function (jest's global ``test``, sparing what looks like a sentinel; a hook that swaps the
-running test's function or empties its errors), the matchers
+vitest 4 and 3.2 (through the kit's reporter, which adds the guard's setup files), jest 30 (the
+kit's reporter or jest-junit; the guard wraps jest-circus) and ``node --test`` (stock JUnit
+reporter; the guard is only preloaded) run in the real sandbox under the judge runner, which
+preloads the guard through ``NODE_OPTIONS``. Workspace code that the test file imports patches
+the framework: the test function (jest's global ``test``, sparing what looks like a sentinel; a
+hook that swaps the running test's function or empties its errors), the matchers
 (``expect.extend({toBe})``, chai's ``Assertion.prototype``), ``node:assert`` (also when the
 process then leaves through ``process.reallyExit``, past the ``exit`` listeners) or a builtin
 (``Promise.prototype.then``), or the project's setup file replaces a matcher: the run is
 ``evidence-tampered``, the patched property named. A project setup file that patches
-``Promise.prototype.then`` as zone.js does is no finding. An
-honest run that uses the frameworks' own spies, fake timers, ``expect.extend`` with a new
-matcher and ``describe.each`` reports nothing (nor does a jest retry) (a false positive is as bad as a miss). The
-control: the same forged run with the guard's pipe unset (the guard then does nothing) passes,
-so the forgery works and the guard is what stops it.
+``Promise.prototype.then`` as zone.js does is no finding. An honest run that uses the
+frameworks' own spies, fake timers, ``expect.extend`` with a new matcher and ``describe.each``
+reports nothing, nor does a jest retry (a false positive is as bad as a miss). The control: the
+same forged run with the guard's pipe unset (the guard then does nothing) passes, so the
+forgery works and the guard is what stops it.
 """
 
 from __future__ import annotations
@@ -164,7 +164,8 @@ JEST_FORGERS = {
         "afterAll(() => {\n"
         "  const key = Object.getOwnPropertySymbols(global)\n"
         "    .find((s) => s.description === 'JEST_STATE_SYMBOL');\n"
-        "  const walk = (block) => block.children.forEach((c) => (c.type === 'test' ? (c.errors.length = 0) : walk(c)));\n"
+        "  const walk = (block) => block.children.forEach(\n"
+        "    (c) => (c.type === 'test' ? (c.errors.length = 0) : walk(c)));\n"
         "  walk(global[key].rootDescribeBlock);\n"
         "});\n",
         "were cleared before it was reported",
