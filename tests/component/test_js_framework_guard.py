@@ -66,6 +66,7 @@ test('spies and fake timers', () => {
   console.log('quiet');
   expect(log).toHaveBeenCalledOnce();
   log.mockRestore();
+  vi.spyOn(JSON, 'parse'); // and left so
   expect(fired).toBeSmall();
 });
 """,
@@ -90,6 +91,7 @@ test('spies and fake timers', () => {
   console.log('quiet');
   expect(log).toHaveBeenCalledTimes(1);
   log.mockRestore();
+  jest.spyOn(JSON, 'parse'); // and left so
   expect(fired).toBeSmall();
 });
 """,

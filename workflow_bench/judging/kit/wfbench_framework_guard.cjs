@@ -11,8 +11,9 @@
 // pipe (the runner lists it, the harness judges the run evidence-tampered):
 //
 // - in every process: Function.prototype.call/apply/bind/toString, Promise.prototype.then/catch/
-//   finally and Promise's statics, Reflect.apply/construct, Object.is/defineProperty & co., JSON
-//   (taken again after the project's own setup files, which may patch them as zone.js does);
+//   finally and Promise's statics, Reflect.apply/construct, Object.is/defineProperty & co. (not
+//   JSON: a test may spy on JSON.parse and leave it so; taken again after the project's own setup
+//   files, which may patch them as zone.js does);
 //   checked at exit, through process.reallyExit too (which skips the 'exit' listeners);
 // - node --test (a test file's child, NODE_TEST_CONTEXT set): node:test's exports (test, it,
 //   describe, the hooks, mock, ...) and each one's own properties (it.skip, test.todo, ...),
@@ -173,7 +174,6 @@ function watchBuiltins(label, realm) {
     'freeze',
     'keys',
   ], true);
-  watch(`${label}JSON`, realm.JSON, ['stringify', 'parse'], true);
 }
 
 // ── node --test: the test file's own process ─────────────────────────────
