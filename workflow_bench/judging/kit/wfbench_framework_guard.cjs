@@ -62,6 +62,8 @@ const mapHas = WeakMap.prototype.has;
 const mapDelete = WeakMap.prototype.delete;
 const stringSlice = String.prototype.slice;
 const regexpTest = RegExp.prototype.test;
+const atomicsWait = Atomics.wait;
+const pause = new Int32Array(new SharedArrayBuffer(4));
 
 const watched = []; // [label, owner, key, value, get, set, builtin]: the descriptors as loaded
 const seen = new WeakMap(); // owner → Set of keys watched (one finding per property, under its first label)
@@ -72,7 +74,9 @@ function setup() {
   const pipe = process.env[PIPE_VAR];
   if (!pipe) return false;
   try {
-    fd = openSync(pipe, fs.constants.O_WRONLY); // no O_CREAT: never a plain file instead
+    // No O_CREAT: never a plain file instead. Non-blocking: with no reader left (a process
+    // started after the runner finished) the open fails at once instead of waiting for ever.
+    fd = openSync(pipe, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK);
   } catch {
     return false; // the runner's pipe is gone: nothing to report to
   }
@@ -145,10 +149,14 @@ function report(what, key = what) {
   apply(setAdd, reported, [key]);
   if (fd < 0) return;
   const line = bufferFrom(`${stringify({ tampered: apply(stringSlice, StringOf(what), [0, MAX_CHARS]) })}\n`);
-  try {
-    writeSync(fd, line, 0, line.length);
-  } catch {
-    // the descriptor was closed under us: nothing is left to report to
+  for (let attempt = 0; attempt < 500; attempt += 1) {
+    try {
+      writeSync(fd, line, 0, line.length); // one line is under PIPE_BUF: written whole or not at all
+      return;
+    } catch (error) {
+      if (!error || error.code !== 'EAGAIN') return; // closed under us: nothing to report to
+      atomicsWait(pause, 0, 0, 10); // the pipe is full: the runner is reading it
+    }
   }
 }
 
