@@ -578,38 +578,3 @@ def test_the_writable_oracle_copy_takes_new_files_but_never_a_changed_oracle_fil
     outcome = _oracle(plain_sandbox, snapshot, COUNT, tmp_path)
     assert outcome.passed, _ids(outcome)  # and verify_staged found every byte intact (else it raised)
     assert set(_ids(outcome)) == {f"{name}-refused" for name in attempts} | {"write-beside"}
-
-
-@pytest.fixture(params=["oldest", "newest"])
-def claimed_vitest(request, tmp_path, bwrap_bin):
-    """A sandbox factory with the oldest (3.2.0) or the newest (4.x, tools/test-frameworks) vitest
-    the docs claim the streaming reporter supports."""
-    modules = request.getfixturevalue("js_vitest3" if request.param == "oldest" else "js_frameworks")
-
-    def make(*, fixed: bool):
-        return _sandbox(_workspace(tmp_path, TYPESCRIPT, fixed=fixed), bwrap_bin, {"node_modules": modules})
-
-    return make
-
-
-def test_the_vitest_reporter_ids_are_the_same_on_the_oldest_and_newest_claimed_vitest(
-    claimed_vitest, tmp_path
-) -> None:
-    # vitest 3.2 has no relativeModuleId: before the reporter computed the relative path itself,
-    # its ids carried the absolute (for a reference clone, random) path, so a lock written on one
-    # machine or clone named "other tests" on the next.
-    command = './node_modules/.bin/vitest run --reporter=default --reporter="$WORKFLOW_BENCH_VITEST_REPORTER"'
-    prefix = "test/range.test.ts > range > "
-    lock = _lock([prefix + n for n in TS_IDS], [prefix + TS_SKIP])
-    good = _verify(claimed_vitest(fixed=True), command, lock, tmp_path)
-    assert good.passed, good.detail + good.output
-    assert set(_ids(good)) == {prefix + n for n in (*TS_IDS, TS_SKIP)}
-    oracle = TYPESCRIPT.oracle_command.replace(
-        '--reporter=junit --outputFile="$WORKFLOW_BENCH_JUNIT"',
-        '--reporter="$WORKFLOW_BENCH_VITEST_REPORTER"',
-    )
-    names = ("counts down to just above the end", "skips values on the way down", "still counts up")
-    ids = [f"<oracle-root>/{TS_ORACLE}.oracle.test.ts > {name}" for name in names]
-    snapshot = replace(_oracle_snapshot(TYPESCRIPT), command=oracle)
-    fixed = _oracle(claimed_vitest(fixed=True), snapshot, _lock(ids), tmp_path)
-    assert fixed.passed and fixed.sealed is True, fixed.detail

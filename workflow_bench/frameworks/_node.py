@@ -81,7 +81,8 @@ def _detect(
 # The first vitest that runs the harness's streaming reporter: 3 added the reporter API it uses,
 # but before 3.2 vitest loads a custom reporter only from inside the project (vite's fs.allow),
 # and the kit is staged outside it ("Failed to load custom Reporter", checked on 3.0.0, 3.0.5,
-# 3.1.0; 3.2.0 loads it). Older ones write JUnit XML (tests/component/test_frameworks.py runs both).
+# 3.1.0; 3.2.0 loads it). Older ones write JUnit XML (tests/component/test_vitest_versions.py runs
+# 3.0.5 through JUnit and 3.2.0 streaming, each against the newest).
 STREAMING_VITEST = (3, 2)
 
 
