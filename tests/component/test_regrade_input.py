@@ -208,3 +208,36 @@ def test_job_defaults():
     job = Job("t", "a", 0, b"", "s")
     assert (job.row, job.artifacts, job.rejudge) == (None, None, True)
     assert replace(job, rejudge=False).rejudge is False
+
+
+def test_the_changes_document_text_is_exact():
+    """regrade.json and regrade.md byte for byte: sorted keys, two-space indent, non-ASCII kept, a
+    sweep directory with a space and a predictions path with a colon named whole, a prediction
+    (no source verdict) ahead of a changed row skipped, not ending the list."""
+    before = make_row(task="t", arm="a", resolved=True, oracle_passed=True, authored_tests_passed=True)
+    after = before.replace(
+        resolved=False, oracle_passed=False, error_kind=ErrorKind.ORACLE_FAILED, regrade_change="é → x"
+    )
+    jobs = [
+        (Job("t", "c", 1, b"", "/p:q.jsonl:3"), after.replace(arm="c")),
+        (Job("t", "a", 0, b"", "/my sweep t/a/0", row=before), after),
+    ]
+    document = changes_document(jobs)
+    verdict = '"authored_tests_passed": true,\n      "error_kind": %s,\n      "oracle_passed": %s,\n'
+    assert document.to_text() == (
+        '{\n  "changed": [\n    {\n      "after": {\n        '
+        + (verdict % ('"oracle-failed"', "false")).replace("\n      ", "\n        ")
+        + '        "resolved": false\n      },\n      "arm": "a",\n      "before": {\n        '
+        + (verdict % ("null", "true")).replace("\n      ", "\n        ")
+        + '        "resolved": true\n      },\n      "run": 0,\n      "task": "t",\n'
+        '      "why": "é → x"\n    }\n  ],\n  "rejudged": 2,\n  "rows": 2,\n'
+        '  "schema_version": 1,\n  "sources": [\n    "/p:q.jsonl",\n    "/my sweep"\n  ]\n}\n'
+    )
+    assert changes_markdown(document) == (
+        "# Regrade: changed verdicts\n\n"
+        "Source: /p:q.jsonl, /my sweep. 2 rows, 2 re-judged in clean rooms, 1 changed verdict(s).\n\n"
+        "| task | arm | run | before | after | why |\n|---|---|---|---|---|---|\n"
+        "| t | a | 0 | resolved=True, authored_tests_passed=True, oracle_passed=True, error_kind=None "
+        "| resolved=False, authored_tests_passed=True, oracle_passed=False, error_kind=oracle-failed "
+        "| é → x |\n"
+    )
