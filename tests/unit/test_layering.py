@@ -263,6 +263,34 @@ def test_no_module_over_400_lines_without_a_reason():
     assert oversized(fake) == ["cells.big"]
 
 
+# The layout's hard limits, declared once: no module over MODULE_LIMIT lines whatever its reason,
+# and the runner (argv → validated input → sweep → exit code) within RUNNER_LIMIT.
+MODULE_LIMIT = 600
+LINE_LIMITS = {"runner": 300}
+
+
+def over_limit(sources: dict[str, str]) -> list[str]:
+    """Modules over their hard limit (``LINE_LIMITS``, else ``MODULE_LIMIT``), as ``name: lines > limit``."""
+    found = []
+    for path, text in sources.items():
+        name = module_name(Path(path))[0]
+        lines, limit = text.count("\n"), LINE_LIMITS.get(name, MODULE_LIMIT)
+        if lines > limit:
+            found.append(f"{name}: {lines} > {limit}")
+    return sorted(found)
+
+
+def test_no_module_over_its_line_limit():
+    assert over_limit(_package_sources()) == []
+    fake = {  # a reason (SIZE_REASON) excuses 400 lines, never the hard limit
+        str(PACKAGE / "cells" / "big.py"): f'"""T.\n{SIZE_REASON} y."""\n' + "x = 1\n" * MODULE_LIMIT,
+        str(PACKAGE / "cells" / "ok.py"): "x = 1\n" * MODULE_LIMIT,
+        str(PACKAGE / "runner.py"): "x = 1\n" * (LINE_LIMITS["runner"] + 1),
+        str(PACKAGE / "runner_args.py"): "x = 1\n" * (LINE_LIMITS["runner"] + 1),
+    }
+    assert over_limit(fake) == [f"cells.big: {MODULE_LIMIT + 2} > {MODULE_LIMIT}", "runner: 301 > 300"]
+
+
 def test_at_most_a_dozen_modules_at_the_top():
     # __main__ is ``python -m workflow_bench``'s three-line stub into cli, not a module of its own
     top = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
