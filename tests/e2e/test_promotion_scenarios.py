@@ -25,7 +25,7 @@ from workflow_bench import runner
 from workflow_bench.corpus.promotion_scenarios import SCENARIOS
 from workflow_bench.promotion.apply import ApplyError, apply_promotion
 from workflow_bench.promotion.verify import VerifyError, verify_promotion
-from workflow_bench.report import main as rerender_main
+from workflow_bench.report.cli import main as rerender_main
 
 from .conftest import REPO_ROOT
 

@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from tests.builders import rows_text, sweep_record, sweep_row, sweep_runs
-from workflow_bench.promotion.document import promotion_document
+from workflow_bench.promotion.document import promotion_document, promotion_inputs, results_lines
 from workflow_bench.promotion.policy import PolicyError, PromotionPolicy
-from workflow_bench.report import promotion_inputs, results_lines
 from workflow_bench.reports.aggregate import aggregate_all
 from workflow_bench.reports.health import sweep_health
 from workflow_bench.rows.migrate import read_rows

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.builders import sweep_record, sweep_row, sweep_runs, write_sweep
-from workflow_bench.report import main as rerender_main
+from workflow_bench.report.cli import main as rerender_main
 from workflow_bench.reports.stats import paired_statistics, pass_at_k, pass_hat_k, summarize_deltas
 
 pytestmark = pytest.mark.unit

@@ -1,9 +1,10 @@
 """`promotion.json`: the gate's inputs, per-task evidence and decisions, as one canonical document.
 
-`promotion_document(inputs, lines)` is the single builder: the sweep calls it when it finishes,
-`python -m workflow_bench.report` calls it to re-render, and `promotion verify` calls it with the
-inputs read back from the stored document to recompute every decision from `results.jsonl`. One
-builder is what makes "byte-identical" and "recomputed exactly" the same claim.
+`promotion_document(inputs, lines)` is the single builder: the sweep calls it (through
+`sweep_promotion`) when it finishes, `python -m workflow_bench.report` and `regrade` call it before
+they re-render (the renderers are handed the decisions, never decide), and `promotion verify` calls
+it with the inputs read back from the stored document to recompute every decision from
+`results.jsonl`. One builder is what makes "byte-identical" and "recomputed exactly" the same claim.
 
 Written whenever candidate arms ran, including for aborted and cancelled sweeps (whose decisions
 are forced to insufficient_evidence by the gate). Pure: no I/O, no clock (the timestamp is the
@@ -13,7 +14,6 @@ sweep's finish time, from sweep.json).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,12 +22,14 @@ from typing import Any
 from workflow_bench.arms import ARMS
 from workflow_bench.promotion.evidence import arm_evidence, probe_evidence
 from workflow_bench.promotion.gate import PromotionEvidence, TaskPair, decide
+from workflow_bench.promotion.model import PROMOTION_SCHEMA
 from workflow_bench.promotion.policy import PROMOTION_METRICS, PromotionPolicy
-from workflow_bench.reports.aggregate import ArmHealth
+from workflow_bench.reports.aggregate import ArmHealth, aggregate_all
+from workflow_bench.reports.health import sweep_health
+from workflow_bench.reports.sweep_record import SweepRecord
+from workflow_bench.rows.migrate import read_rows
 from workflow_bench.rows.model import Row
 
-PROMOTION_FILE = "promotion.json"
-PROMOTION_SCHEMA = 2  # 2: decisions carry the cheating probe ("impossible"; issue 23)
 CANDIDATE_ORIGIN = "manual-initial-overlay"  # when the overlay record names none (--candidate-origin)
 
 
@@ -173,5 +175,34 @@ def inputs_from_document(doc: Mapping[str, Any]) -> PromotionInputs:
     )
 
 
-def document_text(doc: Mapping[str, Any]) -> str:
-    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+def results_lines(results_text: str) -> list[str]:
+    """The stored row lines of a results.jsonl text (each one's sha256 is in the document)."""
+    return [line for line in results_text.split("\n") if line.strip()]
+
+
+def promotion_inputs(record: SweepRecord) -> PromotionInputs:
+    """The builder's inputs as sweep.json recorded them."""
+    return PromotionInputs(
+        generated_at=str(record.finished_at),
+        run_status=record.status,
+        benchmark_model=record.model,
+        effort=record.effort,
+        provider=record.provider,
+        arms=record.arms,
+        runs=record.runs,
+        tasks=record.tasks,
+        policy=record.policy or {},
+        overlay=record.overlay,
+    )
+
+
+def sweep_promotion(record: SweepRecord, results_text: str) -> dict[str, Any] | None:
+    """A finished sweep's promotion.json object from its stored rows (None: no policy, no candidate).
+
+    Decided here, before any report is rendered: the renderers are handed this document.
+    """
+    if record.policy is None:
+        return None
+    rows = read_rows(results_text)
+    health = sweep_health(aggregate_all(rows), arms=list(record.arms))
+    return promotion_document(promotion_inputs(record), results_lines(results_text), rows, health)

@@ -22,12 +22,11 @@ from typing import Any
 
 from workflow_bench.promotion.document import (
     CANDIDATE_ORIGIN,
-    PROMOTION_FILE,
-    PROMOTION_SCHEMA,
     inputs_from_document,
     promotion_document,
     row_digest,
 )
+from workflow_bench.promotion.model import PROMOTION_FILE, PROMOTION_SCHEMA
 from workflow_bench.promotion.policy import PolicyError, PromotionPolicy
 from workflow_bench.reports.aggregate import aggregate_all
 from workflow_bench.reports.health import sweep_health
