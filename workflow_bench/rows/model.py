@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Literal
 
 from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import CellKey
-from workflow_bench.review.score import ReviewScore, review_row_fields
+from workflow_bench.review.score import ReviewMetrics, ReviewScore, review_row_fields
 
 # Re-exported: a writer imports its part and the records it fills from here, the one model module.
 from .judgement import CleanRoomJudgement as CleanRoomJudgement
@@ -40,7 +40,6 @@ from .records import Number
 from .records import Part as Part
 from .records import RegradeBefore as RegradeBefore
 from .records import ResourceLimits as ResourceLimits
-from .records import ReviewScoreRecord as ReviewScoreRecord
 from .records import RuntimeRecord as RuntimeRecord
 from .records import Sealing as Sealing
 from .records import Strict as Strict
@@ -234,39 +233,42 @@ class Churn(Part):
     diff_deletions: int | None = _f("lines deleted (same exclusions)", default=None)
 
 
-_REVIEW_METRIC = "review metric (workflow_bench/review/score.py); null when not scored"
+def _metric(name: str) -> Any:
+    """A flattened ``review_<name>`` field: the meaning ``review.ReviewMetrics`` declares for it."""
+    meaning = ReviewMetrics.model_fields[name].description
+    return _f(f"review_score.{name}: {meaning}; null when not scored", default=None)
 
 
 class Review(Part):
     """A review arm's artifact verdict and its score against the hidden labels (``review.score``).
 
-    The ``review_<metric>`` fields flatten ``review_score``; a test keeps them equal to
-    ``review.score.METRIC_NAMES``.
+    The ``review_<metric>`` fields flatten ``review_score`` (``review.ReviewMetrics``, where each
+    metric and its meaning are declared); a test keeps their names equal to its fields.
     """
 
     SECTION: ClassVar[str] = "review"
     review_evidence_valid: bool | None = _f(
         "the artifact met the contract and the workspace was untouched", default=None
     )
-    review_score: ReviewScoreRecord | None = _f(
+    review_score: ReviewMetrics | None = _f(
         "the full score object (review arms with a valid artifact), or null", default=None
     )
-    review_true_positives: int | None = _f(_REVIEW_METRIC, default=None)
-    review_false_positives: int | None = _f(_REVIEW_METRIC, default=None)
-    review_false_negatives: int | None = _f(_REVIEW_METRIC, default=None)
-    review_precision: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_recall: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_f1: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_weighted_precision: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_weighted_recall: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_weighted_f1: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_blocker_recall: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_severity_accuracy: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_category_accuracy: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_verdict_correct: bool | None = _f(_REVIEW_METRIC, default=None)
-    review_clean_control: bool | None = _f(_REVIEW_METRIC, default=None)
-    review_clean_pass: bool | None = _f(_REVIEW_METRIC, default=None)
-    review_score_finite: bool | None = _f(_REVIEW_METRIC, default=None)
+    review_true_positives: int | None = _metric("true_positives")
+    review_false_positives: int | None = _metric("false_positives")
+    review_false_negatives: int | None = _metric("false_negatives")
+    review_precision: Number | None = _metric("precision")
+    review_recall: Number | None = _metric("recall")
+    review_f1: Number | None = _metric("f1")
+    review_weighted_precision: Number | None = _metric("weighted_precision")
+    review_weighted_recall: Number | None = _metric("weighted_recall")
+    review_weighted_f1: Number | None = _metric("weighted_f1")
+    review_blocker_recall: Number | None = _metric("blocker_recall")
+    review_severity_accuracy: Number | None = _metric("severity_accuracy")
+    review_category_accuracy: Number | None = _metric("category_accuracy")
+    review_verdict_correct: bool | None = _metric("verdict_correct")
+    review_clean_control: bool | None = _metric("clean_control")
+    review_clean_pass: bool | None = _metric("clean_pass")
+    review_score_finite: bool | None = _metric("score_finite")
 
     @classmethod
     def scored(cls, score: ReviewScore | None, *, evidence_valid: bool) -> Review:

@@ -72,27 +72,6 @@ class RuntimeRecord(Strict):
     digest: str
 
 
-class ReviewScoreRecord(Strict):
-    """``review_score``: the full score object of a review arm (``review.ReviewScore.as_dict``)."""
-
-    true_positives: int
-    false_positives: int
-    false_negatives: int
-    precision: Number | None
-    recall: Number | None
-    f1: Number | None
-    weighted_precision: Number | None
-    weighted_recall: Number | None
-    weighted_f1: Number | None
-    blocker_recall: Number | None
-    severity_accuracy: Number | None
-    category_accuracy: Number | None
-    verdict_correct: bool
-    clean_control: bool
-    clean_pass: bool
-    score_finite: bool
-
-
 class Part(Strict):
     """One writer's fields of a row; ``SECTION`` heads it in docs/results-schema.md."""
 
