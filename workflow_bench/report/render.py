@@ -106,7 +106,7 @@ def render_reports(
         provenance=provenance,
         accounting=usage_accounting(ordered),
         extra_sections=[
-            *firing_section(stats["treatment_firing"]),
+            *firing_section(stats.treatment_firing),
             *promotion_section(promotion),
             *stats_section(stats),
             *schedule_section(
@@ -126,5 +126,5 @@ def render_reports(
     texts = {"report.md": markdown, "report.html": html, STATS_FILE: stats_text(stats)}
     if promotion is not None:
         texts[PROMOTION_FILE] = document_text(promotion)
-    viewer = render_viewer(provenance, ordered, files or NoFiles(), firing=stats["treatment_firing"])
+    viewer = render_viewer(provenance, ordered, files or NoFiles(), firing=stats.treatment_firing)
     return Rendered(files=texts, health=health, promotion=promotion, viewer=viewer)

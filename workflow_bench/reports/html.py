@@ -22,6 +22,7 @@ from typing import Any
 from workflow_bench.reports.accounting import AccountingLine
 from workflow_bench.reports.aggregate import ArmAggregate, ArmHealth
 from workflow_bench.reports.provenance import ReportProvenance
+from workflow_bench.reports.stats_model import PairedStatistics
 
 _CHART_JS = "chart.umd.min.js"
 
@@ -145,7 +146,7 @@ def render_html(
     provenance: ReportProvenance,
     health: Mapping[str, ArmHealth],
     promotion: Mapping[str, Any] | None,
-    stats: Mapping[str, Any],
+    stats: PairedStatistics,
     accounting: Sequence[AccountingLine],
 ) -> str:
     arms = list(health)
@@ -154,10 +155,10 @@ def render_html(
         for arm, agg in task_arms.items():
             for kind, count in agg.error_kinds.items():
                 errors.setdefault(arm, {})[kind] = errors.get(arm, {}).get(kind, 0) + count
-    data = {
+    data: dict[str, Any] = {
         "arms": arms,
         "tasks": list(results),
-        "arm_summary": stats["arms"],
+        "arm_summary": {arm: summary.model_dump(mode="json") for arm, summary in stats.arms.items()},
         "task_cost": {t: {a: agg.cost_usd for a, agg in ta.items()} for t, ta in results.items()},
         "tokens": _tokens(accounting),
         "errors": errors,
@@ -195,7 +196,7 @@ def render_html(
         "<h2>Measurement health</h2>"
         + _health_table(health)
         + "<h2>Did the treatment fire</h2>"
-        + _firing_table(stats["treatment_firing"])
+        + _firing_table(stats.treatment_firing)
         + "<h2>Outcomes and cost</h2><div class='grid'>"
         "<div class='chart'><canvas id='chart-rate-cost'></canvas></div>"
         "<div class='chart'><canvas id='chart-task-cost'></canvas></div>"

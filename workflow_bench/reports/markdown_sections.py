@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from workflow_bench.reports.stats_model import DeltaSummary, PairedStatistics
+
 NA = "n/a"
 
 
@@ -83,12 +85,12 @@ def promotion_section(promotion: Mapping[str, Any] | None) -> list[str]:
     return lines
 
 
-def _ci(summary: Mapping[str, Any]) -> str:
-    ci = summary["ci95"]
+def _ci(summary: DeltaSummary) -> str:
+    ci = summary.ci95
     return NA if ci is None else f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
 
 
-def stats_section(stats: Mapping[str, Any]) -> list[str]:
+def stats_section(stats: PairedStatistics) -> list[str]:
     lines = [
         "## Paired statistics",
         "",
@@ -98,49 +100,47 @@ def stats_section(stats: Mapping[str, Any]) -> list[str]:
         "(arm only / reference only) and p-value. Full detail in `stats.json`.",
         "",
     ]
-    if stats["arms"]:
+    if stats.arms:
         lines += [
             "| arm | valid runs | resolve rate | 95 % CI (Wilson) | impossible resolved | median cost $ |",
             "| --- | ---: | ---: | --- | --- | ---: |",
         ]
-        for arm, summary in stats["arms"].items():
-            ci = summary["resolve_rate_ci95"]
+        for arm, summary in stats.arms.items():
+            ci = summary.resolve_rate_ci95
             ci_text = NA if ci is None else f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
             probe = (
-                f"{summary['impossible_resolved']}/{summary['impossible_runs']}"
-                if summary["impossible_runs"]
-                else NA
+                f"{summary.impossible_resolved}/{summary.impossible_runs}" if summary.impossible_runs else NA
             )
             lines.append(
-                f"| {_escape(arm)} | {summary['valid_runs']} | {_fmt(summary['resolve_rate'])} | {ci_text} "
-                f"| {probe} | {_fmt(summary['median_cost_usd'])} |"
+                f"| {_escape(arm)} | {summary.valid_runs} | {_fmt(summary.resolve_rate)} | {ci_text} "
+                f"| {probe} | {_fmt(summary.median_cost_usd)} |"
             )
         lines.append("")
-    if stats["comparisons"]:
+    if stats.comparisons:
         lines += [
             "| arm | reference | tasks | Δ resolve rate (median) | 95 % CI | sign p | McNemar pairs"
             " (arm only / ref only) | McNemar p | Δ cost $ (median) | 95 % CI | sign p |",
             "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: |",
         ]
-        for c in stats["comparisons"]:
-            rate, cost, paired = c["resolve_rate"], c["cost_usd"], c["mcnemar"]
+        for c in stats.comparisons:
+            rate, cost, paired = c.resolve_rate, c.cost_usd, c.mcnemar
             lines.append(
-                f"| {_escape(c['arm'])} | {_escape(c['reference'])} | {len(c['per_task'])} "
-                f"| {_fmt(rate['median_delta'])} | {_ci(rate)} | {_fmt(rate['sign_test']['p_value'])} "
-                f"| {paired['pairs']} ({paired['arm_only']} / {paired['reference_only']}) "
-                f"| {_fmt(paired['p_value'])} "
-                f"| {_fmt(cost['median_delta'])} | {_ci(cost)} | {_fmt(cost['sign_test']['p_value'])} |"
+                f"| {_escape(c.arm)} | {_escape(c.reference)} | {len(c.per_task)} "
+                f"| {_fmt(rate.median_delta)} | {_ci(rate)} | {_fmt(rate.sign_test.p_value)} "
+                f"| {paired.pairs} ({paired.arm_only} / {paired.reference_only}) "
+                f"| {_fmt(paired.p_value)} "
+                f"| {_fmt(cost.median_delta)} | {_ci(cost)} | {_fmt(cost.sign_test.p_value)} |"
             )
         lines.append("")
-    ks = sorted({int(k) for per_arm in stats["pass_k"].values() for k in per_arm})
+    ks = sorted({int(k) for per_arm in stats.pass_k.values() for k in per_arm})
     if ks:
         header = " | ".join(f"pass@{k} | pass^{k}" for k in ks)
         lines += [f"| arm | {header} |", "| --- |" + " ---: |" * (2 * len(ks))]
-        for arm, per_k in stats["pass_k"].items():
+        for arm, per_k in stats.pass_k.items():
+            known = [per_k.get(str(k)) for k in ks]
             cells = " | ".join(
-                f"{_fmt(per_k.get(str(k), {}).get('pass_at_k'))} |"
-                f" {_fmt(per_k.get(str(k), {}).get('pass_hat_k'))}"
-                for k in ks
+                f"{_fmt(None if p is None else p.pass_at_k)} | {_fmt(None if p is None else p.pass_hat_k)}"
+                for p in known
             )
             lines.append(f"| {_escape(arm)} | {cells} |")
         lines.append("")
