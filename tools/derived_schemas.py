@@ -17,11 +17,13 @@ sys.path.insert(0, str(ROOT))
 
 from pydantic import BaseModel  # noqa: E402
 
+from workflow_bench.reports.promotion_model import PromotionDocument  # noqa: E402
 from workflow_bench.reports.stats_model import PairedStatistics  # noqa: E402
 from workflow_bench.review.score import ReviewMetrics  # noqa: E402
 
 SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "docs/stats-schema.json": (PairedStatistics, "workflow-bench/stats"),
+    "docs/promotion-schema.json": (PromotionDocument, "workflow-bench/promotion"),
     "docs/review-metrics-schema.json": (ReviewMetrics, "workflow-bench/review-metrics"),
 }
 

@@ -159,7 +159,9 @@ def test_stats_text_is_canonical_json_and_refuses_nan() -> None:
     assert text == json.dumps(json.loads(text), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     assert json.loads(text) == document.model_dump(mode="json") and json.loads(text)["schema_version"] == 3
     with pytest.raises(ValueError):
-        stats_text(document.model_copy(update={"treatment_firing": {"x": math.nan}}))
+        # model_copy skips validation (which refuses NaN): the text refuses it all the same
+        broken = document.arms["workflow"].model_copy(update={"resolve_rate": math.nan})
+        stats_text(document.model_copy(update={"arms": {"workflow": broken}}))
 
 
 def test_a_non_finite_cost_is_an_unknown_delta() -> None:

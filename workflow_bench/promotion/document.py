@@ -22,10 +22,10 @@ from typing import Any
 from workflow_bench.arms import ARMS
 from workflow_bench.promotion.evidence import arm_evidence, probe_evidence
 from workflow_bench.promotion.gate import PromotionEvidence, TaskPair, decide
-from workflow_bench.promotion.model import PROMOTION_SCHEMA
 from workflow_bench.promotion.policy import PROMOTION_METRICS, PromotionPolicy
 from workflow_bench.reports.aggregate import ArmHealth, aggregate_all
 from workflow_bench.reports.health import sweep_health
+from workflow_bench.reports.promotion_model import PROMOTION_SCHEMA, PromotionDocument, ResultsRecord
 from workflow_bench.reports.sweep_record import SweepRecord
 from workflow_bench.rows.migrate import read_rows
 from workflow_bench.rows.model import Row
@@ -75,8 +75,8 @@ def promotion_document(
     lines: Sequence[str],
     rows: Sequence[Row],
     health: Mapping[str, ArmHealth],
-) -> dict[str, Any] | None:
-    """The promotion.json object, or `None` when no candidate arm was declared."""
+) -> PromotionDocument | None:
+    """The promotion.json document, or `None` when no candidate arm was declared."""
     pairs = candidate_pairs(inputs.arms)
     if not pairs:
         return None
@@ -122,34 +122,32 @@ def promotion_document(
             if impossible and not review
             else None,
         )
-        decisions.append(decide(policy, evidence).to_json())
+        decisions.append(decide(policy, evidence))
     overlay = dict(inputs.overlay) if inputs.overlay else None
-    return {
-        "schema_version": PROMOTION_SCHEMA,
-        "generated_at": generated.isoformat(),
-        "evidence_expires_at": expires.isoformat(),
-        "run_status": inputs.run_status,
-        "benchmark_model": inputs.benchmark_model,
-        "effort": inputs.effort,
-        "provider": inputs.provider,
-        "candidate_origin": (overlay or {}).get("origin", CANDIDATE_ORIGIN),
-        "candidate_overlay": (
+    return PromotionDocument(
+        schema_version=PROMOTION_SCHEMA,
+        generated_at=generated.isoformat(),
+        evidence_expires_at=expires.isoformat(),
+        run_status=inputs.run_status,
+        benchmark_model=inputs.benchmark_model,
+        effort=inputs.effort,
+        provider=inputs.provider,
+        candidate_origin=(overlay or {}).get("origin", CANDIDATE_ORIGIN),
+        candidate_overlay=(
             None if overlay is None else {k: overlay[k] for k in ("digest", "roles", "files")}
         ),
-        "target_base_digests": None if overlay is None else overlay["target_base_digests"],
-        "arms": list(inputs.arms),
-        "runs": inputs.runs,
-        "required_candidate_arms": [c for c, _, _ in pairs],
-        "selected_tasks": [dict(t) for t in inputs.tasks],
-        "policy": dict(inputs.policy),
-        "health": {arm: h.status.value for arm, h in health.items()},
-        "results": {
-            "file": "results.jsonl",
-            "rows": len(lines),
-            "row_sha256": [row_digest(x) for x in lines],
-        },
-        "decisions": decisions,
-    }
+        target_base_digests=None if overlay is None else overlay["target_base_digests"],
+        arms=list(inputs.arms),
+        runs=inputs.runs,
+        required_candidate_arms=[c for c, _, _ in pairs],
+        selected_tasks=[dict(t) for t in inputs.tasks],
+        policy=dict(inputs.policy),
+        health={arm: h.status.value for arm, h in health.items()},
+        results=ResultsRecord(
+            file="results.jsonl", rows=len(lines), row_sha256=[row_digest(x) for x in lines]
+        ),
+        decisions=decisions,
+    )
 
 
 def inputs_from_document(doc: Mapping[str, Any]) -> PromotionInputs:
@@ -196,7 +194,7 @@ def promotion_inputs(record: SweepRecord) -> PromotionInputs:
     )
 
 
-def sweep_promotion(record: SweepRecord, results_text: str) -> dict[str, Any] | None:
+def sweep_promotion(record: SweepRecord, results_text: str) -> PromotionDocument | None:
     """A finished sweep's promotion.json object from its stored rows (None: no policy, no candidate).
 
     Decided here, before any report is rendered: the renderers are handed this document.

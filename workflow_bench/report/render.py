@@ -17,16 +17,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from workflow_bench.output.directory import OutputDir
-from workflow_bench.promotion.model import PROMOTION_FILE, document_text
 from workflow_bench.reports.accounting import usage_accounting
 from workflow_bench.reports.aggregate import ArmHealth, aggregate_all
 from workflow_bench.reports.health import duration_health, duration_section, sweep_health
 from workflow_bench.reports.html import render_html
 from workflow_bench.reports.markdown import render_markdown
 from workflow_bench.reports.markdown_sections import firing_section, promotion_section, stats_section
+from workflow_bench.reports.promotion_model import PROMOTION_FILE, PromotionDocument, document_text
 from workflow_bench.reports.stats import STATS_FILE, paired_statistics, stats_text
 from workflow_bench.reports.sweep_record import PREDICTIONS_PROVIDER, SweepRecord
 from workflow_bench.reports.viewer import (
@@ -45,7 +44,7 @@ from workflow_bench.schedule.not_run import read_not_run, schedule_section
 class Rendered:
     files: Mapping[str, str]
     health: Mapping[str, ArmHealth]
-    promotion: Mapping[str, Any] | None
+    promotion: PromotionDocument | None
     viewer: Viewer
 
 
@@ -80,7 +79,7 @@ def render_reports(
     results_text: str,
     not_run_text: str = "",
     *,
-    promotion: Mapping[str, Any] | None,
+    promotion: PromotionDocument | None,
     files: SweepFiles | None = None,
 ) -> Rendered:
     """Every report, showing ``promotion`` (``sweep_promotion``'s document, decided before this)."""
@@ -126,5 +125,7 @@ def render_reports(
     texts = {"report.md": markdown, "report.html": html, STATS_FILE: stats_text(stats)}
     if promotion is not None:
         texts[PROMOTION_FILE] = document_text(promotion)
-    viewer = render_viewer(provenance, ordered, files or NoFiles(), firing=stats.treatment_firing)
+    viewer = render_viewer(
+        provenance, ordered, files or NoFiles(), firing=stats.treatment_firing.model_dump(mode="json")
+    )
     return Rendered(files=texts, health=health, promotion=promotion, viewer=viewer)

@@ -6,10 +6,10 @@ prints `n/a`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from workflow_bench.reports.stats_model import DeltaSummary, PairedStatistics
+from workflow_bench.reports.promotion_model import PromotionDocument, ReviewTask
+from workflow_bench.reports.stats_model import DeltaSummary, PairedStatistics, TreatmentFiring
 
 NA = "n/a"
 
@@ -24,42 +24,44 @@ def _escape(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def promotion_section(promotion: Mapping[str, Any] | None) -> list[str]:
+def promotion_section(promotion: PromotionDocument | None) -> list[str]:
     if promotion is None:
         return []
     lines = [
         "## Promotion",
         "",
-        f"`promotion.json` (schema {promotion['schema_version']}, run status `{promotion['run_status']}`, "
-        f"expires {promotion['evidence_expires_at']}). Check it with "
+        f"`promotion.json` (schema {promotion.schema_version}, run status `{promotion.run_status}`, "
+        f"expires {promotion.evidence_expires_at}). Check it with "
         "`python -m workflow_bench.promotion verify DIR`.",
         "",
     ]
-    for decision in promotion["decisions"]:
+    for decision in promotion.decisions:
         lines += [
-            f"### {_escape(decision['candidate_arm'])} vs {_escape(decision['incumbent_arm'])}: "
-            f"**{decision['decision']}**",
+            f"### {_escape(decision.candidate_arm)} vs {_escape(decision.incumbent_arm)}: "
+            f"**{decision.decision}**",
             "",
-            f"Metric `{decision['metric']}`; median improvement {_fmt(decision['median_improvement'])}"
-            f"{'' if decision['metric'] == 'review_weighted_f1' else ' %'}; "
-            f"resolved-run margin {_fmt(decision['resolved_margin'])}.",
+            f"Metric `{decision.metric}`; median improvement {_fmt(decision.median_improvement)}"
+            f"{'' if decision.review else ' %'}; "
+            f"resolved-run margin {_fmt(decision.resolved_margin)}.",
             "",
-            *(f"- {_escape(reason)}" for reason in decision["reasons"]),
+            *(f"- {_escape(reason)}" for reason in decision.reasons),
             "",
         ]
-        if decision["metric"] == "review_weighted_f1":
+        if decision.review:
             lines += [
                 "| case | clean control | incumbent wF1 | candidate wF1 | Δ wF1 | inc scored | cand"
                 " scored | notes |",
                 "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
             ]
-            for t in decision["tasks"]:
-                notes = "; ".join([*t["insufficient"], *t["regressions"]]) or "—"
+            for r in decision.tasks:
+                if not isinstance(r, ReviewTask):
+                    continue
+                notes = "; ".join([*r.insufficient, *r.regressions]) or "—"
                 lines.append(
-                    f"| {_escape(t['task'])} | {t['clean_control']} |"
-                    f" {_fmt(t['incumbent']['review_weighted_f1'])} "
-                    f"| {_fmt(t['candidate']['review_weighted_f1'])} | {_fmt(t['weighted_f1_delta'])} "
-                    f"| {t['incumbent']['scored_runs']} | {t['candidate']['scored_runs']} |"
+                    f"| {_escape(r.task)} | {r.clean_control} |"
+                    f" {_fmt(r.incumbent.review_weighted_f1)} "
+                    f"| {_fmt(r.candidate.review_weighted_f1)} | {_fmt(r.weighted_f1_delta)} "
+                    f"| {r.incumbent.scored_runs} | {r.candidate.scored_runs} |"
                     f" {_escape(notes)} |"
                 )
         else:
@@ -69,16 +71,18 @@ def promotion_section(promotion: Mapping[str, Any] | None) -> list[str]:
                 "| improvement % | notes |",
                 "| --- | --- | --- | --- | ---: | ---: | ---: | --- |",
             ]
-            for t in decision["tasks"]:
-                flags = [*t["insufficient"]]
-                flags += ["quality regression"] if t["quality_regression"] else []
-                flags += ["quality floor not met"] if t["candidate_quality_floor_met"] is False else []
-                flags += ["efficiency regression"] if t["efficiency_regression"] else []
+            for t in decision.tasks:
+                if isinstance(t, ReviewTask):
+                    continue
+                flags = [*t.insufficient]
+                flags += ["quality regression"] if t.quality_regression else []
+                flags += ["quality floor not met"] if t.candidate_quality_floor_met is False else []
+                flags += ["efficiency regression"] if t.efficiency_regression else []
                 lines.append(
-                    f"| {_escape(t['task'])} | {t['gated']} | {t['incumbent_resolved']} |"
-                    f" {t['candidate_resolved']} "
-                    f"| {_fmt(t['incumbent_metric'])} | {_fmt(t['candidate_metric'])} |"
-                    f" {_fmt(t['improvement_pct'])} "
+                    f"| {_escape(t.task)} | {t.gated} | {t.incumbent_resolved} |"
+                    f" {t.candidate_resolved} "
+                    f"| {_fmt(t.incumbent_metric)} | {_fmt(t.candidate_metric)} |"
+                    f" {_fmt(t.improvement_pct)} "
                     f"| {_escape('; '.join(flags) or '—')} |"
                 )
         lines.append("")
@@ -147,25 +151,25 @@ def stats_section(stats: PairedStatistics) -> list[str]:
     return lines
 
 
-def firing_section(firing: Mapping[str, Any]) -> list[str]:
+def firing_section(firing: TreatmentFiring) -> list[str]:
     """report.md's "Did the treatment fire" (reports/firing.py); nothing when no arm expects any."""
-    if not firing["arms"]:
+    if not firing.arms:
         return []
     lines = [
         "## Did the treatment fire",
         "",
-        firing["note"],
+        firing.note,
         "",
         "| arm | expected | valid cells | fired | unknown | share |",
         "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
-    for arm in firing["arms"]:
-        for e in arm["expected"]:
+    for arm in firing.arms:
+        for e in arm.expected:
             lines.append(
-                f"| {_escape(arm['arm'])} | {e['kind']} `{_escape(e['name'])}` | {e['cells']} | {e['fired']} "
-                f"| {e['unknown']} | {_fmt(e['share'])} |"
+                f"| {_escape(arm.arm)} | {e.kind} `{_escape(e.name)}` | {e.cells} | {e.fired} "
+                f"| {e.unknown} | {_fmt(e.share)} |"
             )
-    effects = [a for a in firing["arms"] if a["effect"] is not None]
+    effects = [(a.arm, a.effect) for a in firing.arms if a.effect is not None]
     if effects:
         lines += [
             "",
@@ -176,11 +180,11 @@ def firing_section(firing: Mapping[str, Any]) -> list[str]:
             " Δ median cost $ |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
-        for arm in effects:
-            every, fired = arm["effect"]["all_valid"], arm["effect"]["skills_fired"]
+        for name, effect in effects:
+            every, fired = effect.all_valid, effect.skills_fired
             lines.append(
-                f"| {_escape(arm['arm'])} | {every['cells']} | {_fmt(every['resolve_rate_delta'])} "
-                f"| {_fmt(every['median_cost_usd_delta'])} | {fired['cells']} "
-                f"| {_fmt(fired['resolve_rate_delta'])} | {_fmt(fired['median_cost_usd_delta'])} |"
+                f"| {_escape(name)} | {every.cells} | {_fmt(every.resolve_rate_delta)} "
+                f"| {_fmt(every.median_cost_usd_delta)} | {fired.cells} "
+                f"| {_fmt(fired.resolve_rate_delta)} | {_fmt(fired.median_cost_usd_delta)} |"
             )
     return [*lines, ""]

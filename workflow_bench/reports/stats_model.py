@@ -8,7 +8,7 @@ sorted keys), and ``docs/stats-schema.json`` is generated from these models
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -103,6 +103,62 @@ class ArmSummary(Document):
     impossible_resolved: int = Field(description="of those, runs resolved (the arm beat the judge)")
 
 
+ShareKind = Literal["skill", "all", "mcp tool"]
+
+
+class FiringShare(Document):
+    """How often one expected skill (or granted MCP tool) fired over an arm's valid cells."""
+
+    kind: ShareKind = Field(description="skill, all (every expected skill at once) or mcp tool")
+    name: str = Field(description="the skill or tool (mcp__<server>__<tool>), or 'expected skills'")
+    cells: int = Field(description="the arm's valid cells")
+    fired: int = Field(description="cells whose wire record proves it fired")
+    unknown: int = Field(description="cells without the evidence to say (never counted as not fired)")
+    share: float | None = Field(description="fired / (cells − unknown); null when nothing is known")
+
+
+class Outcome(Document):
+    """Resolve rate and median cost over a set of valid cells."""
+
+    cells: int = Field(description="the cells counted")
+    resolve_rate: float | None = Field(description="resolved / cells; null without a cell")
+    median_cost_usd: float | None = Field(description="median cost_usd; null when any is unknown")
+
+
+class OutcomeDelta(Outcome):
+    """An outcome beside the baseline's: arm minus baseline."""
+
+    resolve_rate_delta: float | None = Field(description="resolve rate, arm minus baseline")
+    median_cost_usd_delta: float | None = Field(description="median cost_usd, arm minus baseline")
+
+
+class FiringEffect(Document):
+    """The arm against baseline over every valid cell and over the cells where its skills fired."""
+
+    reference: str = Field(description="the arm compared against (baseline)")
+    reference_outcome: Outcome = Field(description="the baseline's valid cells")
+    all_valid: OutcomeDelta = Field(description="every valid cell of the arm")
+    skills_fired: OutcomeDelta = Field(
+        description="only the cells where every expected skill fired (descriptive, not causal)"
+    )
+
+
+class ArmFiring(Document):
+    """One arm that expects a skill or gets an MCP tool."""
+
+    arm: str = Field(description="arm name")
+    cells: int = Field(description="its valid cells")
+    expected: list[FiringShare] = Field(description="each expected skill, then all of them, then each tool")
+    effect: FiringEffect | None = Field(description="against baseline; null without baseline or skills")
+
+
+class TreatmentFiring(Document):
+    """Did the treatment fire (reports/firing.py): stats.json's treatment_firing."""
+
+    note: str = Field(description="how to read the shares")
+    arms: list[ArmFiring] = Field(description="every arm with something to fire, in arm order")
+
+
 class PairedStatistics(Document):
     """stats.json: descriptive paired statistics of a sweep (the promotion gate never reads them)."""
 
@@ -111,6 +167,6 @@ class PairedStatistics(Document):
     arms: dict[str, ArmSummary] = Field(description="arm → its summary, in arm order")
     comparisons: list[Comparison] = Field(description="every pairing, baseline/reference ones first")
     pass_k: dict[str, dict[str, PassK]] = Field(description="arm → k (as a string) → pass@k and pass^k")
-    treatment_firing: dict[str, Any] = Field(
+    treatment_firing: TreatmentFiring = Field(
         description="did each arm's expected skills and MCP tools fire (reports/firing.py)"
     )

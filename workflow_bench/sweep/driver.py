@@ -300,7 +300,7 @@ def _write_reports(
     written = write_rendered(output, rendered)
     console(f"wrote {len(rows)} rows to {results_path} and {', '.join(p.name for p in written)}")
     if rendered.promotion is not None:
-        verdicts = ", ".join(f"{d['candidate_arm']}={d['decision']}" for d in rendered.promotion["decisions"])
+        verdicts = ", ".join(f"{d.candidate_arm}={d.decision}" for d in rendered.promotion.decisions)
         console(f"[promotion] {verdicts}")
     # After every report is on disk (reference: enforce_measurement_health runs last).
     for health in rendered.health.values():
