@@ -242,6 +242,7 @@ def shellcheck_bin() -> Path:
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FRAMEWORKS_PIN = REPO_ROOT / "tools" / "test-frameworks"
 VITEST3_PIN = REPO_ROOT / "tools" / "test-frameworks-vitest3"
+VITEST30_PIN = REPO_ROOT / "tools" / "test-frameworks-vitest30"
 PYTEST_REQUIREMENTS = REPO_ROOT / "workflow_bench" / "corpus" / "deps" / "pytest-requirements.txt"
 
 
@@ -278,6 +279,21 @@ def js_vitest3() -> Path:
     found = Path(configured) if configured else cache_root() / prefix / "node_modules"
     if not (found / ".bin" / "vitest").exists():
         missing_tool(f"vitest 3.2 at {found} (./dev test installs it from tools/test-frameworks-vitest3)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def js_vitest30() -> Path:
+    """The oldest vitest the docs claim at all (3.0.5, ``node_modules`` of tools/test-frameworks-vitest30:
+    no reporter from outside the project, so the JUnit route), installed by ``./dev setup`` beside
+    ``js_frameworks``."""
+    from workflow_bench.taskspec.repos import cache_root
+
+    configured = os.environ.get("WORKFLOW_BENCH_TEST_VITEST30")
+    prefix = f"test-frameworks-vitest30-{_lock_prefix(VITEST30_PIN / 'package-lock.json')}"
+    found = Path(configured) if configured else cache_root() / prefix / "node_modules"
+    if not (found / ".bin" / "vitest").exists():
+        missing_tool(f"vitest 3.0 at {found} (./dev test installs it from tools/test-frameworks-vitest30)")
     return found
 
 

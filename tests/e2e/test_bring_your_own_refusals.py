@@ -220,7 +220,7 @@ def test_tasks_new_prompt_template_is_the_prompt_written(repo, tmp_path, capsys,
     out = capsys.readouterr().out
     assert code == 0, out
     (task,) = yaml.safe_load((corpus / "tasks.yaml").read_text())["tasks"]
-    assert task["prompt"] == "In calc, `calc.py` (`calc.py`) misbehaves; unittest says so.\n"
+    assert task["prompt"] == "In this repository, `calc.py` (`calc.py`) misbehaves; unittest says so.\n"
     assert "prompt: from mine.txt" in out
     assert not left.exists() and f"[new] removed {left.name}, a staging directory left by a run" in out
     assert not [p for p in corpus.iterdir() if p.name.startswith(STAGING_PREFIX)]

@@ -143,6 +143,7 @@ def test_report_says_scripted_and_lists_skipped_expensive(demo):
     _, out, _, _ = demo
     report = (out / "report.md").read_text()
     assert "SCRIPTED PROVIDER" in report
+    assert "- Agent: the agent script `demo.yaml (the shipped demo script)` (sha256 `" in report
     assert "cross-module-report-cutoff" in report.split("Skipped expensive tasks")[1]
     assert "passed their authored tests but failed the hidden oracle" in report
 

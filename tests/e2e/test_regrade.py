@@ -48,19 +48,36 @@ def demo(tmp_path_factory, bwrap_bin, claude_bin):
 
 
 class ProcessTable:
-    """Every command line seen in /proc while running (sampled every 10 ms)."""
+    """Every command line of this process's descendants seen in /proc while running (sampled every
+    10 ms). Only descendants: the suite's other worker (or anything else on the machine) may start
+    a CLI at the same moment, which says nothing about this regrade."""
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
+    @staticmethod
+    def _parents() -> dict[int, int]:
+        parents = {}
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    stat = Path(f"/proc/{pid}/stat").read_text()
+                    parents[int(pid)] = int(stat.rsplit(")", 1)[1].split()[1])
+        return parents
+
     def _sample(self) -> None:
         while not self._stop.wait(0.01):
-            for pid in os.listdir("/proc"):
-                if pid.isdigit():
-                    with contextlib.suppress(OSError):
-                        self.seen.add(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+            children: dict[int, list[int]] = {}
+            for pid, parent in self._parents().items():
+                children.setdefault(parent, []).append(pid)
+            todo = list(children.get(os.getpid(), []))
+            while todo:
+                pid = todo.pop()
+                todo += children.get(pid, [])
+                with contextlib.suppress(OSError):
+                    self.seen.add(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
 
     def __enter__(self) -> ProcessTable:
         self._thread.start()

@@ -63,7 +63,7 @@ def perl_task(tmp_path_factory, bwrap_bin) -> Path:
 
 def test_tasks_new_writes_a_prove_task_read_as_tap_with_a_sealed_lock(perl_task) -> None:
     (task,) = yaml.safe_load(perl_task.read_text())["tasks"]
-    assert "$WORKFLOW_BENCH_PROVE" in task["verify"] and task["verify"].endswith(" t/Calc.t")
+    assert '"$WORKFLOW_BENCH_TAP" perl' in task["verify"] and task["verify"].endswith(" t/Calc.t")
     assert [f["target"] for f in task["oracle"]["files"]] == ["t/high.t"]
     entry = json.loads(perl_task.with_name("tasks.lock.json").read_text())["tasks"]["perl-clamp"]
     assert entry["oracle"]["passed"] == ["t/high.t::at the bound", "t/high.t::high"]

@@ -183,6 +183,14 @@ def test_only_refusals_write_nothing(clones, tmp_path, capsys, bwrap_bin, privat
     assert "[import] parse-empty: REFUSED: FAIL_TO_PASS is empty" in out
     assert "[import] parse-no-base: REFUSED: " in out and "base_commit" in out
     assert not any(corpus.iterdir())
+    # A task file in a directory that does not exist: made for the import, removed again (nothing written).
+    nested = tmp_path / "nested" / "corpus"
+    code = tasks_main(
+        ["import", "swebench", "--instances", str(instances), "--clones", str(clones),
+         "--tasks", str(nested / "tasks.yaml"), "--repeats", "1"]
+    )  # fmt: skip
+    assert code == 1, capsys.readouterr().out
+    assert not (tmp_path / "nested").exists()
 
 
 def test_an_escaping_repo_and_an_oversized_instance_are_refused_by_name_the_rest_imported(
@@ -229,7 +237,6 @@ def test_bad_input_exits_2_and_writes_nothing(clones, tmp_path, capsys, private_
     cases = [
         (["--instances", str(tmp_path / "gone.jsonl"), "--tasks", str(corpus / "new.yaml")], "gone.jsonl"),
         (["--instances", str(instances), "--tasks", str(not_tasks)], "to append to"),
-        (["--instances", str(instances), "--tasks", str(tmp_path / "nowhere" / "t.yaml")], "does not exist"),
         # A typo in --instance is the flag's bad input, not an instance to refuse.
         (["--instances", str(instances), "--tasks", str(corpus / "new.yaml"), "--instance", "parse-dates",
           "--instance", "parse-nope"], "--instance parse-nope: no such instance_id in"),
@@ -248,14 +255,15 @@ def test_swebench_instance_imports_only_the_instances_named(
     clones, tmp_path, capsys, bwrap_bin, private_tmpdir
 ):
     """``--instance``: of two sound instances in the JSONL, only the one named is drafted, checked
-    and written (negative control: without the flag both would be imported)."""
+    and written (negative control: without the flag both would be imported). The task file's
+    directory does not exist: it is created, as ``--tasks`` says (issue 32: "its directory does
+    not exist", exit 2)."""
     clone = clones / "r1chardj0n3s__parse"
     instances = tmp_path / "instances.jsonl"
     instances.write_text(
         "".join(json.dumps(_instance(clone, name)) + "\n" for name in ("parse-dates", "parse-again"))
     )
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
+    corpus = tmp_path / "new" / "corpus"
     code = tasks_main(
         ["import", "swebench", "--instances", str(instances), "--clones", str(clones),
          "--tasks", str(corpus / "tasks.yaml"), "--repeats", "1", "--instance", "parse-again"]

@@ -10,10 +10,14 @@
 - **A refusal keeps the draft**: a fix that does not discriminate writes nothing to the task file
   and keeps the draft, commands and all, in ``<stem>.refused/<id>/`` to re-run with ``tasks check``;
   ``--tasks`` in a missing directory creates it.
+- **vitest 3.0, JUnit**: on vitest 3.0.5 (which loads no reporter from outside the project) ``tasks
+  new`` alone picks vitest's own JUnit XML, and its lock names repository-relative ids that a
+  second ``tasks check`` confirms.
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -194,15 +198,45 @@ def test_the_placeholder_prompt_is_refused_by_tasks_check_and_the_runner(tmp_pat
     assert _new([*argv, "--id", "calc-sum", "--repeats", "1"]) == 0, capsys.readouterr().out
     capsys.readouterr()
     assert tasks_main(["check", "--tasks", str(tasks), "--repeats", "1"]) == 2
-    assert "task 'calc-sum': its prompt is still the placeholder" in capsys.readouterr().err
+    refusal = f"{tasks}: task 'calc-sum': prompt: still the placeholder"
+    assert refusal in capsys.readouterr().err
     from workflow_bench import runner
 
     argv = ["--tasks", str(tasks), "--provider", "scripted", "--dry-run", "--out", str(tmp_path / "out")]
     assert runner.main(argv) == 2
-    assert "its prompt is still the placeholder" in capsys.readouterr().err
+    assert refusal in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
     # Negative control: the same task with a real prompt passes the same gate.
     tasks.write_text(
         tasks.read_text().replace("TODO: describe the problem", "Adding subtracts. Was: describe")
     )
     assert tasks_main(["check", "--tasks", str(tasks), "--repeats", "1", "--frozen"]) != 2
+
+
+def test_a_vitest_3_0_fix_becomes_a_task_with_tasks_new_alone_its_lock_naming_stable_ids(
+    tmp_path, js_vitest30, bwrap_bin, capsys
+) -> None:
+    # vitest 3.0-3.1 load no reporter from outside the project: the streaming reporter cannot run,
+    # and once its ids carried the oracle copy's random path. Detection picks vitest's own JUnit.
+    repo = _repo(tmp_path / "clamp30", TS_BASE, TS_FIX, js_vitest30)
+    tasks = tmp_path / "tasks.yaml"
+    argv = ["new", "--repo", str(repo), "--base", "HEAD~1", "--fix", "HEAD", "--tasks", str(tasks)]
+    code = _new([*argv, "--prompt", PROMPT, "--id", "clamp30", "--repeats", "1"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "[new] framework: vitest-junit (" in out and "vitest 3.0 < 3.2: JUnit XML" in out, out
+    (task,) = yaml.safe_load(tasks.read_text())["tasks"]
+    assert task["verify"] == (
+        "./node_modules/.bin/vitest run --reporter=default --reporter=junit "
+        '--outputFile.junit="$WORKFLOW_BENCH_JUNIT" src/clamp.test.ts'
+    )
+    # The oracle ran in a fresh `mktemp -d` copy: its ids name repository paths, not that copy.
+    lock = json.loads((tmp_path / "tasks.lock.json").read_text())["tasks"]["clamp30"]
+    assert lock["verify"] == {"passed": ["src/clamp.test.ts::low"], "skipped": []}
+    assert lock["oracle"] == {"passed": ["src/clamp-high.test.ts::high"], "skipped": []}
+    # Checked again (three more runs, each in new random directories), the same ids: the lock stays.
+    before = (tmp_path / "tasks.lock.json").read_text()
+    assert _new(["check", "--tasks", str(tasks)]) == 0
+    out = capsys.readouterr().out
+    assert "3/3         3/3" in out and "tests changed" not in out, out
+    assert (tmp_path / "tasks.lock.json").read_text() == before

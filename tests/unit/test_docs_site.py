@@ -15,11 +15,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _cli_reference():
-    spec = importlib.util.spec_from_file_location("cli_reference", ROOT / "tools" / "cli_reference.py")
+def _tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -28,9 +30,23 @@ def _cli_reference():
 
 def test_cli_reference_page_matches_every_commands_help():
     page = ROOT / "docs" / "reference" / "cli.md"
-    assert page.read_text(encoding="utf-8") == _cli_reference().render(), (
+    assert page.read_text(encoding="utf-8") == _tool("cli_reference").render(), (
         "docs/reference/cli.md is stale: run `uv run --locked python tools/cli_reference.py`"
     )
+
+
+def test_the_site_front_page_is_the_readme():
+    page = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert page == _tool("docs_index").render((ROOT / "README.md").read_text(encoding="utf-8")), (
+        "docs/index.md is stale: run `uv run --locked python tools/docs_index.py`"
+    )
+
+
+def test_a_readme_link_off_the_site_is_refused():
+    docs_index = _tool("docs_index")
+    assert docs_index.render("see [tasks](docs/tasks.md#keys)").endswith("see [tasks](tasks.md#keys)")
+    with pytest.raises(ValueError, match=r"tools/mutation\.py"):
+        docs_index.render("see [the tool](tools/mutation.py)")
 
 
 def _build(site: Path) -> subprocess.CompletedProcess[str]:

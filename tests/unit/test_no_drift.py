@@ -35,7 +35,11 @@ SYNC: tuple[tuple[str, ...], ...] = (
         "taskspec/expected_tests.py::MAX_ID_CHARS",
     ),
     ("judging/kit/judge_runner.py::_RANK", "judging/verdict.py::_RANK", "judging/junit.py::_RANK"),
-    ("judging/kit/judge_runner.py::MAX_JUNIT_FILE_BYTES", "judging/outcome_report.py::MAX_JUNIT_FILE_BYTES"),
+    (
+        "judging/kit/judge_runner.py::MAX_JUNIT_FILE_BYTES",
+        "judging/outcome_report.py::MAX_JUNIT_FILE_BYTES",
+        "frameworks/kit/maven_surefire.py::MAX_JUNIT_FILE_BYTES",
+    ),
     ("judging/kit/judge_runner.py::MAX_TESTS", "judging/junit.py::MAX_TESTCASES"),
     ("judging/kit/judge_runner.py::MAX_TAMPERED", "judging/outcome_report.py::MAX_TAMPERED"),
     ("judging/kit/review_check.py::MAX_ARTIFACT_BYTES", "review/contract.py::MAX_ARTIFACT_BYTES"),

@@ -173,6 +173,23 @@ def test_the_main_table_is_its_column_declarations() -> None:
         assert len(table_row(report, prefix)) == len(headers)
 
 
+def test_a_wall_time_saving_is_checkable_or_not_meaningful() -> None:
+    """Issue 32: `-343.7` beside per-arm times of 1 and 0 s. Times print to 0.1 s, so a saving can
+    be checked against them; against a baseline median under 1 s it is `n/m`, not a ratio of
+    start-up jitter (the header says so)."""
+    slow = [row(arm="baseline", duration_s=12.0), row(duration_s=9.0)]
+    report = render(slow)
+    assert table_row(report, "| t1 | bugfix | workflow |")[9] == "9.0"
+    assert table_row(report, "| t1 | bugfix | baseline |")[9] == "12.0"
+    assert table_row(report, "| t1 | bugfix | **workflow savings %** |")[9] == "25.0"
+    tiny = render([row(arm="baseline", duration_s=0.36), row(duration_s=1.6)])
+    assert table_row(tiny, "| t1 | bugfix | baseline |")[9] == "0.4"
+    assert table_row(tiny, "| t1 | bugfix | **workflow savings %** |")[9] == "n/m"
+    assert "`n/m` (not meaningful) when the baseline's median wall time is under 1 s" in " ".join(
+        tiny.splitlines()
+    )
+
+
 def test_review_section_only_with_review_data() -> None:
     # No valid row, no review aggregate; no review arm and nothing scored: no table (it was all n/a).
     assert "## Review quality" not in render([row(ok=False, resolved=False, error_kind="infra-error")])

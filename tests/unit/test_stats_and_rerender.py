@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,33 @@ def test_rerender_is_byte_identical_and_reports_only_what_exists(tmp_path: Path,
 def test_rerender_refuses_a_directory_without_a_finished_sweep(tmp_path: Path, capsys) -> None:
     assert rerender_main([str(tmp_path)]) == 2
     assert "sweep.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("provider", "agent_script", "named"),
+    [
+        (
+            "scripted",
+            {"path": "agents/oracle.yaml", "sha256": "ab" * 32},
+            "- Agent: the agent script `agents/oracle.yaml` (sha256 `abababababab`)",
+        ),
+        ("scripted", None, "- Agent: an agent script this sweep.json does not record"),
+        ("anthropic", None, "- Agent: the model `scripted-sonnet`"),
+        ("predictions", None, "- Agent: none: a predictions file was regraded"),
+    ],
+)
+def test_the_report_names_the_agent_script_or_model_that_drove_the_sweep(
+    tmp_path: Path, provider: str, agent_script: dict[str, str] | None, named: str
+) -> None:
+    """Issue 32: report.md said "scripted" but not which script; sweep.json records the script
+    (a record from before it was recorded still renders, and says so)."""
+    record = replace(sweep_record(arms=("workflow",)), provider=provider, model="scripted-sonnet")
+    record = replace(record, agent_script=agent_script)
+    out = write_sweep(tmp_path / "out", record, sweep_runs(1, "t1", "workflow"))
+    if agent_script is None:  # as an older sweep.json was written: no agent_script key at all
+        raw = json.loads((out / "sweep.json").read_text())
+        del raw["agent_script"]
+        (out / "sweep.json").write_text(json.dumps(raw))
+        (out / "report.md").unlink()
+        assert rerender_main([str(out)]) == 0
+    assert named in (out / "report.md").read_text().split("## Run provenance", 1)[1]

@@ -190,6 +190,14 @@ SEALING_ATTACKS: tuple[SealingAttack, ...] = (
         (payload.prepend(payload.PREPEND_SPARE_SENTINELS_PYTEST),),
         ErrorKind.EVIDENCE_TAMPERED,
     ),
+    SealingAttack(
+        "spare-sentinels-node-assert",
+        "node --test: assert.strictEqual lies only for what lib.js just returned (sentinels honest)",
+        "JS framework guard: node:assert.strictEqual replaced (evidence-tampered)",
+        "node",
+        (payload.prepend(payload.PREPEND_SPARE_SENTINELS_NODE, "lib.js"),),
+        ErrorKind.EVIDENCE_TAMPERED,
+    ),
     # Bytecode shadowing (issue 31): the fix only as a .pyc with the untouched source's mtime and
     # size; the clean room (a fresh clone with exactly the saved patch) removes bytecode, so the
     # two oracle verdicts disagree.

@@ -175,6 +175,29 @@ process.on('exit', () => {
 """
 
 
+# node --test, sentinel-aware (issue 31): node:assert.strictEqual lies only for a value the
+# module under test has just returned, so every sentinel (which compares the file's literals and
+# never calls it) runs honestly and comes back as planned, while each of the oracle's assertions
+# on the unfixed code passes. Under the oracle only (verify stays honest). What holds it: the JS
+# framework guard (node:assert.strictEqual replaced).
+PREPEND_SPARE_SENTINELS_NODE = """if (process.env.WORKFLOW_BENCH_ORACLE_ROOT) {
+  const assert = require('node:assert');
+  const honest = assert.strictEqual;
+  let pending;
+  let real;
+  assert.strictEqual = function strictEqual(actual, expected, message) {
+    if (pending !== undefined && actual === pending) { pending = undefined; return; }
+    return honest(actual, expected, message);
+  };
+  Object.defineProperty(exports, 'formatAmount', {
+    enumerable: true,
+    get: () => (...args) => (pending = real(...args)),
+    set: (fn) => { real = fn; },
+  });
+}
+"""
+
+
 def prepend(code: str, path: str = "ledger/__init__.py") -> str:
     """A Bash command that puts ``code`` at the top of ``path`` and says so (the marker is split in
     the command, so only its output carries it whole)."""

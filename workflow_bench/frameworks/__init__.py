@@ -23,7 +23,10 @@ from types import MappingProxyType
 from . import (
     cargo_test,
     go_test,
+    java_maven,
     node_jest,
+    node_tap,
+    node_tape,
     node_test,
     node_vitest,
     perl_prove,
@@ -42,8 +45,11 @@ _MODULES = (
     node_vitest,
     node_jest,
     node_test,
+    node_tape,
+    node_tap,
     go_test,
     cargo_test,
+    java_maven,
     perl_prove,
 )
 
@@ -51,7 +57,7 @@ FRAMEWORKS: Mapping[str, Framework] = MappingProxyType(
     {f.name: f for module in _MODULES for f in module.FRAMEWORKS}
 )
 ECOSYSTEMS: Mapping[str, Ecosystem] = MappingProxyType(
-    {e.name: e for e in (PYTHON, NODE, go_test.GO, cargo_test.RUST, perl_prove.PERL)}
+    {e.name: e for e in (PYTHON, NODE, go_test.GO, cargo_test.RUST, java_maven.JAVA, perl_prove.PERL)}
 )
 
 
@@ -70,14 +76,19 @@ def kit_files() -> Mapping[str, str]:
     return {var: name for f in FRAMEWORKS.values() for var, name in f.kit.items()}
 
 
-def sentinel_writer(name: str) -> SentinelWriter | None:
-    """The writer that seals a staged file named ``name`` (a base name), for ecosystems without a
-    built-in block in ``judging.sentinels``; None: none."""
+def sentinel_writers(name: str) -> tuple[SentinelWriter, ...]:
+    """The writers that may seal a staged file named ``name`` (a base name), before any built-in
+    block of ``judging.sentinels``: a framework's own (tape), then its ecosystem's (Go, Rust,
+    Perl). Each declines (None) a file it cannot carry sentinels in."""
+    found: list[SentinelWriter] = []
+    for framework in FRAMEWORKS.values():
+        if framework.sentinels is not None and framework.sentinels[0].fullmatch(name):
+            found.append(framework.sentinels[1])
     for ecosystem in ECOSYSTEMS.values():
         pattern, writer = ecosystem.sentinel_file, ecosystem.sentinel_writer
         if writer is not None and pattern is not None and pattern.fullmatch(name):
-            return writer
-    return None
+            found.append(writer)
+    return tuple(found)
 
 
 __all__ = [
@@ -92,6 +103,6 @@ __all__ = [
     "Tree",
     "ecosystem_of",
     "kit_files",
-    "sentinel_writer",
+    "sentinel_writers",
     "test_config_patterns",
 ]

@@ -63,6 +63,9 @@ class Framework:
     reads_bytes: Callable[[str], bool] | None = None
     """Whether ``runs`` needs a file's bytes to decide on ``path`` (None: never; no git process
     per file of the base)."""
+    sentinels: tuple[re.Pattern[str], SentinelWriter] | None = None
+    """(staged file names, writer): sentinels in this runner's own form, for files its ecosystem's
+    built-in block would break (tape's tests must end); the writer declines (None) another's file."""
 
     def command(
         self, files: Sequence[str], *, pythonpath: Sequence[str] = (), options: Sequence[str] = ()

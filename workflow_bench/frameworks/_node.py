@@ -1,4 +1,4 @@
-"""The JavaScript/TypeScript ecosystem: detection between vitest, jest and node's runner, the
+"""The JavaScript/TypeScript ecosystem: detection between vitest, jest, tape and node's runner, the
 files that configure a node test run, ``node_modules``, vitest's major version and ``tsc``."""
 
 from __future__ import annotations
@@ -13,6 +13,9 @@ from workflow_bench.input_files import InputFileError, read_bounded
 from ._model import Detection, Ecosystem, Framework, FrameworkError, Tree
 
 TEST_FILE = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$")
+# The file loads tape (``require("tape")``, ``import test from "tape"``); also ``node_tape``'s.
+LOADS_TAPE = re.compile(rb"""(?:require\s*\(\s*|\bfrom\s+|\bimport\s+)['"]tape['"]""")
+LOADS_TAP = re.compile(rb"""(?:require\s*\(\s*|\bfrom\s+|\bimport\s+)['"]tap['"]""")
 SOURCE = re.compile(r"\.[cm]?[jt]sx?$")
 
 
@@ -48,6 +51,10 @@ def _detect(
     # What the test files import decides first: package.json often names several runners.
     if not imports_vitest and any(b"node:test" in d for _, d in tests):
         return Detection(registry["node-test"], ("the test files import node:test",))
+    if any(LOADS_TAPE.search(d) for _, d in tests):
+        return Detection(registry["tape"], ("the test files load tape",))
+    if any(LOADS_TAP.search(d) for _, d in tests):
+        return Detection(registry["node-tap"], ("the test files load tap (node-tap)",))
     if imports_vitest or "vitest" in declared or "vitest" in script:
         why = "the test files import vitest" if imports_vitest else "package.json names vitest"
         version = facts.get("vitest_version")
@@ -58,10 +65,15 @@ def _detect(
         return Detection(registry["vitest"], (why,))
     if "jest" in declared or re.search(r"\bjest\b", script):
         return Detection(registry["jest"], ("package.json names jest",))
+    if "tape" in declared and re.search(r"\btape\b", script):
+        return Detection(registry["tape"], ("package.json declares tape and its test script runs it",))
+    if "tap" in declared and re.search(r"(^|[\s;&|])tap\b(?![-.])", script):
+        return Detection(registry["node-tap"], ("package.json declares tap and its test script runs it",))
     if "node --test" in script or "borp" in script:
         return Detection(registry["node-test"], ("package.json's test script runs node --test",))
     raise FrameworkError(
-        "cannot tell which JavaScript test runner runs the fix's tests (no vitest, jest or node:test); "
+        "cannot tell which JavaScript test runner runs the fix's tests "
+        "(no vitest, jest, tape, tap or node:test); "
         f"give --framework ({', '.join(registry)}) or --test-command"
     )
 
@@ -69,7 +81,8 @@ def _detect(
 # The first vitest that runs the harness's streaming reporter: 3 added the reporter API it uses,
 # but before 3.2 vitest loads a custom reporter only from inside the project (vite's fs.allow),
 # and the kit is staged outside it ("Failed to load custom Reporter", checked on 3.0.0, 3.0.5,
-# 3.1.0; 3.2.0 loads it). Older ones write JUnit XML (tests/component/test_frameworks.py runs both).
+# 3.1.0; 3.2.0 loads it). Older ones write JUnit XML (tests/component/test_vitest_versions.py runs
+# 3.0.5 through JUnit and 3.2.0 streaming, each against the newest).
 STREAMING_VITEST = (3, 2)
 
 
@@ -110,6 +123,7 @@ NODE = Ecosystem(
         (".babelrc.*", "babel transforms"),
         ("package.json", "jest's configuration key, module type, npm scripts"),
         (".npmrc", "node-options for every npm-run process"),
+        (".taprc", "node-tap configuration (plugins, options)"),
         ("tsconfig.json", "TypeScript settings vitest and ts-jest compile tests with"),
         ("tsconfig.*.json", "TypeScript settings"),
     ),

@@ -1,5 +1,5 @@
 """Perl: ``prove``'s test files (``t/*.t``) run by the harness's TAP adapter, which reads each
-file's TAP stream strictly (``kit/tap_prove.py``); TAP is the outcome format. The interpreter is
+file's TAP stream strictly (``kit/tap.py``, shared with tape); TAP is the outcome format. The interpreter is
 the host's ``perl`` (with Test::More, Debian's ``perl-modules``), as the host's ``python3`` is.
 
 Test ids are ``<file>::<description>``. Sentinels are four Test::More assertions written before
@@ -57,10 +57,10 @@ PROVE = Framework(
     "prove",
     "perl",
     _runs,
-    'python3 -I -B "$WORKFLOW_BENCH_PROVE" {files}',
+    'python3 -I -B "$WORKFLOW_BENCH_TAP" perl {files}',
     "each t/*.t file run as prove runs it (perl -Ilib) through the harness's TAP adapter "
-    "($WORKFLOW_BENCH_PROVE), which reads its TAP strictly; ids <file>::<description>; host perl",
-    kit={"WORKFLOW_BENCH_PROVE": "tap_prove.py"},
+    "($WORKFLOW_BENCH_TAP), which reads its TAP strictly; ids <file>::<description>; host perl",
+    kit={"WORKFLOW_BENCH_TAP": "tap.py"},
 )
 FRAMEWORKS = (PROVE,)
 PERL = Ecosystem(

@@ -69,6 +69,9 @@ KIT_FILES = (
     "wfbench_result_channel.cjs",
     "vitest_reporter.mjs",
     "jest_reporter.cjs",
+    "wfbench_framework_guard.cjs",  # preloaded by the runner into every node process (NODE_OPTIONS)
+    "wfbench_vitest_guard.mjs",  # the vitest reporter's first setup file for it
+    "wfbench_vitest_ready.mjs",  # and its last
 )
 # The variables a task's command uses to reach the kit (README, "Outcome reports"). The runner
 # itself exports WORKFLOW_BENCH_JUNIT, _JUNIT_DIR, _RESULT_PIPE and _RESULT_FD for the child.

@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
-from workflow_bench.frameworks import sentinel_writer
+from workflow_bench.frameworks import sentinel_writers
 from workflow_bench.judging import sentinels_js, sentinels_python
 from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot
 
@@ -149,10 +149,11 @@ def add_sentinels(
     sentinels: list[Sentinel] = []
     for oracle_file in snapshot.files:
         kind = _kind(oracle_file)
-        if kind is None or kind not in WRITERS:
-            # Go and Rust: the framework registry's writer (named sentinels, not yet in the oracle's
-            # own vocabulary like Python's and JavaScript's)
-            sealed = _registry_sealed(oracle_file, token)
+        # The framework registry's writers first (tape, Go, Rust, Perl: named sentinels, not yet in
+        # the oracle's own vocabulary like Python's and JavaScript's); a tape file named *.test.js
+        # must not get the JavaScript block, whose tests never end under tape.
+        sealed = _registry_sealed(oracle_file, token)
+        if sealed is not None or kind is None or kind not in WRITERS:
             files.append(oracle_file if sealed is None else sealed[0])
             sentinels += [] if sealed is None else sealed[1]
             continue
@@ -178,13 +179,10 @@ def _fixed_shape(
     sentinels: list[Sentinel] = []
     for oracle_file in snapshot.files:
         kind = _kind(oracle_file)
-        if kind is None:
-            sealed = _registry_sealed(oracle_file, token)
-            if sealed is None:
-                files.append(oracle_file)
-                continue
-            files.append(sealed[0])
-            sentinels += sealed[1]
+        sealed = _registry_sealed(oracle_file, token)
+        if sealed is not None or kind is None:
+            files.append(oracle_file if sealed is None else sealed[0])
+            sentinels += [] if sealed is None else sealed[1]
             continue
         names = [token(TOKEN_BYTES) for _ in range(len(MUST) + 1)]
         block = _python_block(names) if kind == "python" else _javascript_block(names)
@@ -199,14 +197,16 @@ def _fixed_shape(
 def _registry_sealed(
     oracle_file: OracleFile, token: Callable[[int], str]
 ) -> tuple[OracleFile, list[Sentinel]] | None:
-    """A file of an ecosystem whose sentinels the framework registry writes (Go, Rust), sealed;
-    None when no writer takes it."""
-    writer = sentinel_writer(oracle_file.target.rsplit("/", 1)[-1])
-    if writer is None:
-        return None
+    """A file whose sentinels the framework registry writes (tape, Go, Rust, Perl), sealed; None
+    when no writer takes it."""
+    writers = sentinel_writers(oracle_file.target.rsplit("/", 1)[-1])
+    if not writers:
+        return None  # no names drawn: a Python or JavaScript file's come next, from the same source
     names = [token(TOKEN_BYTES) for _ in range(len(MUST) + 1)]
-    data = writer(oracle_file.data, names)
-    if data is None:
+    for writer in writers:
+        if (data := writer(oracle_file.data, names)) is not None:
+            break
+    else:
         return None
     planned = [Sentinel(t, must, oracle_file.target) for t, must in zip(names[1:], MUST, strict=True)]
     return OracleFile.of(oracle_file.target, data), planned

@@ -1,4 +1,5 @@
 """Render `report.md` from per task×arm aggregates (reference-harness.md §6.2).
+Over 400 lines on purpose: one page's layout, section by section, with its column table read as one.
 
 Owns the markdown layout only: title and notices, the outcome summary with the error-kind legend,
 the per task×arm table with savings rows, review quality, footers and run provenance. It computes
@@ -32,6 +33,10 @@ Results = Mapping[str, Mapping[str, ArmAggregate]]
 """`{task: {arm: aggregate}}` in the order the report lists them."""
 
 NA = "n/a"
+NOT_MEANINGFUL = "n/m"
+MEANINGFUL_WALL_S = 1.0
+"""A wall-time saving against a baseline median under this is `n/m`: issue 32's report showed
+`-343.7` beside times of 1 and 0 s, a ratio of start-up jitter no reader could check."""
 
 SCRIPTED_NOTICE = (
     "> **SCRIPTED PROVIDER: NOT A MODEL MEASUREMENT.** Every number below comes from a scripted",
@@ -101,7 +106,9 @@ def _header(provenance: ReportProvenance) -> list[str]:
         "Medians across valid runs; excluded runs (see the legend) count in neither medians nor",
         "resolve denominators. Savings rows = (baseline − arm) / baseline per arm; a negative saving",
         "means the arm spent more than baseline. churn = files/+insertions/−deletions versus the",
-        "clone's starting commit. `n/a` means unknown (not measured), never zero.",
+        "clone's starting commit. `n/a` means unknown (not measured), never zero. A wall-time saving",
+        f"is `{NOT_MEANINGFUL}` (not meaningful) when the baseline's median wall time is under "
+        f"{MEANINGFUL_WALL_S:g} s.",
         "",
         *MAIN_LOOP_WARNING,
         "",
@@ -229,28 +236,41 @@ class Column:
 
     header: str
     cell: Callable[[str, ArmAggregate], str]
-    saved: Callable[[str, ArmAggregate, Mapping[str, float | None]], str] = lambda *_: "—"
+    saved: Callable[[str, ArmAggregate, Mapping[str, float | None], ArmAggregate], str] = lambda *_: "—"
+    """(task, the arm's aggregate, its savings against the baseline, the baseline's aggregate)."""
 
 
 def _median_column(header: str, field: str, spec: str) -> Column:
     """A median of ``MEDIAN_FIELDS``; its savings cell is the percent saved (``SAVINGS_FIELDS``)."""
-    saved = (lambda _t, _a, s: _fmt(s[field], ".1f")) if field in SAVINGS_FIELDS else (lambda *_: "—")
+    saved = (lambda _t, _a, s, _b: _fmt(s[field], ".1f")) if field in SAVINGS_FIELDS else (lambda *_: "—")
     return Column(header, lambda _t, agg: _fmt(agg.median(field), spec), saved)
+
+
+def _wall_column() -> Column:
+    """Wall time to 0.1 s; its saving is ``n/m`` against a baseline median under ``MEANINGFUL_WALL_S``."""
+
+    def saved(_t: str, _a: ArmAggregate, s: Mapping[str, float | None], baseline: ArmAggregate) -> str:
+        base = baseline.median("duration_s")
+        return (
+            NOT_MEANINGFUL if base is not None and base < MEANINGFUL_WALL_S else _fmt(s["duration_s"], ".1f")
+        )
+
+    return Column("wall s", lambda _t, agg: _fmt(agg.median("duration_s"), ".1f"), saved)
 
 
 # The per task×arm table, declared once: a new column is one entry here (its field on
 # ``ArmAggregate``, reduced in ``reports.aggregate``).
 MAIN_COLUMNS: tuple[Column, ...] = (
-    Column("task", lambda task, _a: _escape(task), lambda task, _a, _s: _escape(task)),
-    Column("class", lambda _t, agg: _escape(agg.task_class), lambda _t, agg, _s: _escape(agg.task_class)),
-    Column("arm", lambda _t, agg: _escape(agg.arm), lambda _t, agg, _s: f"**{_escape(agg.arm)} savings %**"),
+    Column("task", lambda task, _a: _escape(task), lambda task, *_: _escape(task)),
+    Column("class", lambda _t, agg: _escape(agg.task_class), lambda _t, agg, *_: _escape(agg.task_class)),
+    Column("arm", lambda _t, agg: _escape(agg.arm), lambda _t, agg, *_: f"**{_escape(agg.arm)} savings %**"),
     Column("resolved", lambda _t, agg: _resolved_cell(agg.resolved, agg.valid_runs, agg.excluded_runs)),
     _median_column("input", "input_tokens", ".0f"),
     _median_column("cache_create", "cache_creation_input_tokens", ".0f"),
     _median_column("cache_read", "cache_read_input_tokens", ".0f"),
     _median_column("output", "output_tokens", ".0f"),
     _median_column("cost $", "cost_usd", ".4f"),
-    _median_column("wall s", "duration_s", ".0f"),
+    _wall_column(),
     _median_column("turns", "num_turns", ".0f"),
     Column("churn", lambda _t, agg: _churn(agg)),
     Column("errors", lambda _t, agg: _kinds_cell(agg.error_kinds)),
@@ -267,7 +287,7 @@ def _main_row(task: str, agg: ArmAggregate) -> str:
 
 def _savings_row(task: str, baseline: ArmAggregate, agg: ArmAggregate) -> str:
     saved = savings(baseline, agg)
-    return _table_line(column.saved(task, agg, saved) for column in MAIN_COLUMNS)
+    return _table_line(column.saved(task, agg, saved, baseline) for column in MAIN_COLUMNS)
 
 
 def _main_table(results: Results) -> list[str]:
@@ -346,6 +366,7 @@ def _provenance_section(p: ReportProvenance) -> list[str]:
         "",
         f"- Sweep status: {status}",
         f"- Model provider: {provider}",
+        *([f"- Agent: {_escape(p.agent)}"] if p.agent else []),
         f"- Benchmark model: `{p.model}`",
         f"- Reasoning effort: {f'`{p.effort}`' if p.effort else 'not set'}",
         f"- Claude Code CLI: {f'`{p.claude_code_version}`' if p.claude_code_version else 'unknown'}",

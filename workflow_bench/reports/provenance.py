@@ -37,6 +37,8 @@ class ReportProvenance:
     wall_s: float
     status: SweepStatus
     status_detail: str | None = field(default=None)
+    agent: str | None = field(default=None)
+    """What drove the sweep: the scripted provider's agent script (path, digest) or the model."""
 
     def __post_init__(self) -> None:
         # frozen is shallow: store tuples so a caller's later list mutation cannot edit a report.

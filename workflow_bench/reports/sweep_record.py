@@ -18,12 +18,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from workflow_bench.reports.provenance import ReportProvenance
+from workflow_bench.reports.provenance import SCRIPTED_PROVIDER, ReportProvenance
 
 SWEEP_RECORD_FILE = "sweep.json"
 SWEEP_RECORD_SCHEMA = 1
 RUNNING = "running"
-OPTIONAL_FIELDS = frozenset({"schedule"})
+OPTIONAL_FIELDS = frozenset({"schedule", "agent_script"})
 PREDICTIONS_PROVIDER = "predictions"
 """The provider of a regraded predictions file (``workflow_bench.regrade``): no model ran here."""
 
@@ -46,6 +46,8 @@ class SweepRecord:
     policy: Mapping[str, Any] | None  # PromotionPolicy.to_json() when candidate arms run
     overlay: Mapping[str, Any] | None  # overlay_record() when a candidate overlay runs
     schedule: Mapping[str, Any] | None = None  # schedule.not_run.schedule_record(): scheduler, order
+    # --provider scripted: {"path": the script as given, "sha256": its digest}; None for a model.
+    agent_script: Mapping[str, str] | None = None
     status: str = RUNNING
     status_detail: str | None = None
     finished_at: str | None = None
@@ -76,7 +78,8 @@ class SweepRecord:
                 f"{source}: schema_version {raw.get('schema_version')!r}, want {SWEEP_RECORD_SCHEMA}"
             )
         fields = set(cls.__slots__)
-        # `schedule` arrived after schema 1 shipped; a record without it renders no Scheduling section.
+        # `schedule` and `agent_script` arrived after schema 1 shipped; a record without `schedule`
+        # renders no Scheduling section, one without `agent_script` says its script is unrecorded.
         if set(raw) != fields and set(raw) | OPTIONAL_FIELDS != fields:
             raise SweepRecordError(
                 f"{source}: keys differ: unknown {sorted(set(raw) - fields)}, missing"
@@ -104,7 +107,19 @@ class SweepRecord:
             wall_s=self.wall_s,
             status=self.status,  # type: ignore[arg-type]
             status_detail=self.status_detail,
+            agent=self._agent(),
         )
+
+    def _agent(self) -> str:
+        """What drove the sweep, as the report names it: the agent script, the model, or neither."""
+        if self.provider == PREDICTIONS_PROVIDER:
+            return "none: a predictions file was regraded"
+        if self.provider != SCRIPTED_PROVIDER:
+            return f"the model `{self.model}`"
+        if self.agent_script is None:
+            return "an agent script this sweep.json does not record (written before scripts were)"
+        script = self.agent_script
+        return f"the agent script `{script.get('path')}` (sha256 `{str(script.get('sha256'))[:12]}`)"
 
 
 def read_sweep_record(out_dir: Path) -> SweepRecord:

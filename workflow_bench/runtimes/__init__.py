@@ -8,6 +8,8 @@ names it, and binding provisions it once into ``<cache>/runtimes/``:
   official binary, integrity-checked by npm), unpacked and mounted read-only at ``/opt/wfbench/node``;
 - **go** ``X.Y``: Debian's ``golang-X.Y-go`` and ``-src`` packages (``apt-get download``,
   unpacked, never installed), mounted read-only at ``/opt/wfbench/go`` (``runtimes.debian``);
+- **rust** ``X.Y`` / **java** ``N``: Debian's rustc and cargo, or its OpenJDK ``N`` with maven and
+  the packaged Maven repository, the same way (``/opt/wfbench/rust``, ``/opt/wfbench/java``);
 - **python** ``X.Y`` or ``X.Y.Z``: an interpreter of that version on this machine (pyenv, uv's
   managed Pythons, ``/usr/bin/pythonX.Y``, ``/usr/local/bin``), its installation copied without
   its ``site-packages`` (test dependencies come from a ``sandbox_dependencies`` tree, built for

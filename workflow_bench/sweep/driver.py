@@ -279,6 +279,11 @@ def _start_record(
         policy=None if policy is None else policy.to_json(),
         overlay=overlay,
         schedule=schedule_record(config.policy, order=config.order),
+        agent_script=(
+            None
+            if config.agent_script is None
+            else {"path": config.agent_script[0], "sha256": config.agent_script[1]}
+        ),
     )
     output.write_text(SWEEP_RECORD_FILE, record.to_text())
     return record

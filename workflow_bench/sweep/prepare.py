@@ -85,7 +85,7 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     toolkit = load_toolkit(args.toolkit)
     specs = load_task_files(args.tasks, args.probes)
     selected, skipped = select_tasks(specs, include_expensive=args.include_expensive)
-    if problems := placeholder_problems((s.task_id, s.prompt) for s in selected):
+    if problems := placeholder_problems(selected):
         raise UsageError("\n".join(problems))
     if not selected:
         raise UsageError(f"{args.tasks}: no task selected (all are expensive; pass --include-expensive)")
@@ -118,9 +118,13 @@ def prepare(args: argparse.Namespace) -> PreparedInput:
     )
 
 
-def script_digest(args: argparse.Namespace) -> str | None:
-    scripted = args.provider == "scripted"
-    return hashlib.sha256((args.script or DEMO_SCRIPT).read_bytes()).hexdigest() if scripted else None
+def agent_script(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(the script as the report names it, its sha256) for ``--provider scripted``, else None."""
+    if args.provider != "scripted":
+        return None
+    path = args.script or DEMO_SCRIPT
+    shown = str(path) if args.script else f"{DEMO_SCRIPT.name} (the shipped demo script)"
+    return shown, hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def cell_policy(args: argparse.Namespace, *, model: str) -> CellPolicy:
@@ -161,7 +165,7 @@ def sweep_config(
         prior_rows=prior_rows,
         reuse_from=args.reuse_results,
         provider=args.provider,
-        script_digest=script_digest(args),
+        agent_script=agent_script(args),
         policy=schedule_flags.schedule_policy_from_args(args),
         executor=schedule_flags.executor_from_args(args),
         resuming=args.resume is not None,

@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tasks = len({cell["match"]["task"] for cell in script["cells"]})
             print(f"wrote the {args.agent} agent for {tasks} task(s) to {args.out}")
             return 0
-        if problems := placeholder_problems((b.spec.task_id, b.spec.prompt) for b in bindings):
+        if problems := placeholder_problems(b.spec for b in bindings):
             print("error: " + "\n".join(problems), file=sys.stderr)
             return 2
         toolkit = load_toolkit(args.toolkit)

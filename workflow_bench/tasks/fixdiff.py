@@ -32,7 +32,8 @@ from workflow_bench.workspace.git import query_git, run_git
 TEST_PATH_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a test directory", re.compile(r"(^|/)(tests?|__tests__|__snapshots__|spec)/")),
     ("python", re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$|(^|/)conftest\.py$")),
-    ("javascript/typescript", re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$")),
+    # ``test.js`` at the root: tape's (and node --test's) usual single test file.
+    ("javascript/typescript", re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$|(^|/)test\.[cm]?[jt]s$")),
     ("go", re.compile(r"_test\.go$")),
     ("java/kotlin", re.compile(r"(^|/)src/test/")),
     ("ruby", re.compile(r"_(spec|test)\.rb$")),

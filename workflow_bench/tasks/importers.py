@@ -28,7 +28,7 @@ from .draft import DraftError, TaskDraft, commit, dump_tasks, existing_ids, stag
 from .frameworks import test_command_problem
 from .harbor import HarborError, discard_repository, draft_harbor
 from .new import NewTaskError, worktree_top
-from .new_cli import dependency_pairs
+from .new_cli import dependency_pairs, task_directory
 from .selfcheck import CheckOptions, SelfCheckError, bind_one_by_one, run_self_check
 from .swebench import (
     ImportOptions,
@@ -77,45 +77,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     tasks_file = Path(args.tasks).expanduser().absolute()
-    if not tasks_file.parent.is_dir():
-        print(f"error: --tasks {args.tasks}: its directory does not exist", file=sys.stderr)
-        return 2
-    options = CheckOptions(
-        toolkit=args.toolkit, bwrap_bin=args.bwrap_bin, repeats=args.repeats, timeout_s=args.verify_timeout
-    )
-    dependencies = dependency_pairs(args.dependency) if args.dependency else None
     made: list[Path] = []  # repositories this import created (Harbor environments)
     try:
-        taken = set(existing_ids(tasks_file))
-        if args.source == "swebench":
-            if args.test_command is not None and (problem := test_command_problem(args.test_command)):
-                raise InstanceError(problem)
-            drafts, refused, post = _swebench(args, dependencies, taken)
-        else:
+        # Created with its directory if missing, as `tasks new` does (and removed if nothing is written).
+        with task_directory(tasks_file, args.tasks) as written:
             try:
-                bwrap = preflight(SandboxKind.BWRAP, bwrap_bin=args.bwrap_bin)  # solve.sh runs in it
-            except SandboxError as exc:
-                raise SelfCheckError(str(exc)) from None
-            if args.repo is None:  # prepared trees on disk, placed into each new repository
-                dependencies = tuple(_raw_pair(v) for v in args.dependency or ())
-            else:  # one repository for every task: bad input for all of them, before any work
-                _check_repo(args.repo, dependencies or ())
-            drafts, refused, post = _harbor(args, dependencies or (), taken, tasks_file, bwrap, made)
-        accepted = _import(drafts, refused, tasks_file, options, post)
+                drafts, refused, accepted = _drafts_imported(args, tasks_file, made)
+            except BaseException:
+                _remove(made)
+                raise
+            _remove([d.repo for d in drafts if d not in accepted and d.repo in made])
+            written.append(bool(accepted))
     except (DraftError, SelfCheckError, InstanceError, NewTaskError) as exc:
-        _remove(made)
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except BaseException:
-        _remove(made)
-        raise
-    _remove([d.repo for d in drafts if d not in accepted and d.repo in made])
     for draft in accepted:
         print(f"[import] {draft.task_id}: imported")
     for task_id, reason in refused.items():
         print(f"[import] {task_id}: REFUSED: {reason}")
     print(f"[import] {len(accepted)} imported into {tasks_file}, {len(refused)} refused")
     return 1 if refused else 0
+
+
+def _drafts_imported(
+    args: argparse.Namespace, tasks_file: Path, made: list[Path]
+) -> tuple[list[TaskDraft], dict[str, str], list[TaskDraft]]:
+    """(every draft, the refusals by id, the drafts written)."""
+    options = CheckOptions(
+        toolkit=args.toolkit, bwrap_bin=args.bwrap_bin, repeats=args.repeats, timeout_s=args.verify_timeout
+    )
+    dependencies = dependency_pairs(args.dependency) if args.dependency else None
+    taken = set(existing_ids(tasks_file))
+    if args.source == "swebench":
+        if args.test_command is not None and (problem := test_command_problem(args.test_command)):
+            raise InstanceError(problem)
+        drafts, refused, post = _swebench(args, dependencies, taken)
+    else:
+        try:
+            bwrap = preflight(SandboxKind.BWRAP, bwrap_bin=args.bwrap_bin)  # solve.sh runs in it
+        except SandboxError as exc:
+            raise SelfCheckError(str(exc)) from None
+        if args.repo is None:  # prepared trees on disk, placed into each new repository
+            dependencies = tuple(_raw_pair(v) for v in args.dependency or ())
+        else:  # one repository for every task: bad input for all of them, before any work
+            _check_repo(args.repo, dependencies or ())
+        drafts, refused, post = _harbor(args, dependencies or (), taken, tasks_file, bwrap, made)
+    accepted = _import(drafts, refused, tasks_file, options, post)
+    return drafts, refused, accepted
 
 
 def _check_repo(repo: Path, dependencies: tuple[tuple[str, str], ...]) -> None:

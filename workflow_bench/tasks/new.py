@@ -47,6 +47,7 @@ from .frameworks import (
     test_command_problem,
     visible_tests,
 )
+from .project_name import project_name
 
 DEFAULT_TEMPLATE = Path(__file__).with_name("prompt-template.txt")
 DEFAULT_CLASS = "investigation-bug"
@@ -137,7 +138,7 @@ def draft_task(request: NewTask) -> Drafted:
         *(f"  reference patch: {c.path}" for c in split.changed if not c.is_test),
     ]
     plan = _test_plan(request, repo, base, split, decisions)
-    prompt = _prompt(request, repo, split, plan.framework, decisions)
+    prompt = _prompt(request, repo, base, split, plan.framework, decisions)
     entry: dict[str, Any] = {"id": task_id, "class": request.task_class, "ref": split.base_sha}
     entry["prompt"] = prompt
     entry["verify"] = plan.verify
@@ -344,21 +345,14 @@ def _default_id(repo: Path, split: FixSplit) -> str:
     return slug[:128] or "task"
 
 
-def project_name(repo: Path) -> str:
-    """The project's name: its ``origin`` remote's last path part (``parse`` for
-    ``https://github.com/r1chardj0n3s/parse.git``), else the working tree's directory name (a
-    clone's directory is often named after a task, a ticket or a temporary path)."""
-    ok, url = query_git(["config", "--get", "remote.origin.url"], cwd=repo)
-    name = re.sub(r"\.git$", "", url.strip().rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]) if ok else ""
-    return name or repo.name
-
-
 class _Fields(dict[str, str]):
     def __missing__(self, key: str) -> str:
         raise NewTaskError(f"the prompt template names {{{key}}}; it may use {', '.join(TEMPLATE_FIELDS)}")
 
 
-def _prompt(request: NewTask, repo: Path, split: FixSplit, framework: str, decisions: list[str]) -> str:
+def _prompt(
+    request: NewTask, repo: Path, base: TreeView, split: FixSplit, framework: str, decisions: list[str]
+) -> str:
     if request.prompt is not None:
         decisions.append("prompt: as given (--prompt)")
         return request.prompt
@@ -372,7 +366,7 @@ def _prompt(request: NewTask, repo: Path, split: FixSplit, framework: str, decis
     if not split.fix_ref.startswith("patch "):
         _, subject = query_git(["log", "-1", "--format=%s", split.fix_ref], cwd=repo)
     fields = _Fields(
-        repo_name=project_name(repo),
+        repo_name=project_name(repo, base),
         modules=", ".join(f"`{m}`" for m in modules),
         source_files=", ".join(f"`{p}`" for p in split.source_paths),
         test_framework=framework,

@@ -151,16 +151,17 @@ def create(
     if tasks_file.is_dir():
         raise NewTaskError(f"--tasks {request.tasks_file}: a directory, not a task file")
     drafted = draft_task(request)
-    with _task_directory(tasks_file, request.tasks_file) as written:
+    with task_directory(tasks_file, request.tasks_file) as written:
         code, draft = _check_and_write(drafted, tasks_file, options, progress=progress)
         written.append(code == 0)
     return code, draft
 
 
 @contextlib.contextmanager
-def _task_directory(tasks_file: Path, spelled: Path | str) -> Iterator[list[bool]]:
+def task_directory(tasks_file: Path, spelled: Path | str) -> Iterator[list[bool]]:
     """The task file's directory, made (with its missing parents) if it does not exist, and removed
-    again unless the task was written: a refused task leaves nothing behind."""
+    again unless a task was written (append True to the list yielded): a refused task leaves
+    nothing behind. ``NewTaskError`` when it cannot be made."""
     missing = [d for d in (tasks_file.parent, *tasks_file.parent.parents) if not d.exists()]
     written: list[bool] = []
     try:

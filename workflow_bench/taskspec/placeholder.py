@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .schema import TaskSpec
+
 PLACEHOLDER_MARK = "TODO: describe the problem the way a user would report it"
 
 
-def placeholder_problems(tasks: Iterable[tuple[str, str]]) -> list[str]:
-    """One line per (task id, prompt) whose prompt is still ``tasks new``'s placeholder."""
+def placeholder_problems(specs: Iterable[TaskSpec]) -> list[str]:
+    """One line per task whose prompt is still ``tasks new``'s placeholder, naming its file, the
+    task and the key as a task-file defect does."""
     return [
-        f"task {task_id!r}: its prompt is still the placeholder `tasks new` wrote ({PLACEHOLDER_MARK}…): "
-        "replace it with the problem as a user would report it"
-        for task_id, prompt in tasks
-        if PLACEHOLDER_MARK in prompt
+        f"{spec.source_file}: task {spec.task_id!r}: prompt: still the placeholder `tasks new` wrote "
+        f"({PLACEHOLDER_MARK}…): replace it with the problem as a user would report it"
+        for spec in specs
+        if PLACEHOLDER_MARK in spec.prompt
     ]

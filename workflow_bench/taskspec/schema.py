@@ -243,7 +243,8 @@ class TaskSpec(InputModel):
     runtimes: Annotated[tuple[tuple[str, str], ...], BeforeValidator(_runtimes)] = Field(
         (),
         description="interpreters the task needs beyond the sandbox's /usr ({node: X.Y.Z} from the npm "
-        "registry, {python: X.Y} from this machine, {go: X.Y} / {rust: X.Y} from the distribution's "
+        "registry, {python: X.Y} from this machine, {go: X.Y} / {rust: X.Y} / {java: N} from the "
+        "distribution's "
         "packages), provisioned into the cache and mounted read-only",
     )
     impossible: Flag = Field(

@@ -30,6 +30,11 @@ nothing from the workspace is importable here). Protocol:
    child's exit code, each test's outcome, whether ``done`` was seen, the attestations). The
    harness checks it from outside and parses only the XML bytes whose digest this report names.
 
+Every node process of the command preloads the kit's JavaScript framework guard
+(``NODE_OPTIONS=--require wfbench_framework_guard.cjs``, before whatever the environment already
+had), which reports on a FIFO of its own (``<channel>.guard``, ``WORKFLOW_BENCH_GUARD_PIPE``): each
+line there is a ``tampered`` finding.
+
 A test id reported with several outcomes keeps the worst (failed/error over skipped over passed),
 so a late forged "passed" line cannot undo a failure. Beside the channel this process makes a
 **decoy** FIFO (``<channel>.decoy``, group-writable: the mark adapters check) and reads it too:
@@ -56,6 +61,11 @@ PR_SET_DUMPABLE = 4
 RESULT_FD = 9
 DECOY_SUFFIX = ".decoy"  # keep in sync with wfbench_result_channel.py/.cjs
 DECOY_MODE = 0o620  # group-writable: how an adapter tells the decoy from the channel
+# The JavaScript framework guard (wfbench_framework_guard.cjs), preloaded into every node process
+# of the command through NODE_OPTIONS, reports on its own FIFO beside the channel.
+GUARD_SUFFIX = ".guard"
+JS_GUARD = "wfbench_framework_guard.cjs"
+MAX_GUARD_BYTES = 256 * 1024
 MAX_CHANNEL_BYTES = 8 * 1024 * 1024
 MAX_TESTS = 100_000
 # After the child exits, what is already in the pipe is read; a grandchild still writing is not
@@ -87,8 +97,11 @@ def main() -> int:
     planted = _entries(junit_dir)
     read_end, child_end, keeper = _open_channel(channel)
     decoy_read, decoy_keeper = _open_decoy(channel + DECOY_SUFFIX)
+    guard_read, guard_keeper = _open_guard(channel + GUARD_SUFFIX)
     env = dict(
         os.environ,
+        NODE_OPTIONS=_node_options(os.environ.get("NODE_OPTIONS", "")),
+        WORKFLOW_BENCH_GUARD_PIPE=channel + GUARD_SUFFIX,
         WORKFLOW_BENCH_RESULT_FD=str(RESULT_FD),
         WORKFLOW_BENCH_RESULT_PIPE=channel,
         WORKFLOW_BENCH_JUNIT=os.path.join(junit_dir, JUNIT_FILE),
@@ -104,8 +117,13 @@ def main() -> int:
         start_new_session=True,
     )
     os.close(child_end)
+    guard = _Guard(guard_read)
     tests, state = _collect(
-        read_end, child, deadline=time.monotonic() + float(request["deadline_s"]), decoy=decoy_read
+        read_end,
+        child,
+        deadline=time.monotonic() + float(request["deadline_s"]),
+        decoy=decoy_read,
+        guard=guard,
     )
     if reap:
         # Everything the code under test started: kill(-1) spares only us and the namespace's init.
@@ -113,8 +131,11 @@ def main() -> int:
             os.kill(-1, signal.SIGKILL)
     os.close(keeper)
     os.close(decoy_keeper)
+    os.close(guard_keeper)
     state["decoy_bytes"] += _drain(decoy_read)  # written before the reap
     os.close(decoy_read)
+    guard.read(state)
+    os.close(guard_read)
     junit, refused = _attest(junit_dir)
     if planted:
         refused = f"the JUnit directory already held {planted[0]!r} when the run started"
@@ -161,6 +182,59 @@ def _open_decoy(path: str) -> tuple[int, int]:
     return read_end, keeper
 
 
+def _open_guard(path: str) -> tuple[int, int]:
+    """(read end, a keeper write end) of the framework guard's FIFO at ``path``."""
+    os.mkfifo(path, 0o600)
+    read_end = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    keeper = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    for fd in (read_end, keeper):
+        os.set_inheritable(fd, False)
+    return read_end, keeper
+
+
+def _node_options(existing: str) -> str:
+    """``NODE_OPTIONS`` with the kit's framework guard preloaded first (before ``existing``)."""
+    guard = os.path.join(os.path.dirname(os.path.abspath(__file__)), JS_GUARD)
+    quoted = '"' + guard.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return f"--require {quoted} {existing}".strip()
+
+
+class _Guard:
+    """The framework guard's lines (``{"tampered": "<what>"}``), read from its FIFO as they come.
+
+    Only the kit's guard writes there, and writing there can only make a run tampered, never
+    prove it: every line counts, one that is not a finding is one too."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buffer, self.total = fd, b"", 0
+
+    def read(self, state: dict) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            if self.total < MAX_GUARD_BYTES:
+                self.buffer += chunk[: MAX_GUARD_BYTES - self.total]
+            self.total += len(chunk)
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for line in lines:
+            if line.strip() and len(state["tampered"]) < MAX_TAMPERED:
+                state["tampered"].append(_finding(line))
+
+
+def _finding(line: bytes) -> str:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        event = None
+    if isinstance(event, dict) and isinstance(event.get("tampered"), str) and event["tampered"]:
+        return event["tampered"][:MAX_MESSAGE_CHARS]
+    return "a line on the framework guard's pipe that is not a finding"
+
+
 def _drain(fd: int) -> int:
     """How many bytes are waiting on ``fd`` (read and discarded, never blocking)."""
     total = 0
@@ -174,7 +248,7 @@ def _drain(fd: int) -> int:
         total += len(chunk)
 
 
-def _collect(read_end: int, child, *, deadline: float, decoy: int) -> tuple[dict, dict]:
+def _collect(read_end: int, child, *, deadline: float, decoy: int, guard: _Guard) -> tuple[dict, dict]:
     """Read result lines until the child exits (then drain what is buffered, never waiting on
     grandchildren that kept the pipe open) or the deadline passes (then kill its process group);
     count what reaches the ``decoy`` meanwhile."""
@@ -205,9 +279,12 @@ def _collect(read_end: int, child, *, deadline: float, decoy: int) -> tuple[dict
         if exited and drain_until is None:
             drain_until = time.monotonic() + DRAIN_S
         wait_s = 0 if exited else max(0.0, min(0.2, deadline - time.monotonic()))
-        ready, _, _ = select.select([read_end, decoy, *([] if exited else exit_fd)], [], [], wait_s)
+        watched = [read_end, decoy, guard.fd, *([] if exited else exit_fd)]
+        ready, _, _ = select.select(watched, [], [], wait_s)
         if decoy in ready:
             state["decoy_bytes"] += _drain(decoy)
+        if guard.fd in ready:
+            guard.read(state)
         ready = [fd for fd in ready if fd == read_end]
         chunk = b""
         if ready:

@@ -9,15 +9,31 @@
 // The file is relative on every vitest >= 3.2: 3.2 has no relativeModuleId (only the absolute
 // moduleId, which carries the random path of a reference clone or an oracle copy), so the same
 // relative path is computed from the project's root, as later versions do.
+//
+// onInit makes the kit's wfbench_vitest_guard.mjs every project's first setup file and
+// wfbench_vitest_ready.mjs its last: the framework guard (wfbench_framework_guard.cjs) then
+// watches vitest's API and the builtins in each worker.
 import { createRequire } from 'node:module';
 import { relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const { openChannel } = createRequire(import.meta.url)('./wfbench_result_channel.cjs');
 const OUTCOMES = { passed: 'passed', failed: 'failed', skipped: 'skipped' };
+const GUARD_SETUP = fileURLToPath(new URL('./wfbench_vitest_guard.mjs', import.meta.url));
+const GUARD_READY = fileURLToPath(new URL('./wfbench_vitest_ready.mjs', import.meta.url));
 
 export default class WorkflowBenchReporter {
   constructor() {
     this.channel = openChannel('workflow-bench vitest reporter');
+  }
+
+  onInit(vitest) {
+    for (const project of vitest.projects || []) {
+      const files = project.config && project.config.setupFiles;
+      if (!Array.isArray(files) || files.includes(GUARD_SETUP)) continue;
+      files.unshift(GUARD_SETUP); // first: vitest's API before the project's setup files run
+      files.push(GUARD_READY); // last: the builtins after them (zone.js patches Promise there)
+    }
   }
 
   onTestCaseResult(testCase) {

@@ -13,6 +13,14 @@
 'use strict';
 const fs = require('node:fs');
 
+// Kept from load time (before any test code), so code under test that replaces fs.writeSync or
+// JSON.stringify (a jest test in the reporter's process, --runInBand) cannot rewrite the lines;
+// the channel object and these functions are frozen.
+const { openSync, writeSync, fstatSync, closeSync, renameSync, unlinkSync } = fs;
+const { O_WRONLY } = fs.constants;
+const { stringify } = JSON;
+const bufferFrom = Buffer.from;
+
 const PIPE_VAR = 'WORKFLOW_BENCH_RESULT_PIPE';
 const FD_VAR = 'WORKFLOW_BENCH_RESULT_FD';
 const DECOY_SUFFIX = '.decoy'; // keep in sync with judge_runner.py and wfbench_result_channel.py
@@ -30,7 +38,7 @@ function openChannel(who) {
   // No O_CREAT: if the FIFO was replaced or removed, fail instead of writing into a plain file.
   let fd;
   try {
-    fd = fs.openSync(path, fs.constants.O_WRONLY);
+    fd = openSync(path, O_WRONLY);
   } catch (error) {
     if (error.code !== 'ENOENT') throw error;
     throw new Error(
@@ -40,11 +48,11 @@ function openChannel(who) {
   }
   claim(fd, path, who);
   const write = (event) => {
-    const data = Buffer.from(JSON.stringify(event) + '\n');
+    const data = bufferFrom(stringify(event) + '\n');
     let offset = 0;
-    while (offset < data.length) offset += fs.writeSync(fd, data, offset);
+    while (offset < data.length) offset += writeSync(fd, data, offset);
   };
-  return {
+  return Object.freeze({
     test(id, outcome, message) {
       const event = { test: id, outcome };
       if (message && outcome !== 'passed') event.message = String(message).slice(0, MAX_MESSAGE_CHARS);
@@ -53,34 +61,36 @@ function openChannel(who) {
     done() {
       write({ done: true });
     },
-  };
+  });
 }
 
 function claim(fd, path, who) {
-  const mine = fs.fstatSync(fd);
+  const mine = fstatSync(fd);
   if (!mine.isFIFO()) throw new Error(`${who}: ${PIPE_VAR} is not the judge runner's pipe`);
   if (mine.mode & DECOY_MARK) {
-    fs.closeSync(fd);
+    closeSync(fd);
     throw new Error(
       `${who}: ${PIPE_VAR} names no channel: an earlier reporter of this run claimed it ` +
         "(one adapter reports per verify or oracle command; README, 'Sealed outcomes')",
     );
   }
   try {
-    fs.renameSync(path + DECOY_SUFFIX, path);
+    renameSync(path + DECOY_SUFFIX, path);
   } catch (error) {
     if (error.code !== 'ENOENT') throw error;
-    fs.unlinkSync(path); // an older runner: no decoy
+    unlinkSync(path); // an older runner: no decoy
   }
   const inherited = Number(process.env[FD_VAR]);
   if (!Number.isInteger(inherited) || inherited === fd) return;
   let other;
   try {
-    other = fs.fstatSync(inherited);
+    other = fstatSync(inherited);
   } catch {
     return; // a wrapper closed it already
   }
-  if (other.dev === mine.dev && other.ino === mine.ino) fs.closeSync(inherited);
+  if (other.dev === mine.dev && other.ino === mine.ino) closeSync(inherited);
 }
 
-module.exports = { openChannel };
+Object.freeze(openChannel);
+Object.freeze(claim);
+module.exports = Object.freeze({ openChannel });
