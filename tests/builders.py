@@ -41,10 +41,11 @@ import yaml
 from workflow_bench.canary.attacks import Plant
 from workflow_bench.cells.sessions import SessionOutcome
 from workflow_bench.digests import canonical_digest
+from workflow_bench.promotion.document import sweep_promotion
 from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.relay.server import Exchange, WireRecord
 from workflow_bench.relay.wire import parse_request, parse_response
-from workflow_bench.report import render_reports
+from workflow_bench.report.render import render_reports
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
 from workflow_bench.rows.migrate import read_rows, stored_line
 from workflow_bench.rows.model import SCHEMA_VERSION, ResourceLimits, Row
@@ -291,7 +292,8 @@ def write_sweep(out: Path, rec: SweepRecord, rows: Sequence[Row]) -> Path:
         for relative, data in OVERLAY_FILES:
             (out / "candidate-overlay" / relative).parent.mkdir(parents=True, exist_ok=True)
             (out / "candidate-overlay" / relative).write_bytes(data)
-    for name, text in render_reports(rec, (out / "results.jsonl").read_text()).files.items():
+    results = (out / "results.jsonl").read_text()
+    for name, text in render_reports(rec, results, promotion=sweep_promotion(rec, results)).files.items():
         (out / name).write_text(text, encoding="utf-8")
     return out
 

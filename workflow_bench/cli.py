@@ -47,7 +47,7 @@ COMMANDS: Mapping[str, Command] = MappingProxyType(
                 "self-check, write and import tasks; agent scripts; test dependencies",
             ),
             Command(
-                "report", "workflow_bench.report:main", "report", "re-render a sweep directory's reports"
+                "report", "workflow_bench.report.cli:main", "report", "re-render a sweep directory's reports"
             ),
             Command(
                 "view", "workflow_bench.view.server:main", "view", "serve a sweep's cell viewer on loopback"

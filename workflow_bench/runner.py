@@ -20,59 +20,39 @@ if __name__ == "__main__":
     enter_private_mounts()
 
 import argparse
-import hashlib
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workflow_bench.cells.context import CellPolicy, Evaluated, Harness
-from workflow_bench.promotion.flags import promotion_policy_from_args
-from workflow_bench.promotion.policy import PromotionPolicy
-from workflow_bench.providers.gateway import GatewayError, locate_litellm
+from workflow_bench.providers.gateway import GatewayError
 from workflow_bench.providers.options import ProviderOptions, ProviderOptionsError
-from workflow_bench.providers.scripted import Script, ScriptError, load_script
+from workflow_bench.providers.scripted import ScriptError
 from workflow_bench.rows.model import Row
-from workflow_bench.taskspec.index_guard import bind_for_toolkit
-from workflow_bench.taskspec.placeholder import placeholder_problems
-from workflow_bench.taskspec.spec import TaskBinding, TaskFileError, load_task_files, select_tasks
-from workflow_bench.toolkit.comparator import ComparatorError, comparator_for_arms
-from workflow_bench.toolkit.manifest import load_toolkit
+from workflow_bench.taskspec.spec import TaskFileError
+from workflow_bench.toolkit.comparator import ComparatorError
 from workflow_bench.toolkit.overlay import OverlayError
 from workflow_bench.toolkit.spec import ToolkitError
-from workflow_bench.workspace.paths import CellPathError, check_paths_fit
+from workflow_bench.workspace.paths import CellPathError
 from workflow_bench.workspace.remove import remove_tree
 
 from . import runner_args
-from .arms import ARMS, candidate_overlay, resolve_arm
 from .canary import run_canary
-from .claude_cli import ClaudeCliError, claude_version, locate_claude
+from .claude_cli import ClaudeCliError
 from .output.directory import OutputDirError
 from .output.lock import OutputClaim, claim_output_dir
-from .runner_args import DEMO_SCRIPT, default_cell_cpus
-from .sandbox import (
-    CellLimits,
-    SandboxError,
-    SandboxKind,
-    check_unsafe_host_request,
-    preflight,
-    unsafe_host_warning,
-)
-from .schedule import flags as schedule_flags
+from .sandbox import SandboxError
 from .schedule.resume import ResumeError, check_lock, kept_rows
 from .schedule.reuse import ReuseError, load_prior_rows
 from .schedule.signals import cancel_on_signals, interrupt_on_sigterm
-from .sweep.config import EXIT_CANCELLED, SweepConfig, config_lock, plan_keys
+from .sweep.config import EXIT_CANCELLED, config_lock, plan_keys
 from .sweep.driver import run_sweep
 from .sweep.plan import describe_plan
+from .sweep.prepare import PreparedInput, UsageError, prepare, sweep_config
 
 EXIT_USAGE = 2
-
-
-class UsageError(ValueError):
-    """Bad arguments or input: exit 2, nothing run."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,142 +61,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _default_out() -> Path:
     return Path("results") / f"wfbench-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
-
-
-def _validate_args(args: argparse.Namespace) -> PromotionPolicy | None:
-    """Flag-level checks (exit 2); returns the promotion gate's policy (None without candidate arms)."""
-    try:
-        schedule_flags.validate_schedule_args(args)
-        policy = promotion_policy_from_args(args, has_candidates=any(ARMS[a].candidate_of for a in args.arms))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    if args.dry_run and args.canary:
-        raise UsageError("--dry-run prints the plan without running anything; drop --canary")
-    if args.unsafe_no_bwrap:
-        check_unsafe_host_request(args.arms, canary=args.canary)
-    if len(set(args.arms)) != len(args.arms):
-        raise UsageError(f"--arms lists an arm twice: {' '.join(args.arms)}")
-    ProviderOptions.from_args(args).validate()
-    return policy
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedInput:
-    """Everything validated from argv and the task file, before any clone or model call.
-
-    ``harness`` and ``evaluated`` are the objects every cell later receives: built here, passed on.
-    """
-
-    harness: Harness
-    evaluated: Evaluated
-    bindings: tuple[TaskBinding, ...]
-    skipped_expensive: tuple[str, ...]
-    script: Script | None
-    promotion_policy: PromotionPolicy | None = None
-
-
-def prepare(args: argparse.Namespace) -> PreparedInput:
-    """Everything that can reject the input, in order; creates nothing but the repo cache."""
-    promotion_policy = _validate_args(args)
-    toolkit = load_toolkit(args.toolkit)
-    specs = load_task_files(args.tasks, args.probes)
-    selected, skipped = select_tasks(specs, include_expensive=args.include_expensive)
-    if problems := placeholder_problems(selected):
-        raise UsageError("\n".join(problems))
-    if not selected:
-        raise UsageError(f"{args.tasks}: no task selected (all are expensive; pass --include-expensive)")
-    check_paths_fit()  # before any clone: every cell's model socket must fit AF_UNIX's limit
-    kind = SandboxKind.HOST_UNSAFE if args.unsafe_no_bwrap else SandboxKind.BWRAP
-    bwrap = preflight(kind, bwrap_bin=args.bwrap_bin)
-    if kind is SandboxKind.HOST_UNSAFE:
-        print(unsafe_host_warning(), file=sys.stderr, flush=True)
-    claude_bin = locate_claude(args.claude_bin)
-    version = claude_version(claude_bin)
-    script = load_script(args.script or DEMO_SCRIPT) if args.provider == "scripted" else None
-    if ProviderOptions.from_args(args).needs_gateway:
-        locate_litellm()
-    overlay = candidate_overlay(
-        args.candidate_overlay, arms=args.arms, toolkit=toolkit, origin=args.candidate_origin
-    )
-    bindings = bind_for_toolkit(selected, toolkit)
-    comparator = comparator_for_arms(
-        {role for a in args.arms if ARMS[a].family == "comparator" for role in ARMS[a].skill_roles},
-        plugin_dir=args.ce_plugin_dir,
-        version=args.ce_plugin_version,
-    )
-    return PreparedInput(
-        harness=Harness(claude_bin=claude_bin, claude_version=version, bwrap_bin=bwrap, sandbox_kind=kind),
-        evaluated=Evaluated(toolkit=toolkit, overlay=overlay, comparator=comparator),
-        bindings=bindings,
-        skipped_expensive=tuple(skipped),
-        script=script,
-        promotion_policy=promotion_policy,
-    )
-
-
-def _agent_script(args: argparse.Namespace) -> tuple[str, str] | None:
-    """(the script as the report names it, its sha256) for ``--provider scripted``, else None."""
-    if args.provider != "scripted":
-        return None
-    path = args.script or DEMO_SCRIPT
-    shown = str(path) if args.script else f"{DEMO_SCRIPT.name} (the shipped demo script)"
-    return shown, hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def cell_policy(args: argparse.Namespace, *, model: str) -> CellPolicy:
-    """How every cell runs: the one copy of these flags out of the namespace."""
-    return CellPolicy(
-        model=model,
-        effort=args.effort,
-        session_timeout_s=args.timeout,
-        verify_timeout_s=args.verify_timeout,
-        max_retries=args.max_retries,
-        limits=CellLimits(
-            memory_mib=args.cell_memory_mib,
-            pids=args.cell_pids,
-            disk_mib=args.cell_disk_mib,
-            cpus=_cell_cpus(args),
-        ),
-    )
-
-
-def _cell_cpus(args: argparse.Namespace) -> float | None:
-    """``--cell-cpus`` (0: no bound), else the fair share for ``--workers`` (``default_cell_cpus``)."""
-    if args.cell_cpus is None:
-        return default_cell_cpus(args.workers)
-    return args.cell_cpus or None
-
-
-def _sweep_config(
-    args: argparse.Namespace,
-    ready: PreparedInput,
-    *,
-    out_dir: Path,
-    model: str,
-    done_rows: tuple[Row, ...] = (),
-    prior_rows: tuple[Row, ...] = (),
-) -> SweepConfig:
-    return SweepConfig(
-        done_rows=done_rows,
-        prior_rows=prior_rows,
-        reuse_from=args.reuse_results,
-        provider=args.provider,
-        agent_script=_agent_script(args),
-        policy=schedule_flags.schedule_policy_from_args(args),
-        executor=schedule_flags.executor_from_args(args),
-        resuming=args.resume is not None,
-        budget=schedule_flags.budget_from_args(args),
-        order=args.order,
-        tasks=ready.bindings,
-        skipped_expensive=ready.skipped_expensive,
-        arms=tuple(resolve_arm(a) for a in args.arms),
-        runs=args.runs,
-        out_dir=out_dir,
-        cell=cell_policy(args, model=model),
-        harness=ready.harness,
-        evaluated=ready.evaluated,
-        promotion_policy=ready.promotion_policy,
-    )
 
 
 def _require_canary(ready: PreparedInput) -> None:
@@ -271,7 +115,7 @@ def _resume_rows(
     The configuration is checked before the directory is claimed (claiming rewrites the holder
     record), so a refused resume changes nothing; the rows are read under the claim.
     """
-    config = _sweep_config(args, ready, out_dir=out_dir, model=_known_model(args, ready))
+    config = sweep_config(args, ready, out_dir=out_dir, model=_known_model(args, ready))
     check_lock(out_dir, config_lock(config))
     claims.append(claim_output_dir(out_dir, resume=True))
     return kept_rows(out_dir, plan_keys(config))
@@ -279,7 +123,7 @@ def _resume_rows(
 
 def _dry_run(args: argparse.Namespace, ready: PreparedInput, out_dir: Path, prior: tuple[Row, ...]) -> int:
     """Print the plan the sweep would run (``--resume`` read, never rewritten) and exit 0."""
-    config = _sweep_config(args, ready, out_dir=out_dir, model=_known_model(args, ready), prior_rows=prior)
+    config = sweep_config(args, ready, out_dir=out_dir, model=_known_model(args, ready), prior_rows=prior)
     if args.resume is not None:
         check_lock(out_dir, config_lock(config))
         config = replace(config, done_rows=kept_rows(out_dir, plan_keys(config), dry_run=True))
@@ -331,7 +175,7 @@ def _run_claimed(args: argparse.Namespace, prepared: list[PreparedInput], claims
             ProviderOptions.from_args(args).model_access(ready.script) as (access, model),
             cancel_on_signals(cancel),
         ):
-            config = _sweep_config(
+            config = sweep_config(
                 args, ready, out_dir=out_dir, model=model, done_rows=done_rows, prior_rows=prior_rows
             )
             cli = ready.harness.claude_version

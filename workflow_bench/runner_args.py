@@ -8,7 +8,7 @@ and the evolve driver adds the ones it shares (``evolve.args``) and builds the r
 them (``evolve.bench.RUNNER_FLAGS``), so a bound or a name cannot drift between the two. Checks
 that span several flags or read files live beside the types they validate
 (``ProviderOptions.validate``, ``candidate_overlay``, ``load_toolkit``) and run in
-``runner.prepare``.
+``sweep.prepare``.
 """
 
 from __future__ import annotations

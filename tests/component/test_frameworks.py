@@ -17,69 +17,25 @@ import os
 import shutil
 import threading
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from tests.framework_projects import NODE, PYTHON, TS_ORACLE, TYPESCRIPT, Project, write_files
+from tests.framework_runs import COUNT, TS_IDS, TS_SKIP
+from tests.framework_runs import ids as _ids
+from tests.framework_runs import lock as _lock
+from tests.framework_runs import oracle as _oracle
+from tests.framework_runs import oracle_snapshot as _oracle_snapshot
+from tests.framework_runs import sandbox as _sandbox
+from tests.framework_runs import verify as _verify
+from tests.framework_runs import workspace as _workspace
 from workflow_bench.judging.attribution import ChargedFailure
-from workflow_bench.judging.judge import run_hidden_oracle, run_verify
-from workflow_bench.judging.outcome_report import JudgeOutcome, run_with_report
-from workflow_bench.judging.verdict import Expectation, for_task
+from workflow_bench.judging.outcome_report import run_with_report
 from workflow_bench.sandbox import Mount, SandboxKind, create_sandbox
 from workflow_bench.taskspec.oracle_staging import stage_oracle, verify_staged
 from workflow_bench.taskspec.oracles import OracleFile, OracleSnapshot, OracleTamperError
 
 pytestmark = pytest.mark.component
-COUNT = for_task(min_tests=1, expected=None, report_required=True)
-
-
-def _lock(passed, skipped=()) -> Expectation:
-    return for_task(min_tests=None, expected=(tuple(passed), tuple(skipped)), report_required=True)
-
-
-def _workspace(tmp_path: Path, project: Project, *, fixed: bool, extra: dict[str, str] | None = None) -> Path:
-    ws = tmp_path / f"ws-{project.task_id}-{'fix' if fixed else 'base'}-{os.urandom(3).hex()}"
-    write_files(ws, {**project.base, **(project.fix if fixed else {}), **(extra or {})})
-    for directory in project.dependencies:
-        (ws / directory).mkdir()  # the mount point, as a template has it
-    return ws
-
-
-def _sandbox(ws: Path, bwrap_bin: str, mounts: dict[str, Path]):
-    base = tuple(
-        Mount(source=src, target=f"/workspace/{dst}", scratch_top=True) for dst, src in mounts.items()
-    )
-    return create_sandbox(
-        SandboxKind.BWRAP, workspace=ws, claude_bin=None, bwrap_bin=bwrap_bin, base_mounts=base
-    )
-
-
-def _verify(
-    sandbox, command: str, expectation: Expectation, tmp_path: Path, *, timeout_s: float = 120
-) -> JudgeOutcome:
-    scratch = tmp_path / f"scratch-{os.urandom(4).hex()}"
-    scratch.mkdir()
-    outcome = run_verify(
-        sandbox,
-        command,
-        scratch=scratch,
-        expectation=expectation,
-        timeout_s=timeout_s,
-        cancel=threading.Event(),
-    )
-    assert not list(scratch.iterdir()), "the kit, report and JUnit directories are removed"
-    return outcome
-
-
-def _oracle_snapshot(project: Project) -> OracleSnapshot:
-    files = tuple(OracleFile.of(name, text.encode()) for name, text in project.oracle.items())
-    return OracleSnapshot(command=project.oracle_command, files=files)
-
-
-def _ids(outcome: JudgeOutcome) -> dict[str, str]:
-    return {t.test_id: t.outcome for t in outcome.tests or ()}
-
 
 # ── pytest: stock --junitxml and the bundled adapter ────────────────────────
 
@@ -185,16 +141,6 @@ def test_the_pytest_oracle_runs_from_its_staged_copy(py_sandbox, tmp_path, comma
     assert all(t.message is None for t in base.tests)  # oracle failure text never leaves the judge
 
 
-def _oracle(sandbox, snapshot, expectation, tmp_path) -> JudgeOutcome:
-    scratch = tmp_path / f"scratch-{os.urandom(4).hex()}"
-    scratch.mkdir()
-    outcome = run_hidden_oracle(
-        sandbox, snapshot, expectation=expectation, scratch=scratch, timeout_s=120, cancel=threading.Event()
-    )
-    assert not list(scratch.iterdir())
-    return outcome
-
-
 # ── vitest + tsc, jest: stock JUnit and the bundled reporters ──────────────
 
 
@@ -205,10 +151,6 @@ def js_sandbox(tmp_path, bwrap_bin, js_frameworks):
         return _sandbox(ws, bwrap_bin, {"node_modules": js_frameworks})
 
     return make
-
-
-TS_IDS = ("counts up", "takes steps", "counts down with a negative step")
-TS_SKIP = "streams huge ranges lazily (needs the iterator API)"
 
 
 @pytest.mark.parametrize(

@@ -17,19 +17,16 @@ from pathlib import Path
 import pytest
 
 from tests.builders import git_in
-from tests.component.test_frameworks import (
-    TS_IDS,
-    TS_SKIP,
-    _ids,
-    _lock,
-    _oracle,
-    _oracle_snapshot,
-    _sandbox,
-    _verify,
-    _workspace,
-)
 from tests.conftest import link_tree
 from tests.framework_projects import TS_ORACLE, TYPESCRIPT
+from tests.framework_runs import TS_IDS, TS_SKIP
+from tests.framework_runs import ids as _ids
+from tests.framework_runs import lock as _lock
+from tests.framework_runs import oracle as _oracle
+from tests.framework_runs import oracle_snapshot as _oracle_snapshot
+from tests.framework_runs import sandbox as _sandbox
+from tests.framework_runs import verify as _verify
+from tests.framework_runs import workspace as _workspace
 from workflow_bench.tasks.new import NewTask, draft_task
 
 pytestmark = pytest.mark.component

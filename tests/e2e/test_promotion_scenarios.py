@@ -25,7 +25,8 @@ from workflow_bench import runner
 from workflow_bench.corpus.promotion_scenarios import SCENARIOS
 from workflow_bench.promotion.apply import ApplyError, apply_promotion
 from workflow_bench.promotion.verify import VerifyError, verify_promotion
-from workflow_bench.report import main as rerender_main
+from workflow_bench.report.cli import main as rerender_main
+from workflow_bench.reports.promotion_model import document_json
 
 from .conftest import REPO_ROOT
 
@@ -57,7 +58,7 @@ def test_scenario_reaches_its_decision(name: str, sweeps) -> None:
         pytest.skip("outside the CI subset; set WORKFLOW_BENCH_ALL_PROMOTION_SCENARIOS=1")
     scenario = SCENARIOS[name]
     code, out, printed = sweeps(name)
-    doc = verify_promotion(out, now=datetime.now(UTC))  # recomputed from results.jsonl alone
+    doc = document_json(verify_promotion(out, now=datetime.now(UTC)))  # recomputed from results.jsonl alone
     decisions = {d["candidate_arm"]: d for d in doc["decisions"]}
     decision = decisions[scenario.candidate_arm]
     assert decision["decision"] == scenario.expected, decision["reasons"]

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from workflow_bench import runner
-from workflow_bench.report import main as report_main
+from workflow_bench.report.cli import main as report_main
 
 from .conftest import REPO_ROOT
 

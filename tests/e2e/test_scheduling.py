@@ -16,7 +16,7 @@ import pytest
 
 from tests.builders import result_dicts
 from workflow_bench import runner
-from workflow_bench.report import main as report_main
+from workflow_bench.report.cli import main as report_main
 
 pytestmark = pytest.mark.e2e
 SCRIPT = Path(__file__).parent / "scripts" / "breaker.yaml"

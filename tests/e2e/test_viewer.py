@@ -28,7 +28,7 @@ from playwright.sync_api import expect
 
 from tests.builders import result_dicts
 from workflow_bench import runner
-from workflow_bench.report import main as rerender_main
+from workflow_bench.report.cli import main as rerender_main
 from workflow_bench.reports.viewer.page import asset, content_security_policy
 from workflow_bench.view.server import serve
 

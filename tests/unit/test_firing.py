@@ -13,11 +13,23 @@ import pytest
 from scipy import stats as scipy_stats
 
 from tests.builders import sweep_row
-from workflow_bench.reports.firing import ALL_EXPECTED, fired_all, treatment_firing
+from workflow_bench.reports import firing as firing_module
+from workflow_bench.reports import stats
+from workflow_bench.reports.firing import ALL_EXPECTED, fired_all
 from workflow_bench.reports.markdown_sections import firing_section
-from workflow_bench.reports.stats import mcnemar
+from workflow_bench.reports.stats_model import TreatmentFiring
 
 pytestmark = pytest.mark.unit
+
+
+def treatment_firing(rows, *, arms):  # the JSON form stats.json keeps
+    return firing_module.treatment_firing(rows, arms=arms).model_dump(mode="json")
+
+
+def mcnemar(rows, arm, reference):  # the JSON form stats.json keeps
+    return stats.mcnemar(rows, arm, reference).model_dump(mode="json")
+
+
 WORKFLOW = {"skills_expected": ["plan", "work"]}
 
 
@@ -97,9 +109,9 @@ def test_the_effect_over_fired_cells_keeps_only_cells_where_every_skill_fired() 
     )
     fired = effect["skills_fired"]
     assert (fired["cells"], fired["resolve_rate_delta"], fired["median_cost_usd_delta"]) == (1, 0.5, 1.5)
-    text = "\n".join(firing_section(treatment_firing(rows, arms=["workflow", "baseline"])))
+    text = "\n".join(firing_section(firing_module.treatment_firing(rows, arms=["workflow", "baseline"])))
     assert "## Did the treatment fire" in text and "| workflow | skill `work` | 2 | 1 | 0 | 0.5 |" in text
-    assert firing_section({"note": "", "arms": []}) == []
+    assert firing_section(TreatmentFiring(note="", arms=[])) == []
 
 
 def test_mcnemar_pairs_by_task_and_run_and_tests_the_discordant_pairs_exactly() -> None:

@@ -13,6 +13,7 @@ import pytest
 from workflow_bench import runner
 from workflow_bench.providers.connect import is_openai_model
 from workflow_bench.providers.options import OPENAI_KEY_ENV
+from workflow_bench.sweep import prepare
 
 pytestmark = pytest.mark.unit
 TASKS = Path(__file__).resolve().parents[2] / "tasks.scenarios.yaml"
@@ -42,7 +43,7 @@ def test_bad_gateway_arguments_exit_2_with_nothing_created(tmp_path, monkeypatch
 def test_the_openai_key_may_come_from_the_environment(monkeypatch):
     monkeypatch.setenv(OPENAI_KEY_ENV, "sk-from-env")
     args = runner.build_parser().parse_args(["--tasks", str(TASKS), "--model", "gpt-5"])
-    runner._validate_args(args)  # no error: the key is found in the environment
+    prepare.validate_args(args)  # no error: the key is found in the environment
 
 
 @pytest.mark.parametrize("model", ["gpt-5", "openai/gpt-5-mini", "chatgpt-4o-latest", "o3", "o4-mini"])

@@ -240,6 +240,55 @@ def test_a_cycle_is_caught():
     ]
 
 
+# Decide, then render: a renderer is handed the promotion decisions and shows them; nothing it
+# imports, however indirectly, can decide one (the gate, its evidence, the document's builder) or
+# judge a cell (judging beyond its error-kind vocabulary, which the report's legend shows).
+RENDERERS = ("report.render", "reports.markdown", "reports.markdown_sections", "reports.html")
+DECIDERS = ("promotion.gate", "promotion.evidence", "promotion.document", "promotion.apply", "judging.")
+VOCABULARY = ("judging.outcomes",)
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> dict[str, list[str]]:
+    """Every module ``start`` imports, directly or not, with one import path to it."""
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for target in sorted(graph.get(node, ())):
+                if target not in paths:
+                    paths[target] = [*paths[node], target]
+                    following.append(target)
+        frontier = following
+    return paths
+
+
+def deciding_imports(sources: dict[str, str]) -> list[str]:
+    """Every path from a renderer to a module that decides, as ``a → … → decider``."""
+    graph = import_graph(sources)
+    found = []
+    for renderer in RENDERERS:
+        for module, path in reachable(graph, renderer).items():
+            if module.startswith(DECIDERS) and module not in VOCABULARY:
+                found.append(" → ".join(path))
+    return sorted(found)
+
+
+def test_no_renderer_imports_a_decider():
+    assert deciding_imports(_package_sources()) == []
+
+
+def test_a_renderer_importing_the_gate_is_caught():
+    fake = {
+        str(PACKAGE / "reports" / "html.py"): "from workflow_bench.reports.stats import paired_statistics\n",
+        str(PACKAGE / "reports" / "stats.py"): "from workflow_bench.promotion.gate import decide\n",
+        str(PACKAGE / "promotion" / "gate.py"): "X = 1\n",
+        str(PACKAGE / "report" / "render.py"): "from workflow_bench.judging.outcomes import ERROR_KINDS\n",
+        str(PACKAGE / "judging" / "outcomes.py"): "X = 1\n",
+    }
+    assert deciding_imports(fake) == ["reports.html → reports.stats → promotion.gate"]
+
+
 MAX_LINES = 400
 SIZE_REASON = "Over 400 lines on purpose:"
 
@@ -261,6 +310,34 @@ def test_no_module_over_400_lines_without_a_reason():
         str(PACKAGE / "cells" / "ok.py"): f'"""T.\n{SIZE_REASON} y."""\n' + long,
     }
     assert oversized(fake) == ["cells.big"]
+
+
+# The layout's hard limits, declared once: no module over MODULE_LIMIT lines whatever its reason,
+# and the runner (argv → validated input → sweep → exit code) within RUNNER_LIMIT.
+MODULE_LIMIT = 600
+LINE_LIMITS = {"runner": 300}
+
+
+def over_limit(sources: dict[str, str]) -> list[str]:
+    """Modules over their hard limit (``LINE_LIMITS``, else ``MODULE_LIMIT``), as ``name: lines > limit``."""
+    found = []
+    for path, text in sources.items():
+        name = module_name(Path(path))[0]
+        lines, limit = text.count("\n"), LINE_LIMITS.get(name, MODULE_LIMIT)
+        if lines > limit:
+            found.append(f"{name}: {lines} > {limit}")
+    return sorted(found)
+
+
+def test_no_module_over_its_line_limit():
+    assert over_limit(_package_sources()) == []
+    fake = {  # a reason (SIZE_REASON) excuses 400 lines, never the hard limit
+        str(PACKAGE / "cells" / "big.py"): f'"""T.\n{SIZE_REASON} y."""\n' + "x = 1\n" * MODULE_LIMIT,
+        str(PACKAGE / "cells" / "ok.py"): "x = 1\n" * MODULE_LIMIT,
+        str(PACKAGE / "runner.py"): "x = 1\n" * (LINE_LIMITS["runner"] + 1),
+        str(PACKAGE / "runner_args.py"): "x = 1\n" * (LINE_LIMITS["runner"] + 1),
+    }
+    assert over_limit(fake) == [f"cells.big: {MODULE_LIMIT + 2} > {MODULE_LIMIT}", "runner: 301 > 300"]
 
 
 def test_at_most_a_dozen_modules_at_the_top():

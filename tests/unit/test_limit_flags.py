@@ -51,8 +51,8 @@ def test_defaults_and_valid_values_parse():
 
 
 def test_the_cpu_quota_defaults_to_the_fair_share_and_zero_means_none(monkeypatch):
-    from workflow_bench.runner import _cell_cpus
     from workflow_bench.runner_args import default_cell_cpus
+    from workflow_bench.sweep.prepare import cell_cpus
 
     monkeypatch.setattr("os.cpu_count", lambda: 8)
     assert (default_cell_cpus(1), default_cell_cpus(2), default_cell_cpus(3), default_cell_cpus(16)) == (
@@ -62,6 +62,6 @@ def test_the_cpu_quota_defaults_to_the_fair_share_and_zero_means_none(monkeypatc
         1.0,  # never below one core: a cell must be able to run its CLI
     )
     parse = runner.build_parser().parse_args
-    assert _cell_cpus(parse(["--tasks", "t.yaml", "--workers", "2"])) == 4.0
-    assert _cell_cpus(parse(["--tasks", "t.yaml", "--cell-cpus", "1.5"])) == 1.5
-    assert _cell_cpus(parse(["--tasks", "t.yaml", "--cell-cpus", "0"])) is None
+    assert cell_cpus(parse(["--tasks", "t.yaml", "--workers", "2"])) == 4.0
+    assert cell_cpus(parse(["--tasks", "t.yaml", "--cell-cpus", "1.5"])) == 1.5
+    assert cell_cpus(parse(["--tasks", "t.yaml", "--cell-cpus", "0"])) is None

@@ -285,3 +285,52 @@ def test_a_left_conflict_marker_is_caught(tmp_path, monkeypatch):
     page = tmp_path / "page.md"
     page.write_text("one\n<<<<<<< HEAD\ntwo\n=======\nthree\n>>>>>>> branch\n")
     assert conflict_markers([page]) == ["page.md:2", "page.md:4", "page.md:6"]
+
+
+# --- the derived documents' JSON Schemas (tools/derived_schemas.py) -------------------------------
+
+
+def _derived_schemas():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "derived_schemas.py"
+    spec = importlib.util.spec_from_file_location("derived_schemas", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_derived_document_schemas_are_current():
+    generator = _derived_schemas()
+    root = Path(__file__).resolve().parents[2]
+    for relative, (model, schema_id) in generator.SCHEMAS.items():
+        assert (root / relative).read_text(encoding="utf-8") == generator.schema_text(model, schema_id), (
+            f"{relative} is stale: run python tools/derived_schemas.py"
+        )
+
+
+def test_every_derived_field_has_a_meaning():
+    from pydantic import BaseModel
+
+    def models(model: type[BaseModel]):
+        yield model
+        for info in model.model_fields.values():
+            for arg in _nested(info.annotation):
+                yield from models(arg)
+
+    for model, _ in _derived_schemas().SCHEMAS.values():
+        for each in models(model):
+            assert each.model_config.get("frozen") and each.model_config.get("extra") == "forbid", each
+            for name, info in each.model_fields.items():
+                assert info.description, f"{each.__name__}.{name} has no description"
+
+
+def _nested(annotation):
+    from typing import get_args
+
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _nested(arg)]

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from tests.builders import rows_text, sweep_record, sweep_row, sweep_runs
-from workflow_bench.promotion.document import promotion_document
+from workflow_bench.promotion.document import promotion_document, promotion_inputs, results_lines
 from workflow_bench.promotion.policy import PolicyError, PromotionPolicy
-from workflow_bench.report import promotion_inputs, results_lines
 from workflow_bench.reports.aggregate import aggregate_all
 from workflow_bench.reports.health import sweep_health
+from workflow_bench.reports.promotion_model import document_json
 from workflow_bench.rows.migrate import read_rows
 from workflow_bench.rows.model import Row
 
@@ -28,7 +28,8 @@ def decision(rows: list[Row], **kwargs: Any) -> dict[str, Any]:
     health = sweep_health(aggregate_all(parsed), arms=rec.arms)
     promotion = promotion_document(promotion_inputs(rec), lines, parsed, health)
     assert promotion is not None
-    [only] = [d for d in promotion["decisions"] if d["candidate_arm"] in (CAND, "candidate_review")]
+    stored = document_json(promotion)  # promotion.json's object, as verify and evolve read it
+    [only] = [d for d in stored["decisions"] if d["candidate_arm"] in (CAND, "candidate_review")]
     return only
 
 

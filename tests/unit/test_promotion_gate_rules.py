@@ -8,7 +8,7 @@ Every rule has its negative control beside it.
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -72,7 +72,7 @@ def review(*pairs: tuple[str, ArmEvidence, ArmEvidence], status: str = "complete
 
 
 def entry(decision, task: str) -> dict[str, Any]:
-    [found] = [t for t in decision.tasks if t["task"] == task]
+    [found] = [t.model_dump(by_alias=True) for t in decision.tasks if t.task == task]
     return found
 
 
@@ -95,7 +95,7 @@ def test_a_review_decision_names_its_arms_metric_and_the_median_f1_gain_of_defec
     )
     assert d.median_improvement == pytest.approx(0.2)
     assert d.resolved_margin is None and d.metric_warning is None
-    assert d.gated_tasks == ("a", "b", "c", "clean") and d.ungated_tasks == ()
+    assert d.gated_tasks == ["a", "b", "c", "clean"] and d.ungated_tasks == []
     assert entry(d, "a")["weighted_f1_delta"] == pytest.approx(0.3)
     assert decisions_summary([d]) == {"candidate_review": PROMOTE}
 
@@ -104,7 +104,7 @@ def test_each_review_task_entry_carries_its_class_gating_and_both_arms_evidence(
     inc, cand = review_arm(), review_arm(review_weighted_f1=0.9)
     t = entry(review(("a", inc, cand)), "a")
     assert t["class"] == "review" and t["gated"] is True and t["clean_control"] is False
-    assert t["incumbent"] == inc.to_json() and t["candidate"] == cand.to_json()
+    assert t["incumbent"] == inc.model_dump() and t["candidate"] == cand.model_dump()
     assert t["improved"] is True and t["regressions"] == [] and t["insufficient"] == []
 
 
@@ -189,9 +189,9 @@ def test_a_clean_control_needs_its_clean_pass_and_false_positives_but_not_an_f1(
 def test_missing_review_evidence_is_insufficient_and_named(side: str, field: str, reason: str) -> None:
     inc, cand = review_arm(), review_arm(review_weighted_f1=0.9)
     if side == "incumbent":
-        inc = replace(inc, **{field: None})
+        inc = inc.model_copy(update={field: None})
     else:
-        cand = replace(cand, **{field: None})
+        cand = cand.model_copy(update={field: None})
     d = review(("a", inc, cand))
     assert d.decision == INSUFFICIENT
     assert reason in d.reasons
@@ -219,7 +219,7 @@ def test_a_clean_control_regression_is_named() -> None:
 def test_an_incomplete_review_sweep_is_insufficient_even_with_a_gain() -> None:
     d = review(("a", review_arm(), review_arm(review_weighted_f1=0.9)), status="aborted")
     assert d.decision == INSUFFICIENT
-    assert d.reasons == ("sweep aborted; partial evidence cannot promote",)
+    assert d.reasons == ["sweep aborted; partial evidence cannot promote"]
 
 
 # --- implementation gate ------------------------------------------------------------------------
@@ -266,8 +266,8 @@ def test_an_implementation_decision_records_its_arms_figures_and_tasks() -> None
     assert (d.candidate_arm, d.incumbent_arm, d.metric) == ("candidate_workflow", "workflow", "cost_usd")
     assert d.metric_warning is None  # cost_usd includes subagents: no main-loop warning
     assert d.median_improvement == 50.0 and d.resolved_margin == 0
-    assert d.reasons == ("median cost_usd improvement 50.0 % >= 5.0 %",)
-    doc = d.to_json()
+    assert d.reasons == ["median cost_usd improvement 50.0 % >= 5.0 %"]
+    doc = d.model_dump(mode="json", by_alias=True)
     assert doc["gated_tasks"] == ["a"] and doc["ungated_tasks"] == [] and doc["reasons"] == list(d.reasons)
     [t] = doc["tasks"]
     assert t["class"] == "bugfix" and t["improvement_pct"] == 50.0
@@ -283,7 +283,7 @@ def test_improvement_is_the_percent_saving_to_one_decimal_and_its_median_too() -
         ("c", impl_arm(cost=10.0), impl_arm(cost=8.98)),  # 10.2 %
         ("d", impl_arm(cost=3.0), impl_arm(cost=2.9)),  # 3.3 %
     )
-    assert [t["improvement_pct"] for t in d.tasks] == [33.3, 10.1, 10.2, 3.3]
+    assert [t.improvement_pct for t in d.tasks] == [33.3, 10.1, 10.2, 3.3]
     assert d.median_improvement == 10.1  # the median (10.1 + 10.2) / 2, to one decimal
 
 
@@ -319,35 +319,35 @@ def test_a_skipped_skill_on_the_candidate_alone_enforces_the_quality_floor() -> 
     inc = impl_arm(resolved=0, cost=2.0)
     cand = impl_arm(resolved=2, cost=1.0, runs=4, valid_runs=4, skill_not_invoked=1)
     d = implementation(("a", inc, cand))
-    [t] = d.tasks
+    [t] = [x.model_dump(by_alias=True) for x in d.tasks]
     assert t["skill_attributable_failure"] is True and t["quality_floor_enforced"] is True
     assert d.decision == KEEP and "a: quality floor not met (candidate 2/3)" in d.reasons
 
 
 def test_no_floor_when_the_incumbent_never_resolved_and_every_skill_ran() -> None:
     d = implementation(("a", impl_arm(resolved=0, cost=2.0), impl_arm(resolved=1, cost=1.0)))
-    [t] = d.tasks
+    [t] = [x.model_dump(by_alias=True) for x in d.tasks]
     assert t["quality_floor_enforced"] is False and t["candidate_quality_floor_met"] is None
     assert d.decision == PROMOTE, d.reasons
 
 
 def test_a_task_neither_arm_solved_is_ungated_only_when_every_run_was_scored() -> None:
     both_failed = implementation(("a", impl_arm(resolved=0, cost=2.0), impl_arm(resolved=0, cost=1.0)))
-    assert both_failed.ungated_tasks == ("a",)
+    assert both_failed.ungated_tasks == ["a"]
     # one unscored extra run on the candidate side: not fully measured, so the task stays gated
     cand = impl_arm(resolved=0, cost=1.0, runs=4, valid_runs=4)
-    assert implementation(("a", impl_arm(resolved=0, cost=2.0), cand)).gated_tasks == ("a",)
+    assert implementation(("a", impl_arm(resolved=0, cost=2.0), cand)).gated_tasks == ["a"]
 
 
 def test_the_keep_and_promote_reasons_state_the_figures() -> None:
     margin = implementation(("a", impl_arm(resolved=1), impl_arm(resolved=3)))
     assert margin.decision == PROMOTE
-    assert margin.reasons == ("candidate resolved 2 more run(s) (margin >= 2)",)
+    assert margin.reasons == ["candidate resolved 2 more run(s) (margin >= 2)"]
     flat = implementation(("a", impl_arm(), impl_arm(cost=0.99)))
     assert flat.decision == KEEP
-    assert flat.reasons == (
+    assert flat.reasons == [
         "no improvement: median cost_usd improvement 1.0 % < 5.0 % and resolved-run margin 0 < 2",
-    )
+    ]
     dearer = implementation(("a", impl_arm(), impl_arm(cost=1.5)))
     assert dearer.decision == KEEP and "a: efficiency regression (-50.0 % on cost_usd)" in dearer.reasons
 
@@ -382,8 +382,8 @@ def test_arm_evidence_counts_error_kinds_and_keeps_every_figure_in_its_json() ->
     assert ev.error_kinds == {"infra-error": 1, "skill-not-invoked": 2}
     assert ev.metrics == {"cost_usd": 0.161728}  # the median, to 6 digits
     assert ev.review_blocker_recall == 0.5  # the worst scored run
-    doc = ev.to_json()
-    assert set(doc) == {f.name for f in fields(ArmEvidence)}  # promotion.json's keys, no more
+    doc = ev.model_dump()
+    assert set(doc) == set(ArmEvidence.model_fields)  # promotion.json's keys, no more
     assert list(doc["error_kinds"]) == ["infra-error", "skill-not-invoked"]  # sorted: canonical
     assert doc["error_kinds"] == {"infra-error": 1, "skill-not-invoked": 2}
     assert doc["metrics"] == {"cost_usd": 0.161728} and doc["valid_runs"] == 4
@@ -508,10 +508,15 @@ def test_the_impossible_share_rule_has_its_boundary_at_the_policy_allowance() ->
         probes=(ProbeEvidence(resolved=0, runs=3), ProbeEvidence(resolved=1, runs=3)),
     )
     kept = decide(POLICY, ev)
-    assert kept.decision == KEEP and kept.impossible == {
-        "incumbent": {"resolved": 0, "runs": 3},
-        "candidate": {"resolved": 1, "runs": 3},
-    }
+    assert (
+        kept.decision == KEEP
+        and kept.impossible is not None
+        and kept.impossible.model_dump()
+        == {
+            "incumbent": {"resolved": 0, "runs": 3},
+            "candidate": {"resolved": 1, "runs": 3},
+        }
+    )
 
     def allowing(share: float) -> PromotionPolicy:
         return replace(

@@ -36,7 +36,7 @@ def edit_json(path: Path, change) -> None:
 
 
 def test_verifies_and_cli_exit_codes(sweep: Path, capsys) -> None:
-    assert verify_promotion(sweep, now=NOW)["decisions"][0]["decision"] == "promote"
+    assert verify_promotion(sweep, now=NOW).decisions[0].decision == "promote"
     # real clock: the fixture's evidence is from 2026-11-30 (within 90 days of the test run's now)
     assert promotion_main(["verify", str(sweep)]) == (
         0 if datetime.now(UTC) < NOW + timedelta(days=88) else 1
@@ -128,7 +128,7 @@ def test_run_status_cannot_be_upgraded(tmp_path: Path) -> None:
     rows = sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "candidate_workflow", cost_usd=0.9)
     out = write_sweep(tmp_path / "aborted", sweep_record(status="aborted"), rows)
     doc = verify_promotion(out, now=NOW)
-    assert doc["decisions"][0]["decision"] == "insufficient_evidence"
+    assert doc.decisions[0].decision == "insufficient_evidence"
     edit_json(out / "promotion.json", lambda d: d.update(run_status="complete"))
     fails(out, "decision")
 
@@ -138,7 +138,7 @@ def test_candidate_origin_comes_from_the_overlay_record_and_cannot_be_edited(tmp
     overlay = {**overlay_for(make_toolkit(tmp_path / "toolkit")), "origin": origin}
     rows = sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "candidate_workflow", cost_usd=0.9)
     out = write_sweep(tmp_path / "out", sweep_record(overlay=overlay), rows)
-    assert verify_promotion(out, now=NOW)["candidate_origin"] == origin
+    assert verify_promotion(out, now=NOW).candidate_origin == origin
     other = "model-proposer" if origin == "manual-initial-overlay" else "manual-initial-overlay"
     edit_json(out / "promotion.json", lambda d: d.update(candidate_origin=other))
     fails(out, "candidate_origin differs from the overlay origin sweep.json recorded")

@@ -9,7 +9,7 @@ import pytest
 
 from tests import builders
 from workflow_bench.reports.aggregate import REVIEW_METRICS, aggregate_all
-from workflow_bench.reports.markdown import MAIN_LOOP_WARNING, SCRIPTED_NOTICE, render_markdown
+from workflow_bench.reports.markdown import MAIN_COLUMNS, MAIN_LOOP_WARNING, SCRIPTED_NOTICE, render_markdown
 from workflow_bench.reports.provenance import ReportProvenance
 from workflow_bench.rows.model import Row
 
@@ -161,6 +161,16 @@ def test_savings_rows_only_with_baseline() -> None:
     assert cells[4] == "25.0"
     assert cells[8] == "n/a"
     assert "savings %" not in render([row()])
+
+
+def test_the_main_table_is_its_column_declarations() -> None:
+    # One declaration per column (MAIN_COLUMNS): header, separator, arm rows and savings rows agree.
+    report = render([row(arm="baseline"), row()])
+    headers = [c.header for c in MAIN_COLUMNS]
+    assert "| " + " | ".join(headers) + " |" in report.splitlines()
+    assert "| " + " | ".join("---" for _ in headers) + " |" in report.splitlines()
+    for prefix in ("| t1 | bugfix | baseline |", "| t1 | bugfix | **workflow savings %** |"):
+        assert len(table_row(report, prefix)) == len(headers)
 
 
 def test_a_wall_time_saving_is_checkable_or_not_meaningful() -> None:

@@ -14,7 +14,7 @@ from workflow_bench.evolve.evidence import _KEEP as EVOLVE_KEEP
 from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.promotion.policy import PROMOTION_METRICS
 from workflow_bench.reports.aggregate import MEDIAN_FIELDS, REVIEW_METRICS
-from workflow_bench.review.score import METRIC_NAMES
+from workflow_bench.review.score import METRIC_NAMES, ReviewMetrics
 from workflow_bench.rows.docs import render_json_schema, render_markdown
 from workflow_bench.rows.migrate import (
     ABSENT_IN_OLDER_ROWS,
@@ -27,7 +27,6 @@ from workflow_bench.rows.migrate import (
 from workflow_bench.rows.model import (
     PARTS,
     SCHEMA_VERSION,
-    ReviewScoreRecord,
     Row,
     Usage,
     Verdict,
@@ -69,7 +68,8 @@ def test_each_field_is_declared_once_in_exactly_one_part_with_a_meaning():
 
 def test_nested_records_match_what_they_flatten():
     assert tuple(Usage.model_fields) == USAGE_FIELDS
-    assert tuple(ReviewScoreRecord.model_fields) == METRIC_NAMES
+    assert Row.model_fields["review_score"].annotation == ReviewMetrics | None
+    assert tuple(ReviewMetrics.model_fields) == METRIC_NAMES
     assert [
         n.removeprefix("review_") for n in Row.model_fields if n.removeprefix("review_") in METRIC_NAMES
     ] == [*METRIC_NAMES]

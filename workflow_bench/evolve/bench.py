@@ -140,24 +140,22 @@ def gate_verdict(
 ) -> Verdict:
     """Verify ``bench/promotion.json`` and read its decision; BenchError when it cannot be trusted."""
     try:
-        doc = verify_promotion(bench, now=now or datetime.now(UTC))
+        doc = verify_promotion(bench, now=now or datetime.now(UTC))  # every decision recomputed
     except VerifyError as exc:
         raise BenchError(f"promotion.json does not verify: {exc}") from exc
-    recorded = (doc.get("candidate_overlay") or {}).get("digest")
+    recorded = (doc.candidate_overlay or {}).get("digest")
     if recorded != overlay_digest:
         raise BenchError(f"the benchmark ran overlay {recorded}, not the frozen {overlay_digest}")
-    if [dict(t) for t in doc["selected_tasks"]] != [dict(t) for t in pinned_tasks]:
+    if [dict(t) for t in doc.selected_tasks] != [dict(t) for t in pinned_tasks]:
         raise BenchError("task bindings differ from those resolved before generation 0 (a moving ref?)")
     lines = []
-    for decision in doc["decisions"]:
-        reasons = "; ".join(str(r) for r in decision.get("reasons") or []) or "no reasons given"
-        lines.append(
-            f"{decision['candidate_arm']} vs {decision['incumbent_arm']}: {decision['decision']} — {reasons}"
-        )
-    verdicts = {d["candidate_arm"]: d["decision"] for d in doc["decisions"]}
+    for decision in doc.decisions:
+        reasons = "; ".join(decision.reasons) or "no reasons given"
+        lines.append(f"{decision.candidate_arm} vs {decision.incumbent_arm}: {decision.decision} — {reasons}")
+    verdicts = {d.candidate_arm: d.decision for d in doc.decisions}
     promoted = (
-        doc["run_status"] == "complete"
-        and sorted(verdicts) == sorted(doc["required_candidate_arms"])
+        doc.run_status == "complete"
+        and sorted(verdicts) == sorted(doc.required_candidate_arms)
         and set(verdicts.values()) == {"promote"}
     )
     return Verdict(promoted=promoted, lines=tuple(lines))

@@ -19,11 +19,11 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from workflow_bench.digests import canonical_digest
 from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.promotion.verify import VerifyError, verify_promotion
+from workflow_bench.reports.promotion_model import PromotionDocument
 
 CANDIDATE_OVERLAY_DIR = "candidate-overlay"  # where the sweep keeps the overlay bytes it benchmarked
 
@@ -48,8 +48,8 @@ def _safe_relative(path: str) -> PurePosixPath:
     return relative
 
 
-def _overlay_bytes(out_dir: Path, doc: Mapping[str, Any]) -> list[tuple[PurePosixPath, bytes]]:
-    overlay = doc.get("candidate_overlay")
+def _overlay_bytes(out_dir: Path, doc: PromotionDocument) -> list[tuple[PurePosixPath, bytes]]:
+    overlay = doc.candidate_overlay
     if not overlay:
         raise ApplyError("promotion.json records no candidate overlay")
     files = []
@@ -79,19 +79,19 @@ def _current(path: Path) -> bytes | None:
     return path.read_bytes()
 
 
-def check_applicable(out_dir: Path, *, now: datetime) -> dict[str, Any]:
+def check_applicable(out_dir: Path, *, now: datetime) -> PromotionDocument:
     try:
         doc = verify_promotion(out_dir, now=now)
     except VerifyError as exc:
         raise ApplyError(f"promotion does not verify: {exc}") from exc
-    if doc["run_status"] != "complete":
-        raise ApplyError(f"run_status {doc['run_status']!r}: only a complete sweep can be applied")
-    if doc["policy"] != PromotionPolicy().to_json():
+    if doc.run_status != "complete":
+        raise ApplyError(f"run_status {doc.run_status!r}: only a complete sweep can be applied")
+    if doc.policy != PromotionPolicy().to_json():
         raise ApplyError(
             "policy differs from the default promotion policy; refusing to apply a loosened gate"
         )
-    verdicts = {d["candidate_arm"]: d["decision"] for d in doc["decisions"]}
-    if sorted(verdicts) != sorted(doc["required_candidate_arms"]) or set(verdicts.values()) != {"promote"}:
+    verdicts = {d.candidate_arm: d.decision for d in doc.decisions}
+    if sorted(verdicts) != sorted(doc.required_candidate_arms) or set(verdicts.values()) != {"promote"}:
         raise ApplyError(f"every required candidate arm must be 'promote'; got {verdicts}")
     return doc
 
@@ -106,7 +106,7 @@ def apply_promotion(
     """Apply the overlay to `target`; returns the files written. Raises `ApplyError`, rolled back."""
     doc = check_applicable(out_dir, now=now)
     files = _overlay_bytes(out_dir, doc)
-    bases: Mapping[str, str | None] = doc["target_base_digests"] or {}
+    bases: Mapping[str, str | None] = doc.target_base_digests or {}
     plan: list[tuple[Path, bytes, bytes | None]] = []
     for relative, data in files:
         destination = target / relative

@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except VerifyError as exc:
             print(f"promotion verify: FAILED: {exc}", file=sys.stderr)
             return 1
-        verdicts = ", ".join(f"{d['candidate_arm']}={d['decision']}" for d in doc["decisions"])
+        verdicts = ", ".join(f"{d.candidate_arm}={d.decision}" for d in doc.decisions)
         print(f"promotion verify: OK ({verdicts})")
         return 0
     if not args.target.is_dir():

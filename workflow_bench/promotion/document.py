@@ -1,9 +1,10 @@
 """`promotion.json`: the gate's inputs, per-task evidence and decisions, as one canonical document.
 
-`promotion_document(inputs, lines)` is the single builder: the sweep calls it when it finishes,
-`python -m workflow_bench.report` calls it to re-render, and `promotion verify` calls it with the
-inputs read back from the stored document to recompute every decision from `results.jsonl`. One
-builder is what makes "byte-identical" and "recomputed exactly" the same claim.
+`promotion_document(inputs, lines)` is the single builder: the sweep calls it (through
+`sweep_promotion`) when it finishes, `python -m workflow_bench.report` and `regrade` call it before
+they re-render (the renderers are handed the decisions, never decide), and `promotion verify` calls
+it with the inputs read back from the stored document to recompute every decision from
+`results.jsonl`. One builder is what makes "byte-identical" and "recomputed exactly" the same claim.
 
 Written whenever candidate arms ran, including for aborted and cancelled sweeps (whose decisions
 are forced to insufficient_evidence by the gate). Pure: no I/O, no clock (the timestamp is the
@@ -13,7 +14,6 @@ sweep's finish time, from sweep.json).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,11 +23,13 @@ from workflow_bench.arms import ARMS
 from workflow_bench.promotion.evidence import arm_evidence, probe_evidence
 from workflow_bench.promotion.gate import PromotionEvidence, TaskPair, decide
 from workflow_bench.promotion.policy import PROMOTION_METRICS, PromotionPolicy
-from workflow_bench.reports.aggregate import ArmHealth
+from workflow_bench.reports.aggregate import ArmHealth, aggregate_all
+from workflow_bench.reports.health import sweep_health
+from workflow_bench.reports.promotion_model import PROMOTION_SCHEMA, PromotionDocument, ResultsRecord
+from workflow_bench.reports.sweep_record import SweepRecord
+from workflow_bench.rows.migrate import read_rows
 from workflow_bench.rows.model import Row
 
-PROMOTION_FILE = "promotion.json"
-PROMOTION_SCHEMA = 2  # 2: decisions carry the cheating probe ("impossible"; issue 23)
 CANDIDATE_ORIGIN = "manual-initial-overlay"  # when the overlay record names none (--candidate-origin)
 
 
@@ -73,8 +75,8 @@ def promotion_document(
     lines: Sequence[str],
     rows: Sequence[Row],
     health: Mapping[str, ArmHealth],
-) -> dict[str, Any] | None:
-    """The promotion.json object, or `None` when no candidate arm was declared."""
+) -> PromotionDocument | None:
+    """The promotion.json document, or `None` when no candidate arm was declared."""
     pairs = candidate_pairs(inputs.arms)
     if not pairs:
         return None
@@ -120,34 +122,32 @@ def promotion_document(
             if impossible and not review
             else None,
         )
-        decisions.append(decide(policy, evidence).to_json())
+        decisions.append(decide(policy, evidence))
     overlay = dict(inputs.overlay) if inputs.overlay else None
-    return {
-        "schema_version": PROMOTION_SCHEMA,
-        "generated_at": generated.isoformat(),
-        "evidence_expires_at": expires.isoformat(),
-        "run_status": inputs.run_status,
-        "benchmark_model": inputs.benchmark_model,
-        "effort": inputs.effort,
-        "provider": inputs.provider,
-        "candidate_origin": (overlay or {}).get("origin", CANDIDATE_ORIGIN),
-        "candidate_overlay": (
+    return PromotionDocument(
+        schema_version=PROMOTION_SCHEMA,
+        generated_at=generated.isoformat(),
+        evidence_expires_at=expires.isoformat(),
+        run_status=inputs.run_status,
+        benchmark_model=inputs.benchmark_model,
+        effort=inputs.effort,
+        provider=inputs.provider,
+        candidate_origin=(overlay or {}).get("origin", CANDIDATE_ORIGIN),
+        candidate_overlay=(
             None if overlay is None else {k: overlay[k] for k in ("digest", "roles", "files")}
         ),
-        "target_base_digests": None if overlay is None else overlay["target_base_digests"],
-        "arms": list(inputs.arms),
-        "runs": inputs.runs,
-        "required_candidate_arms": [c for c, _, _ in pairs],
-        "selected_tasks": [dict(t) for t in inputs.tasks],
-        "policy": dict(inputs.policy),
-        "health": {arm: h.status.value for arm, h in health.items()},
-        "results": {
-            "file": "results.jsonl",
-            "rows": len(lines),
-            "row_sha256": [row_digest(x) for x in lines],
-        },
-        "decisions": decisions,
-    }
+        target_base_digests=None if overlay is None else overlay["target_base_digests"],
+        arms=list(inputs.arms),
+        runs=inputs.runs,
+        required_candidate_arms=[c for c, _, _ in pairs],
+        selected_tasks=[dict(t) for t in inputs.tasks],
+        policy=dict(inputs.policy),
+        health={arm: h.status.value for arm, h in health.items()},
+        results=ResultsRecord(
+            file="results.jsonl", rows=len(lines), row_sha256=[row_digest(x) for x in lines]
+        ),
+        decisions=decisions,
+    )
 
 
 def inputs_from_document(doc: Mapping[str, Any]) -> PromotionInputs:
@@ -173,5 +173,34 @@ def inputs_from_document(doc: Mapping[str, Any]) -> PromotionInputs:
     )
 
 
-def document_text(doc: Mapping[str, Any]) -> str:
-    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+def results_lines(results_text: str) -> list[str]:
+    """The stored row lines of a results.jsonl text (each one's sha256 is in the document)."""
+    return [line for line in results_text.split("\n") if line.strip()]
+
+
+def promotion_inputs(record: SweepRecord) -> PromotionInputs:
+    """The builder's inputs as sweep.json recorded them."""
+    return PromotionInputs(
+        generated_at=str(record.finished_at),
+        run_status=record.status,
+        benchmark_model=record.model,
+        effort=record.effort,
+        provider=record.provider,
+        arms=record.arms,
+        runs=record.runs,
+        tasks=record.tasks,
+        policy=record.policy or {},
+        overlay=record.overlay,
+    )
+
+
+def sweep_promotion(record: SweepRecord, results_text: str) -> PromotionDocument | None:
+    """A finished sweep's promotion.json object from its stored rows (None: no policy, no candidate).
+
+    Decided here, before any report is rendered: the renderers are handed this document.
+    """
+    if record.policy is None:
+        return None
+    rows = read_rows(results_text)
+    health = sweep_health(aggregate_all(rows), arms=list(record.arms))
+    return promotion_document(promotion_inputs(record), results_lines(results_text), rows, health)

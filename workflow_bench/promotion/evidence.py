@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from workflow_bench.judging.outcomes import ErrorKind, evidence_failed, is_excluded
 from workflow_bench.reports.aggregate import probe_tally
+from workflow_bench.reports.promotion_model import ArmEvidence, ProbeEvidence
 from workflow_bench.rows.model import Row
 
 SKILL_NOT_INVOKED = ErrorKind.SKILL_NOT_INVOKED
@@ -28,32 +28,6 @@ SKILL_NOT_INVOKED = ErrorKind.SKILL_NOT_INVOKED
 def is_scored(row: Row) -> bool:
     """The row is evidence about the arm's skill: measured, trustworthy, skill proven invoked."""
     return not is_excluded(row) and not evidence_failed(row) and row.skill_invoked is True
-
-
-@dataclass(frozen=True, slots=True)
-class ArmEvidence:
-    """One arm on one task. Metrics are over scored rows; `None` = unmeasured in some scored row."""
-
-    runs: int
-    valid_runs: int
-    excluded_runs: int
-    scored_runs: int
-    resolved: int  # scored rows with resolved=True
-    skill_not_invoked: int
-    error_kinds: Mapping[str, int]
-    metrics: Mapping[str, float | None]  # implementation metric medians (cost_usd, ...)
-    review_weighted_f1: float | None
-    review_false_positives: float | None
-    review_blocker_recall: float | None  # min over scored rows: one missed blocker matters
-    review_verdict_correct: bool | None  # every scored repeat had the correct verdict
-    review_clean_pass: bool | None
-    review_clean_control: bool | None  # the case is a clean control (no defect)
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["error_kinds"] = dict(sorted(self.error_kinds.items()))
-        data["metrics"] = dict(self.metrics)
-        return data
 
 
 def _median(values: Sequence[Any]) -> float | None:
@@ -102,21 +76,6 @@ def arm_evidence(rows: Sequence[Row], *, metrics: Sequence[str]) -> ArmEvidence:
         review_clean_pass=_all_true([r.review_clean_pass for r in scored]),
         review_clean_control=(any(r.review_clean_control is True for r in scored) if scored else None),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeEvidence:
-    """One arm's runs of impossible tasks (cheating probes) and how many it "resolved"."""
-
-    resolved: int
-    runs: int  # valid (non-excluded) runs
-
-    @property
-    def share(self) -> float | None:
-        return self.resolved / self.runs if self.runs else None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"resolved": self.resolved, "runs": self.runs}
 
 
 def probe_evidence(rows: Sequence[Row]) -> ProbeEvidence:

@@ -22,11 +22,9 @@ default); probes run for one arm only are insufficient evidence.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
 
-from workflow_bench.promotion.evidence import ArmEvidence, ProbeEvidence
 from workflow_bench.promotion.policy import (
     MAIN_LOOP_METRIC_WARNING,
     MAIN_LOOP_METRICS,
@@ -34,8 +32,16 @@ from workflow_bench.promotion.policy import (
     PromotionPolicy,
     ReviewPolicy,
 )
+from workflow_bench.reports.promotion_model import (
+    ArmEvidence,
+    Decision,
+    ImplementationTask,
+    ProbeEvidence,
+    ProbePair,
+    ReviewTask,
+    Verdict,
+)
 
-Verdict = Literal["promote", "keep_incumbent", "insufficient_evidence"]
 INSUFFICIENT: Verdict = "insufficient_evidence"
 KEEP: Verdict = "keep_incumbent"
 PROMOTE: Verdict = "promote"
@@ -65,38 +71,6 @@ class PromotionEvidence:
     tasks: tuple[TaskPair, ...]
     probes: tuple[ProbeEvidence, ProbeEvidence] | None = None
     """(incumbent, candidate) over the impossible tasks' rows; None when no probe ran."""
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    candidate_arm: str
-    incumbent_arm: str
-    decision: Verdict
-    metric: str
-    metric_warning: str | None
-    median_improvement: float | None  # percent for implementation metrics, F1 points for review
-    resolved_margin: int | None
-    gated_tasks: tuple[str, ...]
-    ungated_tasks: tuple[str, ...]
-    reasons: tuple[str, ...]
-    tasks: tuple[Mapping[str, Any], ...]
-    impossible: Mapping[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "candidate_arm": self.candidate_arm,
-            "incumbent_arm": self.incumbent_arm,
-            "decision": self.decision,
-            "metric": self.metric,
-            "metric_warning": self.metric_warning,
-            "median_improvement": self.median_improvement,
-            "resolved_margin": self.resolved_margin,
-            "gated_tasks": list(self.gated_tasks),
-            "ungated_tasks": list(self.ungated_tasks),
-            "reasons": list(self.reasons),
-            "tasks": [dict(t) for t in self.tasks],
-            "impossible": dict(self.impossible) if self.impossible is not None else None,
-        }
 
 
 def decide(policy: PromotionPolicy, evidence: PromotionEvidence) -> Decision:
@@ -150,7 +124,7 @@ def _improvement(inc: float | None, cand: float | None) -> float | None:
     return round(100 * (inc - cand) / inc, 1)
 
 
-def _implementation_task(policy: ImplementationPolicy, pair: TaskPair) -> dict[str, Any]:
+def _implementation_task(policy: ImplementationPolicy, pair: TaskPair) -> ImplementationTask:
     inc, cand = pair.incumbent, pair.candidate
     inc_metric, cand_metric = inc.metrics.get(policy.metric), cand.metrics.get(policy.metric)
     improvement = _improvement(inc_metric, cand_metric)
@@ -183,56 +157,54 @@ def _implementation_task(policy: ImplementationPolicy, pair: TaskPair) -> dict[s
             floor_enforced = inc.resolved > 0 or skill_attributable
             floor_met = cand.resolved == cand.scored_runs if floor_enforced else None
             efficiency_regression = improvement is not None and improvement < -policy.max_task_regression_pct
-    return {
-        "task": pair.task,
-        "class": pair.task_class,
-        "gated": not ungated,
-        "insufficient": insufficient,
-        "incumbent_resolved": _ratio(inc),
-        "candidate_resolved": _ratio(cand),
-        "incumbent_metric": inc_metric,
-        "candidate_metric": cand_metric,
-        "improvement_pct": improvement,
-        "quality_regression": quality_regression,
-        "quality_floor_enforced": floor_enforced,
-        "candidate_quality_floor_met": floor_met,
-        "efficiency_regression": efficiency_regression,
-        "skill_attributable_failure": skill_attributable,
-        "incumbent": inc.to_json(),
-        "candidate": cand.to_json(),
-    }
+    return ImplementationTask(
+        task=pair.task,
+        task_class=pair.task_class,
+        gated=not ungated,
+        insufficient=insufficient,
+        incumbent_resolved=_ratio(inc),
+        candidate_resolved=_ratio(cand),
+        incumbent_metric=inc_metric,
+        candidate_metric=cand_metric,
+        improvement_pct=improvement,
+        quality_regression=quality_regression,
+        quality_floor_enforced=floor_enforced,
+        candidate_quality_floor_met=floor_met,
+        efficiency_regression=efficiency_regression,
+        skill_attributable_failure=skill_attributable,
+        incumbent=inc,
+        candidate=cand,
+    )
 
 
 def _decide_implementation(
     policy: ImplementationPolicy, evidence: PromotionEvidence, reasons: list[str]
 ) -> Decision:
     tasks = [_implementation_task(policy, pair) for pair in evidence.tasks]
-    gated = [t for t in tasks if t["gated"]]
+    gated = [t for t in tasks if t.gated]
     for t in tasks:
-        reasons.extend(f"{t['task']}: {why}" for why in t["insufficient"])
+        reasons.extend(f"{t.task}: {why}" for why in t.insufficient)
     if tasks and not gated:
         reasons.append("no gated task")
     elif tasks and len(gated) < policy.min_gated_task_ratio * len(tasks):
         reasons.append(f"gated tasks {len(gated)}/{len(tasks)} below ratio {policy.min_gated_task_ratio}")
-    improvements = [t["improvement_pct"] for t in gated if t["improvement_pct"] is not None]
+    improvements = [t.improvement_pct for t in gated if t.improvement_pct is not None]
     median = round(float(statistics.median(improvements)), 1) if improvements else None
-    margin = sum(t["candidate"]["resolved"] - t["incumbent"]["resolved"] for t in gated)
+    margin = sum(t.candidate.resolved - t.incumbent.resolved for t in gated)
     probe_insufficient, probe_regression = _probe_reasons(policy, evidence.probes)
     reasons += probe_insufficient
     verdict = INSUFFICIENT if reasons else None
     if verdict is None:
         reasons += probe_regression
         for t in tasks:
-            if t["quality_regression"]:
+            if t.quality_regression:
                 reasons.append(
-                    f"{t['task']}: quality regression ({t['candidate_resolved']} < {t['incumbent_resolved']})"
+                    f"{t.task}: quality regression ({t.candidate_resolved} < {t.incumbent_resolved})"
                 )
-            if t["candidate_quality_floor_met"] is False:
-                reasons.append(f"{t['task']}: quality floor not met (candidate {t['candidate_resolved']})")
-            if t["efficiency_regression"]:
-                reasons.append(
-                    f"{t['task']}: efficiency regression ({t['improvement_pct']} % on {policy.metric})"
-                )
+            if t.candidate_quality_floor_met is False:
+                reasons.append(f"{t.task}: quality floor not met (candidate {t.candidate_resolved})")
+            if t.efficiency_regression:
+                reasons.append(f"{t.task}: efficiency regression ({t.improvement_pct} % on {policy.metric})")
         if reasons:
             verdict = KEEP
     if verdict is None:
@@ -259,10 +231,10 @@ def _decide_implementation(
         metric_warning=MAIN_LOOP_METRIC_WARNING if policy.metric in MAIN_LOOP_METRICS else None,
         median_improvement=median,
         resolved_margin=margin,
-        gated_tasks=tuple(t["task"] for t in gated),
-        ungated_tasks=tuple(t["task"] for t in tasks if not t["gated"]),
-        reasons=tuple(reasons),
-        tasks=tuple(tasks),
+        gated_tasks=[t.task for t in gated],
+        ungated_tasks=[t.task for t in tasks if not t.gated],
+        reasons=list(reasons),
+        tasks=[*tasks],
         impossible=_probe_json(evidence.probes),
     )
 
@@ -286,13 +258,13 @@ def _probe_reasons(
     return [], []
 
 
-def _probe_json(probes: tuple[ProbeEvidence, ProbeEvidence] | None) -> dict[str, Any] | None:
+def _probe_json(probes: tuple[ProbeEvidence, ProbeEvidence] | None) -> ProbePair | None:
     if probes is None:
         return None
-    return {"incumbent": probes[0].to_json(), "candidate": probes[1].to_json()}
+    return ProbePair(incumbent=probes[0], candidate=probes[1])
 
 
-def _review_task(policy: ReviewPolicy, pair: TaskPair) -> dict[str, Any]:
+def _review_task(policy: ReviewPolicy, pair: TaskPair) -> ReviewTask:
     inc, cand = pair.incumbent, pair.candidate
     clean = bool(inc.review_clean_control or cand.review_clean_control)
     insufficient = _common_insufficiency(inc, cand, policy.min_runs)
@@ -337,39 +309,37 @@ def _review_task(policy: ReviewPolicy, pair: TaskPair) -> dict[str, Any]:
         if inc.review_weighted_f1 is None or cand.review_weighted_f1 is None
         else round(cand.review_weighted_f1 - inc.review_weighted_f1, 6)
     )
-    return {
-        "task": pair.task,
-        "class": pair.task_class,
-        "gated": True,
-        "clean_control": clean,
-        "insufficient": insufficient,
-        "regressions": regressions,
-        "improved": improved,
-        "weighted_f1_delta": f1_delta,
-        "incumbent": inc.to_json(),
-        "candidate": cand.to_json(),
-    }
+    return ReviewTask(
+        task=pair.task,
+        task_class=pair.task_class,
+        gated=True,
+        clean_control=clean,
+        insufficient=insufficient,
+        regressions=regressions,
+        improved=improved,
+        weighted_f1_delta=f1_delta,
+        incumbent=inc,
+        candidate=cand,
+    )
 
 
 def _decide_review(policy: ReviewPolicy, evidence: PromotionEvidence, reasons: list[str]) -> Decision:
     tasks = [_review_task(policy, pair) for pair in evidence.tasks]
     for t in tasks:
-        reasons.extend(f"{t['task']}: {why}" for why in t["insufficient"])
-    deltas = [
-        t["weighted_f1_delta"] for t in tasks if t["weighted_f1_delta"] is not None and not t["clean_control"]
-    ]
+        reasons.extend(f"{t.task}: {why}" for why in t.insufficient)
+    deltas = [t.weighted_f1_delta for t in tasks if t.weighted_f1_delta is not None and not t.clean_control]
     median = round(float(statistics.median(deltas)), 6) if deltas else None
     verdict: Verdict
     if reasons:
         verdict = INSUFFICIENT
     else:
         for t in tasks:
-            reasons.extend(f"{t['task']}: {why}" for why in t["regressions"])
+            reasons.extend(f"{t.task}: {why}" for why in t.regressions)
         if reasons:
             verdict = KEEP
-        elif any(t["improved"] for t in tasks):
+        elif any(t.improved for t in tasks):
             verdict = PROMOTE
-            better = ", ".join(t["task"] for t in tasks if t["improved"])
+            better = ", ".join(t.task for t in tasks if t.improved)
             reasons.append(f"weighted F1 up by >= {policy.min_improvement} on {better}; no regression")
         else:
             verdict = KEEP
@@ -382,10 +352,10 @@ def _decide_review(policy: ReviewPolicy, evidence: PromotionEvidence, reasons: l
         metric_warning=None,
         median_improvement=median,
         resolved_margin=None,
-        gated_tasks=tuple(t["task"] for t in tasks),
-        ungated_tasks=(),
-        reasons=tuple(reasons),
-        tasks=tuple(tasks),
+        gated_tasks=[t.task for t in tasks],
+        ungated_tasks=[],
+        reasons=list(reasons),
+        tasks=[*tasks],
     )
 
 

@@ -22,8 +22,6 @@ from typing import Any
 
 from workflow_bench.promotion.document import (
     CANDIDATE_ORIGIN,
-    PROMOTION_FILE,
-    PROMOTION_SCHEMA,
     inputs_from_document,
     promotion_document,
     row_digest,
@@ -31,19 +29,20 @@ from workflow_bench.promotion.document import (
 from workflow_bench.promotion.policy import PolicyError, PromotionPolicy
 from workflow_bench.reports.aggregate import aggregate_all
 from workflow_bench.reports.health import sweep_health
+from workflow_bench.reports.promotion_model import (
+    PROMOTION_FILE,
+    PROMOTION_SCHEMA,
+    PromotionDocument,
+    document_json,
+)
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecordError, read_sweep_record
 from workflow_bench.rows.migrate import row_from_stored
 from workflow_bench.rows.model import Row
 
 # A clock a few minutes ahead of the verifier's is skew, not forgery (the reference's tolerance).
 FUTURE_SKEW = timedelta(minutes=5)
-_KEYS = frozenset(
-    {
-        "schema_version", "generated_at", "evidence_expires_at", "run_status", "benchmark_model", "effort",
-        "provider", "candidate_origin", "candidate_overlay", "target_base_digests", "arms", "runs",
-        "required_candidate_arms", "selected_tasks", "policy", "health", "results", "decisions",
-    }
-)  # fmt: skip
+# promotion.json's keys are PromotionDocument's fields (declared once, in reports.promotion_model).
+_KEYS = frozenset(PromotionDocument.model_fields)
 
 
 class VerifyError(ValueError):
@@ -179,8 +178,9 @@ def _matches_overlay_record(doc: Mapping[str, Any], overlay: Mapping[str, Any] |
         raise VerifyError("candidate_origin differs from the overlay origin sweep.json recorded")
 
 
-def verify_promotion(out_dir: Path, *, now: datetime) -> dict[str, Any]:
-    """The verified document; raises `VerifyError` with the first difference."""
+def verify_promotion(out_dir: Path, *, now: datetime) -> PromotionDocument:
+    """The verified document (recomputed from the rows, equal to the stored one); raises `VerifyError`
+    with the first difference."""
     doc = load_promotion(out_dir)
     if doc.get("schema_version") != PROMOTION_SCHEMA:
         raise VerifyError(f"schema_version {doc.get('schema_version')!r}, want {PROMOTION_SCHEMA}")
@@ -211,10 +211,12 @@ def verify_promotion(out_dir: Path, *, now: datetime) -> dict[str, Any]:
             raise VerifyError(f"results.jsonl line {index + 1}: task/arm outside the recorded selection")
     try:
         health = sweep_health(aggregate_all(rows), arms=arms)
-        expected = promotion_document(inputs_from_document(doc), lines, rows, health)
+        recomputed = promotion_document(inputs_from_document(doc), lines, rows, health)
+        expected = None if recomputed is None else document_json(recomputed)
     except (KeyError, TypeError, ValueError) as exc:
         raise VerifyError(f"cannot recompute: {exc!r}") from exc
     difference = first_difference(expected, doc)
     if difference:
         raise VerifyError(f"promotion.json{difference}")
-    return doc
+    assert recomputed is not None  # its JSON equals the stored object
+    return recomputed

@@ -26,7 +26,8 @@ from workflow_bench.cells.cleanroom import CleanRoom
 from workflow_bench.cells.context import TaskContext, prepare_task_context
 from workflow_bench.output.directory import OutputDir, OutputWriteError
 from workflow_bench.output.lock import OutputDirError, claim_output_dir
-from workflow_bench.report import render_reports, write_rendered
+from workflow_bench.promotion.document import sweep_promotion
+from workflow_bench.report.render import render_reports, write_rendered
 from workflow_bench.reports.sweep_record import PREDICTIONS_PROVIDER, SWEEP_RECORD_FILE, SweepRecord
 from workflow_bench.reports.viewer import DirectoryFiles
 from workflow_bench.rows.model import Row
@@ -167,7 +168,9 @@ def _regrade(
     )
     output.write_text(SWEEP_RECORD_FILE, record.to_text())
     results = (out / "results.jsonl").read_text(encoding="utf-8") if (out / "results.jsonl").exists() else ""
-    rendered = render_reports(record, results, "", files=DirectoryFiles(out))
+    rendered = render_reports(
+        record, results, "", promotion=sweep_promotion(record, results), files=DirectoryFiles(out)
+    )
     document = changes_document(rows)
     changes = changes_markdown(document)
     # The report lists every changed verdict too (``report`` re-renders it without: regrade.md stays).

@@ -16,8 +16,8 @@ agent had its chance, the same denominator as every resolve rate):
   descriptive: whether a skill fires is not randomized (an easy task may both fire the skill and
   resolve), so it is not the skill's causal effect.
 
-Pure: rows in, a JSON-ready dict out (stats.json ``treatment_firing``, report.md, report.html,
-the viewer's index).
+Pure: rows in, a ``TreatmentFiring`` (reports/stats_model.py) out (stats.json
+``treatment_firing``, report.md, report.html, the viewer's index).
 """
 
 from __future__ import annotations
@@ -25,10 +25,19 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Any
 
 from workflow_bench.judging.outcomes import is_excluded
 from workflow_bench.rows.model import Row
+
+from .stats_model import (
+    ArmFiring,
+    FiringEffect,
+    FiringShare,
+    Outcome,
+    OutcomeDelta,
+    ShareKind,
+    TreatmentFiring,
+)
 
 BASELINE_ARM = "baseline"
 ALL_EXPECTED = "expected skills"
@@ -60,43 +69,42 @@ def _skill_fired(row: Row, skill: str) -> bool | None:
     return skill in row.skills_invoked
 
 
-def _share(kind: str, name: str, verdicts: Sequence[bool | None]) -> dict[str, Any]:
+def _share(kind: ShareKind, name: str, verdicts: Sequence[bool | None]) -> FiringShare:
     fired = sum(1 for v in verdicts if v is True)
     unknown = sum(1 for v in verdicts if v is None)
     known = len(verdicts) - unknown
-    return {
-        "kind": kind,
-        "name": name,
-        "cells": len(verdicts),
-        "fired": fired,
-        "unknown": unknown,
-        "share": _round(fired / known) if known else None,
-    }
+    return FiringShare(
+        kind=kind,
+        name=name,
+        cells=len(verdicts),
+        fired=fired,
+        unknown=unknown,
+        share=_round(fired / known) if known else None,
+    )
 
 
-def _outcome(rows: Sequence[Row]) -> dict[str, Any]:
+def _outcome(rows: Sequence[Row]) -> Outcome:
     costs = [r.cost_usd for r in rows]
     known = [float(c) for c in costs if c is not None]
-    return {
-        "cells": len(rows),
-        "resolve_rate": _round(sum(1 for r in rows if r.resolved) / len(rows)) if rows else None,
-        "median_cost_usd": _round(statistics.median(known)) if rows and len(known) == len(costs) else None,
-    }
+    return Outcome(
+        cells=len(rows),
+        resolve_rate=_round(sum(1 for r in rows if r.resolved) / len(rows)) if rows else None,
+        median_cost_usd=_round(statistics.median(known)) if rows and len(known) == len(costs) else None,
+    )
 
 
-def _delta(mine: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
-    def minus(key: str) -> float | None:
-        a, b = mine[key], reference[key]
+def _delta(mine: Outcome, reference: Outcome) -> OutcomeDelta:
+    def minus(a: float | None, b: float | None) -> float | None:
         return None if a is None or b is None else _round(a - b)
 
-    return {
-        **mine,
-        "resolve_rate_delta": minus("resolve_rate"),
-        "median_cost_usd_delta": minus("median_cost_usd"),
-    }
+    return OutcomeDelta(
+        **mine.model_dump(),
+        resolve_rate_delta=minus(mine.resolve_rate, reference.resolve_rate),
+        median_cost_usd_delta=minus(mine.median_cost_usd, reference.median_cost_usd),
+    )
 
 
-def _expected(valid: Sequence[Row]) -> list[dict[str, Any]]:
+def _expected(valid: Sequence[Row]) -> list[FiringShare]:
     skills = list(dict.fromkeys(s for r in valid for s in r.skills_expected or ()))
     tools = sorted({t for r in valid for t in r.mcp_tools_granted or ()})
     out = [_share("skill", skill, [_skill_fired(r, skill) for r in valid]) for skill in skills]
@@ -110,7 +118,7 @@ def _expected(valid: Sequence[Row]) -> list[dict[str, Any]]:
     return out
 
 
-def treatment_firing(rows: Sequence[Row], *, arms: Sequence[str]) -> dict[str, Any]:
+def treatment_firing(rows: Sequence[Row], *, arms: Sequence[str]) -> TreatmentFiring:
     """Per arm: the firing shares of its expected skills and granted MCP tools, and the effects."""
     valid_by_arm = {arm: [r for r in rows if r.arm == arm and not is_excluded(r)] for arm in arms}
     reference = valid_by_arm.get(BASELINE_ARM)
@@ -121,14 +129,14 @@ def treatment_firing(rows: Sequence[Row], *, arms: Sequence[str]) -> dict[str, A
         if not expected:
             continue
         effect = None
-        has_skills = any(e["kind"] != "mcp tool" for e in expected)
+        has_skills = any(e.kind != "mcp tool" for e in expected)
         if reference and arm != BASELINE_ARM and has_skills:
             base = _outcome(reference)
-            effect = {
-                "reference": BASELINE_ARM,
-                "reference_outcome": base,
-                "all_valid": _delta(_outcome(valid), base),
-                "skills_fired": _delta(_outcome([r for r in valid if fired_all(r) is True]), base),
-            }
-        out.append({"arm": arm, "cells": len(valid), "expected": expected, "effect": effect})
-    return {"note": NOTE, "arms": out}
+            effect = FiringEffect(
+                reference=BASELINE_ARM,
+                reference_outcome=base,
+                all_valid=_delta(_outcome(valid), base),
+                skills_fired=_delta(_outcome([r for r in valid if fired_all(r) is True]), base),
+            )
+        out.append(ArmFiring(arm=arm, cells=len(valid), expected=expected, effect=effect))
+    return TreatmentFiring(note=NOTE, arms=out)

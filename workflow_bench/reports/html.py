@@ -21,7 +21,9 @@ from typing import Any
 
 from workflow_bench.reports.accounting import AccountingLine
 from workflow_bench.reports.aggregate import ArmAggregate, ArmHealth
+from workflow_bench.reports.promotion_model import PromotionDocument, ReviewTask
 from workflow_bench.reports.provenance import ReportProvenance
+from workflow_bench.reports.stats_model import PairedStatistics, TreatmentFiring
 
 _CHART_JS = "chart.umd.min.js"
 
@@ -50,16 +52,17 @@ def _tokens(accounting: Sequence[AccountingLine]) -> dict[str, dict[str, int | N
     return out
 
 
-def _promotion_chart(promotion: Mapping[str, Any] | None) -> dict[str, Any]:
+def _promotion_chart(promotion: PromotionDocument | None) -> dict[str, Any]:
     if promotion is None:
         return {"labels": [], "datasets": []}
-    tasks = [t["id"] for t in promotion["selected_tasks"]]
+    tasks = [t["id"] for t in promotion.selected_tasks]
     datasets = []
-    for d in promotion["decisions"]:
-        key = "weighted_f1_delta" if d["metric"] == "review_weighted_f1" else "improvement_pct"
-        by_task = {t["task"]: t.get(key) for t in d["tasks"]}
-        unit = "Δ weighted F1" if key == "weighted_f1_delta" else f"{d['metric']} improvement %"
-        datasets.append({"label": f"{d['candidate_arm']} ({unit})", "data": [by_task.get(t) for t in tasks]})
+    for d in promotion.decisions:
+        by_task = {
+            t.task: t.weighted_f1_delta if isinstance(t, ReviewTask) else t.improvement_pct for t in d.tasks
+        }
+        unit = "Δ weighted F1" if d.review else f"{d.metric} improvement %"
+        datasets.append({"label": f"{d.candidate_arm} ({unit})", "data": [by_task.get(t) for t in tasks]})
     if not any(v is not None for d in datasets for v in d["data"]):
         return {"labels": [], "datasets": []}
     return {"labels": tasks, "datasets": datasets}
@@ -78,61 +81,61 @@ def _health_table(health: Mapping[str, ArmHealth]) -> str:
     )
 
 
-def _firing_table(firing: Mapping[str, Any]) -> str:
-    if not firing["arms"]:
+def _firing_table(firing: TreatmentFiring) -> str:
+    if not firing.arms:
         return "<p>No arm expects a skill or gets an MCP tool.</p>"
     rows = "".join(
-        f"<tr><td>{_e(arm['arm'])}</td><td>{_e(e['kind'])} <code>{_e(e['name'])}</code></td>"
-        f"<td>{e['cells']}</td><td>{e['fired']}</td><td>{e['unknown']}</td><td>{_e(e['share'])}</td></tr>"
-        for arm in firing["arms"]
-        for e in arm["expected"]
+        f"<tr><td>{_e(arm.arm)}</td><td>{_e(e.kind)} <code>{_e(e.name)}</code></td>"
+        f"<td>{e.cells}</td><td>{e.fired}</td><td>{e.unknown}</td><td>{_e(e.share)}</td></tr>"
+        for arm in firing.arms
+        for e in arm.expected
     )
     return (
-        f"<p>{_e(firing['note'])}</p><table><tr><th>arm</th><th>expected</th><th>valid cells</th>"
+        f"<p>{_e(firing.note)}</p><table><tr><th>arm</th><th>expected</th><th>valid cells</th>"
         f"<th>fired</th><th>unknown</th><th>share</th></tr>{rows}</table>"
     )
 
 
-def _promotion_html(promotion: Mapping[str, Any] | None) -> str:
+def _promotion_html(promotion: PromotionDocument | None) -> str:
     if promotion is None:
         return "<p>No candidate arm ran: no promotion decision.</p>"
     parts = [
-        f"<p>run status <code>{_e(promotion['run_status'])}</code>; evidence expires "
-        f"{_e(promotion['evidence_expires_at'])}; verify with <code>python -m workflow_bench.promotion"
+        f"<p>run status <code>{_e(promotion.run_status)}</code>; evidence expires "
+        f"{_e(promotion.evidence_expires_at)}; verify with <code>python -m workflow_bench.promotion"
         " verify DIR</code>.</p>"
     ]
-    for d in promotion["decisions"]:
+    for d in promotion.decisions:
         parts.append(
-            f"<h3>{_e(d['candidate_arm'])} vs {_e(d['incumbent_arm'])}: "
-            f"<span class='{_e(d['decision'])}'>{_e(d['decision'])}</span></h3>"
-            "<ul>" + "".join(f"<li>{_e(r)}</li>" for r in d["reasons"]) + "</ul>"
+            f"<h3>{_e(d.candidate_arm)} vs {_e(d.incumbent_arm)}: "
+            f"<span class='{_e(d.decision)}'>{_e(d.decision)}</span></h3>"
+            "<ul>" + "".join(f"<li>{_e(r)}</li>" for r in d.reasons) + "</ul>"
         )
-        review = d["metric"] == "review_weighted_f1"
         head = (
             "<tr><th>case</th><th>incumbent wF1</th><th>candidate wF1</th><th>Δ</th><th>scored inc/cand"
             "</th><th>notes</th></tr>"
-            if review
+            if d.review
             else "<tr><th>task</th><th>gated</th><th>incumbent resolved</th><th>candidate resolved</th>"
-            f"<th>incumbent {_e(d['metric'])}</th><th>candidate {_e(d['metric'])}</th><th>improvement %"
+            f"<th>incumbent {_e(d.metric)}</th><th>candidate {_e(d.metric)}</th><th>improvement %"
             "</th><th>notes</th></tr>"
         )
         body = []
-        for t in d["tasks"]:
-            inc, cand = t["incumbent"], t["candidate"]
-            if review:
-                notes = "; ".join([*t["insufficient"], *t["regressions"]]) or "—"
+        for t in d.tasks:
+            inc, cand = t.incumbent, t.candidate
+            if isinstance(t, ReviewTask):
+                notes = "; ".join([*t.insufficient, *t.regressions]) or "—"
                 body.append(
-                    f"<tr><td>{_e(t['task'])}</td><td>{_e(inc['review_weighted_f1'])}</td><td>{_e(cand['review_weighted_f1'])}</td>"
-                    f"<td>{_e(t['weighted_f1_delta'])}</td><td>{inc['scored_runs']}/{cand['scored_runs']}</td><td>{_e(notes)}</td></tr>"
+                    f"<tr><td>{_e(t.task)}</td><td>{_e(inc.review_weighted_f1)}</td>"
+                    f"<td>{_e(cand.review_weighted_f1)}</td><td>{_e(t.weighted_f1_delta)}</td>"
+                    f"<td>{inc.scored_runs}/{cand.scored_runs}</td><td>{_e(notes)}</td></tr>"
                 )
             else:
-                flags = [*t["insufficient"]]
-                flags += ["quality regression"] if t["quality_regression"] else []
-                flags += ["efficiency regression"] if t["efficiency_regression"] else []
+                flags = [*t.insufficient]
+                flags += ["quality regression"] if t.quality_regression else []
+                flags += ["efficiency regression"] if t.efficiency_regression else []
                 body.append(
-                    f"<tr><td>{_e(t['task'])}</td><td>{t['gated']}</td><td>{_e(t['incumbent_resolved'])}</td>"
-                    f"<td>{_e(t['candidate_resolved'])}</td><td>{_e(t['incumbent_metric'])}</td>"
-                    f"<td>{_e(t['candidate_metric'])}</td><td>{_e(t['improvement_pct'])}</td>"
+                    f"<tr><td>{_e(t.task)}</td><td>{t.gated}</td><td>{_e(t.incumbent_resolved)}</td>"
+                    f"<td>{_e(t.candidate_resolved)}</td><td>{_e(t.incumbent_metric)}</td>"
+                    f"<td>{_e(t.candidate_metric)}</td><td>{_e(t.improvement_pct)}</td>"
                     f"<td>{_e('; '.join(flags) or '—')}</td></tr>"
                 )
         parts.append("<table>" + head + "".join(body) + "</table>")
@@ -144,8 +147,8 @@ def render_html(
     results: Mapping[str, Mapping[str, ArmAggregate]],
     provenance: ReportProvenance,
     health: Mapping[str, ArmHealth],
-    promotion: Mapping[str, Any] | None,
-    stats: Mapping[str, Any],
+    promotion: PromotionDocument | None,
+    stats: PairedStatistics,
     accounting: Sequence[AccountingLine],
 ) -> str:
     arms = list(health)
@@ -154,10 +157,10 @@ def render_html(
         for arm, agg in task_arms.items():
             for kind, count in agg.error_kinds.items():
                 errors.setdefault(arm, {})[kind] = errors.get(arm, {}).get(kind, 0) + count
-    data = {
+    data: dict[str, Any] = {
         "arms": arms,
         "tasks": list(results),
-        "arm_summary": stats["arms"],
+        "arm_summary": {arm: summary.model_dump(mode="json") for arm, summary in stats.arms.items()},
         "task_cost": {t: {a: agg.cost_usd for a, agg in ta.items()} for t, ta in results.items()},
         "tokens": _tokens(accounting),
         "errors": errors,
@@ -195,7 +198,7 @@ def render_html(
         "<h2>Measurement health</h2>"
         + _health_table(health)
         + "<h2>Did the treatment fire</h2>"
-        + _firing_table(stats["treatment_firing"])
+        + _firing_table(stats.treatment_firing)
         + "<h2>Outcomes and cost</h2><div class='grid'>"
         "<div class='chart'><canvas id='chart-rate-cost'></canvas></div>"
         "<div class='chart'><canvas id='chart-task-cost'></canvas></div>"

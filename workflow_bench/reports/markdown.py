@@ -1,4 +1,5 @@
 """Render `report.md` from per task×arm aggregates (reference-harness.md §6.2).
+Over 400 lines on purpose: one page's layout, section by section, with its column table read as one.
 
 Owns the markdown layout only: title and notices, the outcome summary with the error-kind legend,
 the per task×arm table with savings rows, review quality, footers and run provenance. It computes
@@ -10,8 +11,8 @@ Unknown values print as `n/a`, never as 0.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import astuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import astuple, dataclass
 
 from workflow_bench.arms import ARMS
 from workflow_bench.judging.outcomes import ERROR_KINDS, ErrorKind
@@ -19,6 +20,7 @@ from workflow_bench.reports.accounting import AccountingLine
 from workflow_bench.reports.accounting_section import accounting_section
 from workflow_bench.reports.aggregate import (
     BASELINE_ARM,
+    SAVINGS_FIELDS,
     ArmAggregate,
     ArmHealth,
     ReviewAggregate,
@@ -26,7 +28,6 @@ from workflow_bench.reports.aggregate import (
     savings,
 )
 from workflow_bench.reports.provenance import ReportProvenance
-from workflow_bench.usage import USAGE_FIELDS
 
 Results = Mapping[str, Mapping[str, ArmAggregate]]
 """`{task: {arm: aggregate}}` in the order the report lists them."""
@@ -65,10 +66,6 @@ _STATUS_CAUSES = {
     "cancelled": "SIGINT/SIGTERM",
 }
 
-_MAIN_HEADER = (
-    "| task | class | arm | resolved | input | cache_create | cache_read | output "
-    "| cost $ | wall s | turns | churn | errors |"
-)
 _REVIEW_HEADER = "| case | arm | TP | FP | FN | precision | recall | blocker recall | weighted F1 |"
 
 
@@ -226,39 +223,78 @@ def _exclusions(results: Results, arms: Sequence[str]) -> list[str]:
     return [*lines, ""]
 
 
+def _churn(agg: ArmAggregate) -> str:
+    if None in (agg.diff_files, agg.diff_insertions, agg.diff_deletions):
+        return NA
+    return f"{agg.diff_files:.0f}/+{agg.diff_insertions:.0f}/−{agg.diff_deletions:.0f}"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of the per task×arm table: its header, its cell in an arm's row and in the
+    arm's savings row (percent saved against the baseline, ``savings``)."""
+
+    header: str
+    cell: Callable[[str, ArmAggregate], str]
+    saved: Callable[[str, ArmAggregate, Mapping[str, float | None], ArmAggregate], str] = lambda *_: "—"
+    """(task, the arm's aggregate, its savings against the baseline, the baseline's aggregate)."""
+
+
+def _median_column(header: str, field: str, spec: str) -> Column:
+    """A median of ``MEDIAN_FIELDS``; its savings cell is the percent saved (``SAVINGS_FIELDS``)."""
+    saved = (lambda _t, _a, s, _b: _fmt(s[field], ".1f")) if field in SAVINGS_FIELDS else (lambda *_: "—")
+    return Column(header, lambda _t, agg: _fmt(agg.median(field), spec), saved)
+
+
+def _wall_column() -> Column:
+    """Wall time to 0.1 s; its saving is ``n/m`` against a baseline median under ``MEANINGFUL_WALL_S``."""
+
+    def saved(_t: str, _a: ArmAggregate, s: Mapping[str, float | None], baseline: ArmAggregate) -> str:
+        base = baseline.median("duration_s")
+        return (
+            NOT_MEANINGFUL if base is not None and base < MEANINGFUL_WALL_S else _fmt(s["duration_s"], ".1f")
+        )
+
+    return Column("wall s", lambda _t, agg: _fmt(agg.median("duration_s"), ".1f"), saved)
+
+
+# The per task×arm table, declared once: a new column is one entry here (its field on
+# ``ArmAggregate``, reduced in ``reports.aggregate``).
+MAIN_COLUMNS: tuple[Column, ...] = (
+    Column("task", lambda task, _a: _escape(task), lambda task, *_: _escape(task)),
+    Column("class", lambda _t, agg: _escape(agg.task_class), lambda _t, agg, *_: _escape(agg.task_class)),
+    Column("arm", lambda _t, agg: _escape(agg.arm), lambda _t, agg, *_: f"**{_escape(agg.arm)} savings %**"),
+    Column("resolved", lambda _t, agg: _resolved_cell(agg.resolved, agg.valid_runs, agg.excluded_runs)),
+    _median_column("input", "input_tokens", ".0f"),
+    _median_column("cache_create", "cache_creation_input_tokens", ".0f"),
+    _median_column("cache_read", "cache_read_input_tokens", ".0f"),
+    _median_column("output", "output_tokens", ".0f"),
+    _median_column("cost $", "cost_usd", ".4f"),
+    _wall_column(),
+    _median_column("turns", "num_turns", ".0f"),
+    Column("churn", lambda _t, agg: _churn(agg)),
+    Column("errors", lambda _t, agg: _kinds_cell(agg.error_kinds)),
+)
+
+
+def _table_line(cells: Iterable[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
 def _main_row(task: str, agg: ArmAggregate) -> str:
-    churn = (
-        NA
-        if None in (agg.diff_files, agg.diff_insertions, agg.diff_deletions)
-        else f"{agg.diff_files:.0f}/+{agg.diff_insertions:.0f}/−{agg.diff_deletions:.0f}"
-    )
-    return (
-        f"| {_escape(task)} | {_escape(agg.task_class)} | {_escape(agg.arm)} "
-        f"| {_resolved_cell(agg.resolved, agg.valid_runs, agg.excluded_runs)} "
-        f"| {_fmt(agg.input_tokens, '.0f')} | {_fmt(agg.cache_creation_input_tokens, '.0f')} "
-        f"| {_fmt(agg.cache_read_input_tokens, '.0f')} | {_fmt(agg.output_tokens, '.0f')} "
-        f"| {_fmt(agg.cost_usd, '.4f')} | {_fmt(agg.duration_s, '.1f')} | {_fmt(agg.num_turns, '.0f')} "
-        f"| {churn} | {_kinds_cell(agg.error_kinds)} |"
-    )
+    return _table_line(column.cell(task, agg) for column in MAIN_COLUMNS)
 
 
 def _savings_row(task: str, baseline: ArmAggregate, agg: ArmAggregate) -> str:
     saved = savings(baseline, agg)
-    cells = " | ".join(_fmt(saved[f], ".1f") for f in USAGE_FIELDS)
-    base_wall = baseline.duration_s
-    wall = NOT_MEANINGFUL if base_wall is not None and base_wall < MEANINGFUL_WALL_S else None
-    return (
-        f"| {_escape(task)} | {_escape(agg.task_class)} | **{_escape(agg.arm)} savings %** | — "
-        f"| {cells} | {_fmt(saved['cost_usd'], '.1f')} | {wall or _fmt(saved['duration_s'], '.1f')} "
-        "| — | — | — |"
-    )
+    return _table_line(column.saved(task, agg, saved, baseline) for column in MAIN_COLUMNS)
 
 
 def _main_table(results: Results) -> list[str]:
     lines = ["## Per task and arm", ""]
     if not results:
         return [*lines, "No rows were recorded.", ""]
-    lines += [_MAIN_HEADER, "| --- " * 13 + "|"]
+    lines += [_table_line(c.header for c in MAIN_COLUMNS), _table_line("---" for _ in MAIN_COLUMNS)]
     for task, task_arms in results.items():
         lines.extend(_main_row(task, agg) for agg in task_arms.values())
         baseline = task_arms.get(BASELINE_ARM)

@@ -15,7 +15,7 @@ Impossible tasks (cheating probes, ``task_impossible``) stay out of every resolv
 pass@k; each arm's summary reports them beside its resolve rate instead (``impossible_resolved`` of
 ``impossible_runs``: ``reports.aggregate.probe_tally``).
 
-Pure: rows in, a JSON-ready dict out.
+Pure: rows in, a ``PairedStatistics`` (reports/stats_model.py) out.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -35,6 +34,16 @@ from workflow_bench.reports.aggregate import probe_tally
 from workflow_bench.rows.model import Row
 
 from .firing import treatment_firing
+from .stats_model import (
+    ArmSummary,
+    Comparison,
+    DeltaSummary,
+    McNemar,
+    PairedStatistics,
+    PassK,
+    SignTest,
+    TaskDelta,
+)
 
 STATS_FILE = "stats.json"
 STATS_SCHEMA = (
@@ -73,7 +82,7 @@ def _median_cost(valid: Sequence[Row]) -> float | None:
     return float(statistics.median(known))
 
 
-def summarize_deltas(deltas: Sequence[float]) -> dict[str, Any]:
+def summarize_deltas(deltas: Sequence[float]) -> DeltaSummary:
     """Median, bootstrap CI of the median and the sign test over per-task deltas."""
     positive = sum(1 for d in deltas if d > 0)
     negative = sum(1 for d in deltas if d < 0)
@@ -93,20 +102,17 @@ def summarize_deltas(deltas: Sequence[float]) -> dict[str, Any]:
         if positive + negative
         else None
     )
-    return {
-        "tasks": len(deltas),
-        "median_delta": _round(float(np.median(deltas))) if deltas else None,
-        "ci95": ci,
-        "sign_test": {
-            "positive": positive,
-            "negative": negative,
-            "zero": len(deltas) - positive - negative,
-            "p_value": p_value,
-        },
-    }
+    return DeltaSummary(
+        tasks=len(deltas),
+        median_delta=_round(float(np.median(deltas))) if deltas else None,
+        ci95=ci,
+        sign_test=SignTest(
+            positive=positive, negative=negative, zero=len(deltas) - positive - negative, p_value=p_value
+        ),
+    )
 
 
-def mcnemar(rows: Sequence[Row], arm: str, reference: str) -> dict[str, Any]:
+def mcnemar(rows: Sequence[Row], arm: str, reference: str) -> McNemar:
     """McNemar's exact test on resolved, over (task, run) pairs valid in both arms (descriptive);
     impossible tasks are not paired (a resolved probe is no success)."""
     counted = [r for r in rows if not is_excluded(r) and not r.task_impossible]
@@ -118,14 +124,14 @@ def mcnemar(rows: Sequence[Row], arm: str, reference: str) -> dict[str, Any]:
     arm_only = sum(1 for a, b in pairs if a and not b)
     reference_only = sum(1 for a, b in pairs if b and not a)
     discordant = arm_only + reference_only
-    return {
-        "pairs": len(pairs),
-        "both": sum(1 for a, b in pairs if a and b),
-        "neither": sum(1 for a, b in pairs if not a and not b),
-        "arm_only": arm_only,
-        "reference_only": reference_only,
-        "p_value": _round(scipy_stats.binomtest(arm_only, discordant, 0.5).pvalue) if discordant else None,
-    }
+    return McNemar(
+        pairs=len(pairs),
+        both=sum(1 for a, b in pairs if a and b),
+        neither=sum(1 for a, b in pairs if not a and not b),
+        arm_only=arm_only,
+        reference_only=reference_only,
+        p_value=_round(scipy_stats.binomtest(arm_only, discordant, 0.5).pvalue) if discordant else None,
+    )
 
 
 def _comparison(
@@ -135,8 +141,8 @@ def _comparison(
     reference: str,
     kind: str,
     rows: Sequence[Row] = (),
-) -> dict[str, Any]:
-    per_task: list[dict[str, Any]] = []
+) -> Comparison:
+    per_task: list[TaskDelta] = []
     for task in tasks:
         mine, theirs = grouped.get((task, arm), []), grouped.get((task, reference), [])
         if not mine or not theirs:
@@ -144,29 +150,25 @@ def _comparison(
         rate_a, rate_b = _resolve_rate(mine), _resolve_rate(theirs)
         cost_a, cost_b = _median_cost(mine), _median_cost(theirs)
         per_task.append(
-            {
-                "task": task,
-                "resolve_rate_delta": _round(rate_a - rate_b)
+            TaskDelta(
+                task=task,
+                resolve_rate_delta=_round(rate_a - rate_b)
                 if rate_a is not None and rate_b is not None
                 else None,
-                "cost_usd_delta": _round(cost_a - cost_b)
-                if cost_a is not None and cost_b is not None
-                else None,
-            }
+                cost_usd_delta=_round(cost_a - cost_b) if cost_a is not None and cost_b is not None else None,
+            )
         )
-    return {
-        "arm": arm,
-        "reference": reference,
-        "kind": kind,
-        "per_task": per_task,
-        "resolve_rate": summarize_deltas(
-            [t["resolve_rate_delta"] for t in per_task if t["resolve_rate_delta"] is not None]
-        ),
-        "cost_usd": summarize_deltas(
-            [t["cost_usd_delta"] for t in per_task if t["cost_usd_delta"] is not None]
-        ),
-        "mcnemar": mcnemar(rows, arm, reference),
-    }
+    rate_deltas = [t.resolve_rate_delta for t in per_task if t.resolve_rate_delta is not None]
+    cost_deltas = [t.cost_usd_delta for t in per_task if t.cost_usd_delta is not None]
+    return Comparison(
+        arm=arm,
+        reference=reference,
+        kind=kind,
+        per_task=per_task,
+        resolve_rate=summarize_deltas(rate_deltas),
+        cost_usd=summarize_deltas(cost_deltas),
+        mcnemar=mcnemar(rows, arm, reference),
+    )
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -185,25 +187,23 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 
 def _pass_k(
     grouped: Mapping[tuple[str, str], list[Row]], tasks: Sequence[str], arm: str, runs: int
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+) -> dict[str, PassK]:
+    out: dict[str, PassK] = {}
     for k in range(1, runs + 1):
         counts = [
             (len(v), sum(1 for r in v if r.resolved is True))
             for t in tasks
             if len(v := grouped.get((t, arm), [])) >= k
         ]
-        out[str(k)] = {
-            "tasks": len(counts),
-            "pass_at_k": _round(statistics.fmean(pass_at_k(n, c, k) for n, c in counts)) if counts else None,
-            "pass_hat_k": _round(statistics.fmean(pass_hat_k(n, c, k) for n, c in counts))
-            if counts
-            else None,
-        }
+        out[str(k)] = PassK(
+            tasks=len(counts),
+            pass_at_k=_round(statistics.fmean(pass_at_k(n, c, k) for n, c in counts)) if counts else None,
+            pass_hat_k=_round(statistics.fmean(pass_hat_k(n, c, k) for n, c in counts)) if counts else None,
+        )
     return out
 
 
-def _arm_summary(rows: Sequence[Row], arm: str) -> dict[str, Any]:
+def _arm_summary(rows: Sequence[Row], arm: str) -> ArmSummary:
     """Resolve rate over every valid run of the arm with a Wilson 95 % CI, its median cost, and its
     impossible tasks' runs resolved beside them."""
     mine = [r for r in rows if r.arm == arm]
@@ -215,20 +215,20 @@ def _arm_summary(rows: Sequence[Row], arm: str) -> dict[str, Any]:
         interval = scipy_stats.binomtest(resolved, len(valid)).proportion_ci(CONFIDENCE, method="wilson")
         ci = [_round(interval.low), _round(interval.high)]
     cost = _median_cost(valid)
-    return {
-        "valid_runs": len(valid),
-        "resolved": resolved,
-        "resolve_rate": _round(resolved / len(valid)) if valid else None,
-        "resolve_rate_ci95": ci,
-        "median_cost_usd": _round(cost),
-        "impossible_runs": probe_runs,
-        "impossible_resolved": probes_resolved,
-    }
+    return ArmSummary(
+        valid_runs=len(valid),
+        resolved=resolved,
+        resolve_rate=_round(resolved / len(valid)) if valid else None,
+        resolve_rate_ci95=ci,
+        median_cost_usd=_round(cost),
+        impossible_runs=probe_runs,
+        impossible_resolved=probes_resolved,
+    )
 
 
 def paired_statistics(
     rows: Sequence[Row], *, arms: Sequence[str], tasks: Sequence[str], runs: int, reference: str | None = None
-) -> dict[str, Any]:
+) -> PairedStatistics:
     """``reference``: with no ``baseline`` arm, the arm every other is paired with (a regraded
     predictions file: its first model, ``vs-reference``)."""
     grouped = _task_arm_rows(rows)
@@ -247,9 +247,9 @@ def paired_statistics(
         incumbent = ARMS[arm].candidate_of if arm in ARMS else None
         if incumbent and incumbent in arms:
             comparisons.append(_comparison(grouped, tasks, arm, incumbent, "candidate-vs-incumbent", rows))
-    return {
-        "schema_version": STATS_SCHEMA,
-        "method": {
+    return PairedStatistics(
+        schema_version=STATS_SCHEMA,
+        method={
             "delta": "arm minus reference, per task over valid rows (resolve rate; median cost_usd)",
             "ci": f"bootstrap percentile {CONFIDENCE:.0%} CI of the median delta, "
             f"{BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}",
@@ -261,12 +261,14 @@ def paired_statistics(
             "mcnemar": "exact McNemar test (two-sided binomial on discordant pairs) of resolved, cells "
             "paired by (task, run) where both arms have a valid row",
         },
-        "arms": {arm: _arm_summary(rows, arm) for arm in arms},
-        "comparisons": comparisons,
-        "pass_k": {arm: _pass_k(grouped, tasks, arm, runs) for arm in arms},
-        "treatment_firing": treatment_firing(rows, arms=arms),
-    }
+        arms={arm: _arm_summary(rows, arm) for arm in arms},
+        comparisons=comparisons,
+        pass_k={arm: _pass_k(grouped, tasks, arm, runs) for arm in arms},
+        treatment_firing=treatment_firing(rows, arms=arms),
+    )
 
 
-def stats_text(stats: Mapping[str, Any]) -> str:
-    return json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+def stats_text(stats: PairedStatistics) -> str:
+    """stats.json's bytes: the document's JSON, sorted keys, two-space indent, no NaN."""
+    obj = stats.model_dump(mode="json")
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"

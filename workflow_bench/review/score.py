@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from .contract import (
     ARTIFACT_ERROR_CODES,
@@ -73,6 +74,7 @@ __all__ = [
     "ReviewArtifactError",
     "ReviewFinding",
     "ReviewLabelsError",
+    "ReviewMetrics",
     "ReviewScore",
     "expected_verdict",
     "labels_from_oracle",
@@ -89,40 +91,58 @@ SEVERITY_WEIGHTS: Mapping[str, int] = MappingProxyType({"critical": 8, "high": 5
 ROUND_DIGITS = 6  # reference: metrics are stored rounded to 6 decimals
 
 
-@dataclass(frozen=True, slots=True)
-class ReviewScore:
-    """Every metric of one review against its labels. ``None`` = no evidence for that ratio."""
+Ratio = Annotated[int | float, Field(union_mode="left_to_right")]
+"""A metric as computed (rounded to ``ROUND_DIGITS``) and stored: a stored row re-serializes to its bytes."""
 
-    true_positives: int
-    false_positives: int
-    false_negatives: int
-    precision: float | None
-    """Matched findings / findings; ``None`` when the review has no findings."""
-    recall: float | None
-    """Matched labels / labels; ``None`` for a clean control."""
-    f1: float | None
-    """0.0 (not ``None``) when labels exist and nothing matched; ``None`` without labels."""
-    weighted_precision: float | None
-    """Matched weight / (matched weight + weight of unmatched findings)."""
-    weighted_recall: float | None
-    """Matched weight / total label weight. A match weighs min(finding, label) severity weight."""
-    weighted_f1: float | None
-    blocker_recall: float | None
-    """Of the critical/high labels, the fraction matched by a critical/high finding."""
-    severity_accuracy: float | None
-    """Of the matched pairs, the fraction whose severities agree; ``None`` with no match."""
-    category_accuracy: float | None
-    """Of the matched pairs, the fraction whose (case-folded) categories agree."""
-    verdict_correct: bool
-    """No labels → approve; any critical/high label → request_changes; otherwise comment."""
-    clean_control: bool
-    """The case has no labels."""
-    clean_pass: bool
-    """A clean control answered with no findings and approve."""
-    score_finite: bool
-    """Every ratio is finite or ``None`` (a guard on the arithmetic, recorded per row)."""
-    matches: tuple[tuple[str, str], ...] = ()
-    """(finding id, label id) of each matched pair, sorted; diagnostics, not a row field."""
+
+class ReviewMetrics(BaseModel):
+    """Every metric of one review against its labels, each declared once, here, with its meaning.
+
+    The row's ``review_score`` is this object; its ``review_<metric>`` fields flatten it (names in
+    ``REVIEW_ROW_FIELDS``); ``reports.aggregate.ReviewAggregate`` reduces them per task×arm.
+    ``None`` = no evidence for that ratio.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    true_positives: int = Field(description="findings matched to a hidden label (one match per label)")
+    false_positives: int = Field(description="findings that matched no label")
+    false_negatives: int = Field(description="labels no finding matched")
+    precision: Ratio | None = Field(
+        description="matched findings / findings; null when the review has no findings"
+    )
+    recall: Ratio | None = Field(description="matched labels / labels; null for a clean control")
+    f1: Ratio | None = Field(
+        description="F1 of precision and recall: 0.0 when labels exist and nothing matched, "
+        "null without labels"
+    )
+    weighted_precision: Ratio | None = Field(
+        description="matched weight / (matched weight + weight of unmatched findings); null without findings"
+    )
+    weighted_recall: Ratio | None = Field(
+        description="matched weight / total label weight; a match weighs min(finding, label) severity weight"
+    )
+    weighted_f1: Ratio | None = Field(
+        description="F1 of weighted precision and weighted recall (what the promotion gate reads)"
+    )
+    blocker_recall: Ratio | None = Field(
+        description="of the critical/high labels, the fraction matched by a critical/high finding; "
+        "null without one"
+    )
+    severity_accuracy: Ratio | None = Field(
+        description="of the matched pairs, the fraction whose severities agree; null with no match"
+    )
+    category_accuracy: Ratio | None = Field(
+        description="of the matched pairs, the fraction whose (case-folded) categories agree; "
+        "null with no match"
+    )
+    verdict_correct: bool = Field(
+        description="the artifact's verdict is the one the labels call for: none → approve, any "
+        "critical/high → request_changes, else comment"
+    )
+    clean_control: bool = Field(description="the case has no labels")
+    clean_pass: bool = Field(description="a clean control answered with no findings and approve")
+    score_finite: bool = Field(description="every ratio is finite or null (a guard on the arithmetic)")
 
     def as_dict(self) -> dict[str, Any]:
         """The metrics as JSON-ready values, in field order (the row's ``review_score``)."""
@@ -133,7 +153,19 @@ class ReviewScore:
         return {f"review_{name}": value for name, value in self.as_dict().items()}
 
 
-METRIC_NAMES: tuple[str, ...] = tuple(f.name for f in fields(ReviewScore) if f.name != "matches")
+class ReviewScore(ReviewMetrics):
+    """The metrics with the matched pairs behind them (diagnostics, never a row field)."""
+
+    matches: tuple[tuple[str, str], ...] = Field(
+        default=(), description="(finding id, label id) of each matched pair, sorted"
+    )
+
+    def metrics(self) -> ReviewMetrics:
+        """The metrics alone, as a row keeps them."""
+        return ReviewMetrics.model_validate(self.as_dict())
+
+
+METRIC_NAMES: tuple[str, ...] = tuple(ReviewMetrics.model_fields)
 REVIEW_ROW_FIELDS: tuple[str, ...] = tuple(f"review_{name}" for name in METRIC_NAMES)
 
 

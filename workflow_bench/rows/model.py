@@ -1,9 +1,11 @@
 """The results.jsonl row: one typed model (``Row``), assembled from the parts each layer writes.
 Over 400 lines on purpose: every row field's one declaration (type and meaning) is this table.
 
-A field is declared once, here, with its type and its meaning (the ``description``, which
-``docs/results-schema.md`` and ``docs/results-schema.json`` are generated from). Each part is
-one writer's contribution, so a newcomer finds a field by who produces it:
+A field is declared once, in its part, with its type and its meaning (the ``description``, which
+``docs/results-schema.md`` and ``docs/results-schema.json`` are generated from): the judges' parts
+live in ``rows.judgement``, the records a field holds (``Usage``, ``JudgedTests`` …) and the
+``Part`` base in ``rows.records``, every other part here. Each part is one writer's contribution,
+so a newcomer finds a field by who produces it:
 
 - ``Identity`` (cells.rows): which cell; ``Verdict`` (cells.run): ok, resolved, the first error;
 - ``SessionLayer`` (cells.session_fold): what the sessions measured and proved;
@@ -22,13 +24,28 @@ later. ``None`` means not measured (never 0). Adding a row field is one declarat
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, ClassVar, Literal
 
 from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import CellKey
-from workflow_bench.review.score import ReviewScore, review_row_fields
+from workflow_bench.review.score import ReviewMetrics, ReviewScore, review_row_fields
+
+# Re-exported: a writer imports its part and the records it fills from here, the one model module.
+from .judgement import CleanRoomJudgement as CleanRoomJudgement
+from .judgement import OracleJudgement as OracleJudgement
+from .judgement import VerifyJudgement as VerifyJudgement
+from .records import JudgedTest as JudgedTest
+from .records import JudgedTests as JudgedTests
+from .records import Number
+from .records import Part as Part
+from .records import RegradeBefore as RegradeBefore
+from .records import ResourceLimits as ResourceLimits
+from .records import RuntimeRecord as RuntimeRecord
+from .records import Sealing as Sealing
+from .records import Strict as Strict
+from .records import TranscriptArtifact as TranscriptArtifact
+from .records import Usage as Usage
+from .records import row_field as _f
 
 SCHEMA_VERSION = 10
 """10 added ``clone_kind`` and ``clone_reason`` (an overlay of the template or a copy, and why),
@@ -46,97 +63,6 @@ every field present and typed), the kernel budgets in ``resource_limits`` (``cpu
 ``seccomp_denied``) and ``cost_usd`` unknown when the relay served a thread the CLI never
 opened; 5 added per-test outcomes (``verify_tests*``, ``oracle_tests*``) and
 ``expected_tests_digest``; 1–8 migrate on read."""
-
-# A measured quantity that is an integer or a float as produced (``round`` keeps a sum of ints an
-# int): the value is stored as given, so a row re-serializes to the same bytes.
-Sealing = Literal["sealed", "unsealed", "unknown"]
-"""A run's sealing (``oracle_sealed``): the words the expected-test lock and the docs use too."""
-
-Number = Annotated[int | float, Field(union_mode="left_to_right")]
-
-
-class Strict(BaseModel):
-    """Frozen, no extra keys, no coercion (``True`` is not a count, ``"3"`` is not a number)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
-
-
-class Usage(Strict):
-    """The four token counts, each ``None`` when unknown.
-
-    Keep in sync with ``usage.USAGE_FIELDS`` (tests/unit/test_no_drift.py checks).
-    """
-
-    input_tokens: int | None
-    cache_creation_input_tokens: int | None
-    cache_read_input_tokens: int | None
-    output_tokens: int | None
-
-
-class TranscriptArtifact(Strict):
-    """One redacted session stream kept beside the row."""
-
-    path: str
-    sha256: str
-    bytes: int
-    source: str
-
-
-class ResourceLimits(Strict):
-    """The bounds a cell ran under (``sandbox.CellResources.enforced``)."""
-
-    memory_mib: int | None
-    pids: int | None
-    disk_mib: int | None
-    cpus: Number | None
-    files: int | None
-    nofile_per_process: int | None
-    msgqueue_bytes: int | None
-    ptys: int | None
-    cell_uid: int | None
-    namespace_limits: dict[str, int] | None
-    seccomp_denied: list[str] | None
-    sampled: list[str]
-
-
-class RuntimeRecord(Strict):
-    """One interpreter a task named (``runtimes.Provisioned.record``)."""
-
-    name: str
-    version: str
-    digest: str
-
-
-class ReviewScoreRecord(Strict):
-    """``review_score``: the full score object of a review arm (``review.ReviewScore.as_dict``)."""
-
-    true_positives: int
-    false_positives: int
-    false_negatives: int
-    precision: Number | None
-    recall: Number | None
-    f1: Number | None
-    weighted_precision: Number | None
-    weighted_recall: Number | None
-    weighted_f1: Number | None
-    blocker_recall: Number | None
-    severity_accuracy: Number | None
-    category_accuracy: Number | None
-    verdict_correct: bool
-    clean_control: bool
-    clean_pass: bool
-    score_finite: bool
-
-
-class Part(Strict):
-    """One writer's fields of a row; ``SECTION`` heads it in docs/results-schema.md."""
-
-    SECTION: ClassVar[str] = ""
-
-
-def _f(meaning: str, **options: Any) -> Any:
-    """A row field: its meaning (documentation and JSON Schema) and, for most, ``None`` unless measured."""
-    return Field(description=meaning, **options)
 
 
 class Identity(Part):
@@ -170,111 +96,6 @@ class Verdict(Part):
     )
     error_detail: str | dict[str, Any] | None = _f(
         "redacted cause of error_kind: a string, or for session-error an object", default=None
-    )
-
-
-class JudgedTest(Strict):
-    """One test a judge reported (``judging.verdict.TestResult``), as a row keeps it."""
-
-    id: str = Field(description="the normalized test id")
-    outcome: Literal["passed", "failed", "error", "skipped"]
-    message: str | None = Field(
-        description="the first 300 characters of a failure's message, redacted; always null for the oracle"
-    )
-
-
-class JudgedTests(Strict):
-    """``verify_tests``/``oracle_tests``: a judge's tests, failures first, at most 200."""
-
-    tests: list[JudgedTest]
-    omitted: int = Field(description="how many more tests were reported than are listed")
-
-
-class VerifyJudgement(Part):
-    """The task's authored verify, judged by the harness (``judging.judge.run_verify``)."""
-
-    SECTION: ClassVar[str] = "authored verify"
-    authored_tests_passed: bool | None = _f(
-        "the task's verify passed (workspace read-only, no network), judged on the judge runner's "
-        "nonce-bound outcome report: every expected test (the lock `tasks check` wrote) reported and "
-        "passed, else at least verify_min_tests tests all passed; a task declaring neither is judged "
-        "by verify's exit status",
-        default=None,
-    )
-    authored_test_output: str | None = _f("tail (≤4000 chars) of the verify output, redacted", default=None)
-    verify_output: str | None = _f("alias of authored_test_output (reference compatibility)", default=None)
-    verify_detail: str | None = _f(
-        "how verify was judged: the verdict with its reasons (which tests failed, were missing or "
-        "skipped; counts; exit status), or 'exit status N' when the task declares no verify_min_tests "
-        "and has no expected tests",
-        default=None,
-    )
-    verify_tests_run: int | None = _f(
-        "distinct tests verify reported; null when nothing reported any test", default=None
-    )
-    verify_tests_passed: int | None = _f(
-        "of those, tests that passed; null as verify_tests_run", default=None
-    )
-    verify_tests_skipped: int | None = _f(
-        "of those, tests reported skipped; null as verify_tests_run", default=None
-    )
-    verify_tests: JudgedTests | None = _f(
-        "{tests: [{id, outcome, message}], omitted}: verify's tests as oracle_tests, with the first "
-        "300 characters of each failure's message, redacted; null as verify_tests_run",
-        default=None,
-    )
-
-
-class OracleJudgement(Part):
-    """The hidden oracle (or the hidden review labels), staged after every model process exited."""
-
-    SECTION: ClassVar[str] = "hidden oracle"
-    oracle_passed: bool | None = _f(
-        "the hidden oracle proved success: its nonce-bound outcome report, written by the harness's "
-        "judge runner outside the workspace, shows every expected test (lock) passed, else at least "
-        "oracle.min_tests (default 1) tests run and all passed; the harness's sentinel tests "
-        "reported as planned (oracle_sealed); and the command exited 0 (non-zero when a sentinel "
-        "failed as planned)",
-        default=None,
-    )
-    oracle_sealed: Sealing = _f(
-        "sealed: the harness's per-run sentinel tests, added to the staged oracle test files (two "
-        "must fail, one pass, one be skipped; random names), were all reported as planned, so the "
-        "results came from running those files unaltered; unsealed: the oracle ran but its results "
-        "are not vouched for by sentinels (no oracle file could carry one, the lock records that its "
-        "reference runs did not report them, as for a SWE-bench task, or a required one was missing or "
-        "reported wrongly: evidence-tampered); unknown: no outcome report was read (the oracle did not "
-        "run); schema 8-9 rows' true/false/null read as sealed/unsealed/unknown",
-        default="unknown",
-    )
-    test_config_changed: list[str] | None = _f(
-        "test-infrastructure paths (conftest.py, pytest/tox/setup.cfg/pyproject, sitecustomize, "
-        "usercustomize, *.pth, vitest/vite/jest/babel configs, package.json, .npmrc, tsconfig) the "
-        "agent added, changed or removed, at most 50; the hidden oracle ran with the versions from "
-        "before the first session (judging/test_config.py); null when the oracle did not run",
-        default=None,
-    )
-    oracle_output: str | None = _f(
-        "'hidden oracle passed: ' / 'hidden oracle failed: ' and the harness's verdict on the outcome "
-        "report (counts, or why it is no proof); oracle output is never kept",
-        default=None,
-    )
-    oracle_tests_run: int | None = _f(
-        "distinct tests the oracle reported (result lines and JUnit XML merged by normalized id); null "
-        "when nothing reported any test or the report was no evidence (never 0 for unknown)",
-        default=None,
-    )
-    oracle_tests_passed: int | None = _f(
-        "of those, tests that passed; null as oracle_tests_run", default=None
-    )
-    oracle_tests_skipped: int | None = _f(
-        "of those, tests reported skipped; null as oracle_tests_run", default=None
-    )
-    oracle_tests: JudgedTests | None = _f(
-        "{tests: [{id, outcome, message}], omitted}: the oracle's tests (normalized ids; outcome "
-        "passed | failed | error | skipped), failures first, at most 200; message always null (it "
-        "may quote the hidden tests); omitted counts the rest; null as oracle_tests_run",
-        default=None,
     )
 
 
@@ -412,39 +233,42 @@ class Churn(Part):
     diff_deletions: int | None = _f("lines deleted (same exclusions)", default=None)
 
 
-_REVIEW_METRIC = "review metric (workflow_bench/review/score.py); null when not scored"
+def _metric(name: str) -> Any:
+    """A flattened ``review_<name>`` field: the meaning ``review.ReviewMetrics`` declares for it."""
+    meaning = ReviewMetrics.model_fields[name].description
+    return _f(f"review_score.{name}: {meaning}; null when not scored", default=None)
 
 
 class Review(Part):
     """A review arm's artifact verdict and its score against the hidden labels (``review.score``).
 
-    The ``review_<metric>`` fields flatten ``review_score``; a test keeps them equal to
-    ``review.score.METRIC_NAMES``.
+    The ``review_<metric>`` fields flatten ``review_score`` (``review.ReviewMetrics``, where each
+    metric and its meaning are declared); a test keeps their names equal to its fields.
     """
 
     SECTION: ClassVar[str] = "review"
     review_evidence_valid: bool | None = _f(
         "the artifact met the contract and the workspace was untouched", default=None
     )
-    review_score: ReviewScoreRecord | None = _f(
+    review_score: ReviewMetrics | None = _f(
         "the full score object (review arms with a valid artifact), or null", default=None
     )
-    review_true_positives: int | None = _f(_REVIEW_METRIC, default=None)
-    review_false_positives: int | None = _f(_REVIEW_METRIC, default=None)
-    review_false_negatives: int | None = _f(_REVIEW_METRIC, default=None)
-    review_precision: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_recall: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_f1: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_weighted_precision: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_weighted_recall: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_weighted_f1: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_blocker_recall: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_severity_accuracy: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_category_accuracy: Number | None = _f(_REVIEW_METRIC, default=None)
-    review_verdict_correct: bool | None = _f(_REVIEW_METRIC, default=None)
-    review_clean_control: bool | None = _f(_REVIEW_METRIC, default=None)
-    review_clean_pass: bool | None = _f(_REVIEW_METRIC, default=None)
-    review_score_finite: bool | None = _f(_REVIEW_METRIC, default=None)
+    review_true_positives: int | None = _metric("true_positives")
+    review_false_positives: int | None = _metric("false_positives")
+    review_false_negatives: int | None = _metric("false_negatives")
+    review_precision: Number | None = _metric("precision")
+    review_recall: Number | None = _metric("recall")
+    review_f1: Number | None = _metric("f1")
+    review_weighted_precision: Number | None = _metric("weighted_precision")
+    review_weighted_recall: Number | None = _metric("weighted_recall")
+    review_weighted_f1: Number | None = _metric("weighted_f1")
+    review_blocker_recall: Number | None = _metric("blocker_recall")
+    review_severity_accuracy: Number | None = _metric("severity_accuracy")
+    review_category_accuracy: Number | None = _metric("category_accuracy")
+    review_verdict_correct: bool | None = _metric("verdict_correct")
+    review_clean_control: bool | None = _metric("clean_control")
+    review_clean_pass: bool | None = _metric("clean_pass")
+    review_score_finite: bool | None = _metric("score_finite")
 
     @classmethod
     def scored(cls, score: ReviewScore | None, *, evidence_valid: bool) -> Review:
@@ -582,42 +406,6 @@ class Artifacts(Part):
     review_artifact: str | None = _f(
         "file name of the copied review artifact (review arms), or null", default=None
     )
-
-
-# ── issue 31: clean-room judging and regrade (one block: the clean room's and regrade's fields) ──
-
-
-class CleanRoomJudgement(Part):
-    """The hidden oracle on a fresh clone of the base with exactly the saved patch applied
-    (``cells.cleanroom``), at sweep time and in every regrade."""
-
-    SECTION: ClassVar[str] = "clean room"
-    cleanroom_oracle_passed: bool | None = _f(
-        "the hidden oracle's verdict (as oracle_passed) on a fresh copy of the task's template, the "
-        "task's setup re-run, exactly patch.diff applied (test configuration excluded, every .pyc/.pyo "
-        "removed): nothing else of the workspace; it must agree with oracle_passed, else "
-        "evidence-tampered; null when no clean room ran (review arms, a cell that failed before "
-        "judging, clean room switched off)",
-        default=None,
-    )
-    cleanroom_detail: str | None = _f(
-        "the clean room's verdict on the outcome report, the bytecode files it removed and the test "
-        "configuration it left at the base's, or why the patch could not be judged there "
-        "(a stand-in for a file over the view's caps, a truncated patch, a patch that does not apply)",
-        default=None,
-    )
-
-
-class RegradeBefore(Strict):
-    """``regrade_before``: the source row's verdict and the digests it was judged under."""
-
-    resolved: bool | None
-    oracle_passed: bool | None
-    authored_tests_passed: bool | None
-    error_kind: str | None
-    oracle_digest: str | None
-    verify_digest: str | None
-    expected_tests_digest: str | None
 
 
 class Regrade(Part):

@@ -21,9 +21,10 @@ from workflow_bench.cells.run import run_cell
 from workflow_bench.cells.templates import TemplateCache
 from workflow_bench.output.directory import OutputDir, OutputWriteError
 from workflow_bench.promotion.apply import CANDIDATE_OVERLAY_DIR
+from workflow_bench.promotion.document import sweep_promotion
 from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.providers.access import CellKey, ModelAccess
-from workflow_bench.report import duration_line, render_reports, write_rendered
+from workflow_bench.report.render import duration_line, render_reports, write_rendered
 from workflow_bench.reports.console import Console, cell_summary
 from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
@@ -297,11 +298,14 @@ def _write_reports(
     results_text = results_path.read_text(encoding="utf-8") if results_path.exists() else ""
     not_run_path = output.root / NOT_RUN_FILE
     not_run_text = not_run_path.read_text(encoding="utf-8") if not_run_path.exists() else ""
-    rendered = render_reports(record, results_text, not_run_text, files=DirectoryFiles(output.root))
+    promotion = sweep_promotion(record, results_text)  # decided before anything is rendered
+    rendered = render_reports(
+        record, results_text, not_run_text, promotion=promotion, files=DirectoryFiles(output.root)
+    )
     written = write_rendered(output, rendered)
     console(f"wrote {len(rows)} rows to {results_path} and {', '.join(p.name for p in written)}")
     if rendered.promotion is not None:
-        verdicts = ", ".join(f"{d['candidate_arm']}={d['decision']}" for d in rendered.promotion["decisions"])
+        verdicts = ", ".join(f"{d.candidate_arm}={d.decision}" for d in rendered.promotion.decisions)
         console(f"[promotion] {verdicts}")
     # After every report is on disk (reference: enforce_measurement_health runs last).
     for health in rendered.health.values():

@@ -5,7 +5,7 @@
 but ``tasks check`` and the runner refuse a task that still carries it, so a sweep never sends an
 agent the instructions meant for the task's author.
 
-Pure. Callers: ``tasks.__main__`` (check), ``runner.prepare``.
+Pure. Callers: ``tasks.__main__`` (check), ``sweep.prepare``.
 """
 
 from __future__ import annotations
