@@ -25,9 +25,6 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-from scipy import stats as scipy_stats
-
 from workflow_bench.arms import ARMS
 from workflow_bench.judging.outcomes import is_excluded
 from workflow_bench.reports.aggregate import probe_tally
@@ -84,6 +81,11 @@ def _median_cost(valid: Sequence[Row]) -> float | None:
 
 def summarize_deltas(deltas: Sequence[float]) -> DeltaSummary:
     """Median, bootstrap CI of the median and the sign test over per-task deltas."""
+    # numpy and scipy are imported where they are used: importing scipy.stats costs every runner
+    # command seconds of start-up (its --help and each refused input included) otherwise.
+    import numpy as np
+    from scipy import stats as scipy_stats
+
     positive = sum(1 for d in deltas if d > 0)
     negative = sum(1 for d in deltas if d < 0)
     ci: list[float | None] | None = None
@@ -115,6 +117,8 @@ def summarize_deltas(deltas: Sequence[float]) -> DeltaSummary:
 def mcnemar(rows: Sequence[Row], arm: str, reference: str) -> McNemar:
     """McNemar's exact test on resolved, over (task, run) pairs valid in both arms (descriptive);
     impossible tasks are not paired (a resolved probe is no success)."""
+    from scipy import stats as scipy_stats  # on first use (see summarize_deltas)
+
     counted = [r for r in rows if not is_excluded(r) and not r.task_impossible]
     mine = {(r.task, r.run): r for r in counted if r.arm == arm}
     theirs = {(r.task, r.run): r for r in counted if r.arm == reference}
@@ -206,6 +210,8 @@ def _pass_k(
 def _arm_summary(rows: Sequence[Row], arm: str) -> ArmSummary:
     """Resolve rate over every valid run of the arm with a Wilson 95 % CI, its median cost, and its
     impossible tasks' runs resolved beside them."""
+    from scipy import stats as scipy_stats  # on first use (see summarize_deltas)
+
     mine = [r for r in rows if r.arm == arm]
     valid = [r for r in mine if not is_excluded(r) and not r.task_impossible]
     probes_resolved, probe_runs = probe_tally(mine)
