@@ -206,7 +206,7 @@ def test_a_test_config_path_is_escaped_for_gits_include(tmp_path):
     from workflow_bench.cells.cleanroom import _glob_escaped
 
     assert _glob_escaped("a*b?c[d]e\\f.py") == "a\\*b\\?c\\[d\\]e\\\\f.py"
-    assert _glob_escaped("plain/conftest.py") == "plain/conftest.py"
+    assert _glob_escaped("Xplain/conftest.py") == "Xplain/conftest.py"
     odd, sibling = "conf[ab]*/conftest.py", "confa/conftest.py"
     (tmp_path / "p.diff").write_bytes(_added(odd, b"X = 1\n") + _added(sibling, b"Y = 1\n"))
     listed = subprocess.run(
