@@ -135,8 +135,9 @@ def test_the_tasks_setup_runs_in_the_room_before_the_patch(task, room, tmp_path)
     edit += b"@@ -1 +1 @@\n-made\n+edited\n"
     verdict = judge_patch(room, made, GOLD + edit, where=tmp_path / "r")
     assert verdict.oracle.passed
-    with pytest.raises(UnjudgeablePatch, match="does not apply"):
+    with pytest.raises(UnjudgeablePatch, match="does not apply") as caught:
         judge_patch(room, task, GOLD + edit, where=tmp_path / "s")
+    assert "base: error: setup-made.txt: " in str(caught.value)  # git's own words, not its exit status
     with pytest.raises(ProcessError, match="task setup in the clean room"):
         judge_patch(room, _with_setup(task, "exit 3"), GOLD, where=tmp_path / "t")
     assert not any(tmp_path.iterdir())
@@ -162,3 +163,54 @@ def test_the_detail_lists_at_most_ten_of_each_and_is_bounded(task, room, tmp_pat
     long = replace(verdict, test_config_kept=tuple(f"{'d' * 300}{i}/conftest.py" for i in range(11)))
     assert len(long.detail()) == 2000
     assert long.detail().count("conftest.py") <= 10
+
+
+def test_the_detail_shows_ten_test_config_paths_at_most():
+    from workflow_bench.cells.cleanroom import RoomVerdict
+    from workflow_bench.judging.outcome_report import JudgeOutcome
+
+    kept = tuple(f"p{i:02d}/conftest.py" for i in range(11))
+    verdict = RoomVerdict(JudgeOutcome(False, "d", ""), None, (), kept)
+    assert (
+        verdict.detail()
+        == f"clean-room oracle failed: d; test config kept at the base's: {', '.join(kept[:10])}"
+    )
+
+
+def test_patch_paths_keep_a_tab_or_a_leading_space_and_run_in_the_scratch_directory(tmp_path, monkeypatch):
+    """git's -z record is 'added<TAB>deleted<TAB>path': the path is everything after the second tab;
+    git runs in ``scratch`` (a caller whose working directory is gone still reads a patch); an
+    unreadable patch is named as git's reading of it."""
+    tabbed = (
+        b'diff --git "a/a\\tb.py" "b/a\\tb.py"\nnew file mode 100644\n--- /dev/null\n'
+        b'+++ "b/a\\tb.py"\n@@ -0,0 +1 @@\n+x\n'
+    )
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert patch_paths(tabbed + _added(" lead.py", b"y\n"), scratch) == ("a\tb.py", " lead.py")
+    assert patch_churn(GOLD, scratch)["diff_files"] == 2
+    with pytest.raises(UnjudgeablePatch) as caught:
+        patch_paths(b"this is not a patch\n", scratch)
+    assert str(caught.value).startswith("the saved patch is not a patch git can read: read the saved patch: ")
+
+
+def test_a_test_config_path_is_escaped_for_gits_include(tmp_path):
+    """--include takes a glob: each of * ? [ ] \\ is escaped, so git applies (and reverts) exactly
+    the path, never a sibling the pattern would also match."""
+    import subprocess
+
+    from workflow_bench.cells.cleanroom import _glob_escaped
+
+    assert _glob_escaped("a*b?c[d]e\\f.py") == "a\\*b\\?c\\[d\\]e\\\\f.py"
+    assert _glob_escaped("Xplain/conftest.py") == "Xplain/conftest.py"
+    odd, sibling = "conf[ab]*/conftest.py", "confa/conftest.py"
+    (tmp_path / "p.diff").write_bytes(_added(odd, b"X = 1\n") + _added(sibling, b"Y = 1\n"))
+    listed = subprocess.run(
+        ["git", "apply", "--numstat", f"--include={_glob_escaped(odd)}", "p.diff"],
+        cwd=tmp_path, capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    assert listed == f"1\t0\t{odd}\n".encode()

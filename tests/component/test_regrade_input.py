@@ -241,3 +241,181 @@ def test_the_changes_document_text_is_exact():
         "| resolved=False, authored_tests_passed=True, oracle_passed=False, error_kind=oracle-failed "
         "| é → x |\n"
     )
+
+
+def test_a_sweep_job_carries_its_row_and_every_artifact_exactly(tmp_path, bindings):
+    """The job of a review-arm row: the patch, transcripts, wire records and review.json copied as
+    bytes keyed by path, the row itself, not re-judged; a row without a patch judges b""; a row of a
+    task outside the task file is read but gets no job; the SourceSweep holds root, record, rows."""
+    from workflow_bench.reports.sweep_record import read_sweep_record
+    from workflow_bench.rows.model import TranscriptArtifact
+
+    transcript = TranscriptArtifact(path="t/s0.jsonl", sha256="0" * 64, bytes=2, source="stream")
+    reviewed = make_row(
+        task=GROUPING, arm="review", patch_artifact="p.patch", transcript_artifacts=[transcript],
+        wire_artifacts=["w/s0.jsonl", "w/s1.jsonl"], review_artifact="r/review-copy.json",
+    )  # fmt: skip
+    bare = make_row(task=GROUPING, arm="baseline", run=1, patch_artifact=None)
+    other = make_row(task=bindings[1].spec.task_id, arm="baseline")
+    root = _sweep(tmp_path / "s", bindings, rows=[reviewed, bare, other])
+    for name, data in {
+        "p.patch": b"PATCH",
+        "t/s0.jsonl": b"T0",
+        "w/s0.jsonl": b"W0",
+        "w/s1.jsonl": b"W1",
+        "r/review-copy.json": b"{}",
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    source, jobs = read_sweep(root, bindings[:1])
+    assert jobs == [
+        Job(
+            GROUPING, "review", 0, b"PATCH", f"{root} {GROUPING}/review/0", row=source.rows[0],
+            artifacts={"t/s0.jsonl": b"T0", "w/s0.jsonl": b"W0", "w/s1.jsonl": b"W1", "review.json": b"{}"},
+            rejudge=False,
+        ),
+        Job(
+            GROUPING, "baseline", 1, b"", f"{root} {GROUPING}/baseline/1", row=source.rows[1],
+            artifacts={}, rejudge=False,
+        ),
+    ]  # fmt: skip
+    assert jobs[0].row == reviewed and jobs[1].row == bare and type(jobs[1].patch) is bytes
+    assert source.root == root and source.record == read_sweep_record(root)
+    assert source.rows == (reviewed, bare, other) and source.skipped == ()
+    rejudged = make_row(task=GROUPING, arm="baseline", patch_artifact="p.patch")
+    (root / "results.jsonl").write_text(stored_line(rejudged))
+    assert read_sweep(root, bindings[:1])[1] == [
+        Job(GROUPING, "baseline", 0, b"PATCH", f"{root} {GROUPING}/baseline/0", row=rejudged, artifacts={})
+    ]
+
+
+def test_a_sweep_without_results_has_no_rows(tmp_path, bindings):
+    root = _sweep(tmp_path / "s", bindings)
+    (root / "results.jsonl").unlink()
+    source, jobs = read_sweep(root, bindings)
+    assert (source.rows, jobs) == ((), [])
+
+
+def test_a_bad_results_line_is_named_by_file_and_line(tmp_path, bindings):
+    root = _sweep(tmp_path / "s", bindings)
+    (root / "results.jsonl").write_text("\n{\n")
+    with pytest.raises(RegradeInputError) as caught:
+        read_sweep(root, bindings)
+    assert str(caught.value).startswith(f"{root}: {root / 'results.jsonl'}: line 2")
+
+
+@pytest.mark.parametrize(
+    "field, value, named",
+    [
+        ("transcript_artifacts", "transcript", "an artifact of the row"),
+        ("wire_artifacts", ["w.jsonl"], "an artifact of the row"),
+        ("review_artifact", "r.json", "an artifact of the row"),
+        ("patch_artifact", "p.patch", "patch_artifact p.patch"),
+    ],
+)
+def test_a_missing_artifact_is_named_exactly(tmp_path, bindings, field, value, named):
+    from workflow_bench.rows.model import TranscriptArtifact
+
+    if value == "transcript":
+        value = [TranscriptArtifact(path="t.jsonl", sha256="0" * 64, bytes=0, source="stream")]
+    row = make_row(task=GROUPING, arm="baseline", patch_artifact=None).replace(**{field: value})
+    root = _sweep(tmp_path / "s", bindings, rows=[row])
+    with pytest.raises(RegradeInputError) as caught:
+        read_sweep(root, bindings)
+    assert str(caught.value) == f"{root} {GROUPING}/baseline/0: {named}: No such file or directory"
+
+
+def test_every_mismatch_is_named_exactly_one_a_line(tmp_path, bindings):
+    tasks = [b.to_json() for b in bindings]
+    moved = [{**tasks[0], "resolved_sha": "0" * 40}, {**tasks[1], "repo_identity": "elsewhere"}, *tasks[2:]]
+    root = _sweep(tmp_path / "s", bindings, tasks=moved)
+    with pytest.raises(RegradeInputError) as caught:
+        read_sweep(root, bindings)
+    assert str(caught.value) == (
+        f"task {tasks[0]['id']!r}: resolved_sha {bindings[0].resolved_sha!r} differs from the sweep's "
+        f"{'0' * 40!r}\n"
+        f"task {tasks[1]['id']!r}: repo_identity {bindings[1].repo_identity!r} differs from the sweep's "
+        "'elsewhere'"
+    )
+
+
+def test_a_prediction_patch_is_utf8_and_a_lone_surrogate_escape_a_byte(tmp_path, bindings):
+    path = tmp_path / "p.jsonl"
+    raw = json.dumps(
+        {"instance_id": GROUPING, "model_name_or_path": "m", "model_patch": "é"}, ensure_ascii=False
+    )
+    path.write_bytes(raw.encode() + b"\n" + _line(model_patch="\udcff").encode())
+    assert "é".encode() in path.read_bytes() and b"\\udcff" in path.read_bytes()
+    assert [j.patch for j in read_predictions(path, bindings)] == ["é".encode(), b"\xff"]
+
+
+def test_a_source_is_named_whole_whatever_its_name_holds():
+    """A sweep directory with a colon or a trailing space, a predictions file with a space: each
+    named whole (the sweep's '<dir> <task>/<arm>/<run>' split at its last space, a prediction's
+    '<file>:<line>' at its last colon); a newline of a why is flattened in the table."""
+    row = make_row(task="t", arm="a", resolved=True)
+    after = row.replace(resolved=False, regrade_change="one\ntwo")
+    jobs = [
+        (Job("t", "a", 0, b"", "/my preds.jsonl:3"), row),
+        (Job("t", "a", 0, b"", "/a:b t/a/0", row=row), row),
+        (Job("t", "a", 1, b"", "/c: d  t/a/1", row=row), after),
+    ]
+    document = changes_document(jobs)
+    assert document.sources == ("/my preds.jsonl", "/a:b", "/c: d ")
+    assert changes_markdown(document).endswith("| one two |\n")
+
+
+def test_an_oversized_input_is_refused_naming_its_limit_unread(tmp_path, bindings):
+    """A predictions file over 256 MiB and a results.jsonl over 1 GiB are refused from their size
+    (sparse files of 2 GiB: nothing is read), the message naming the limit in bytes."""
+    path = tmp_path / "p.jsonl"
+    with path.open("wb") as handle:
+        handle.truncate(2 << 30)
+    with pytest.raises(RegradeInputError) as caught:
+        read_predictions(path, bindings)
+    assert str(caught.value) == f"{path}: is {2 << 30} bytes; the limit is {256 << 20}"
+    root = _sweep(tmp_path / "s", bindings)
+    with (root / "results.jsonl").open("wb") as handle:
+        handle.truncate(2 << 30)
+    with pytest.raises(RegradeInputError) as caught:
+        read_sweep(root, bindings)
+    assert str(caught.value) == f"{root}: is {2 << 30} bytes; the limit is {1 << 30}"
+
+
+def test_every_bad_prediction_is_named_one_a_line_and_good_ones_kept(tmp_path, bindings):
+    path = tmp_path / "p.jsonl"
+    lines = [
+        "{",
+        "[1]",
+        json.dumps({"instance_id": GROUPING}),
+        _line(instance_id="nope").strip(),
+        _line(model_name_or_path="a\0b").strip(),
+        _line(model_name_or_path="a\nb").strip(),
+        _line(model_name_or_path="XGBoost", model_patch="P").strip(),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(RegradeInputError) as caught:
+        read_predictions(path, bindings)
+    assert str(caught.value) == "\n".join(
+        [
+            f"{path}:1: not JSON (Expecting property name enclosed in double quotes)",
+            f"{path}:2: want a JSON object",
+            f"{path}:3: model_name_or_path: missing or not a string",
+            f"{path}:4: instance_id: 'nope' is not a task of the task file",
+            f"{path}:5: model_name_or_path: 'a\\x00b' cannot name an arm (empty, '/' or control)",
+            f"{path}:6: model_name_or_path: 'a\\nb' cannot name an arm (empty, '/' or control)",
+        ]
+    )
+    path.write_text(lines[-1] + "\n")
+    assert read_predictions(path, bindings) == [Job(GROUPING, "XGBoost", 0, b"P", f"{path}:1")]
+
+
+def test_a_skipped_task_does_not_hide_a_later_tasks_mismatch(tmp_path, bindings):
+    moved = {**bindings[1].to_json(), "resolved_sha": "0" * 40}
+    root = _sweep(tmp_path / "s", bindings, tasks=[moved])
+    record = json.loads((root / "sweep.json").read_text())
+    record["skipped_expensive"] = [bindings[0].spec.task_id]
+    (root / "sweep.json").write_text(json.dumps(record))
+    with pytest.raises(RegradeInputError) as caught:
+        read_sweep(root, bindings[:2])
+    assert str(caught.value).startswith(f"task {bindings[1].spec.task_id!r}: resolved_sha ")

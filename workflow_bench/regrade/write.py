@@ -59,13 +59,18 @@ def changes_document(rows: Sequence[tuple[Job, Row]]) -> ChangesDocument:
         changed.append(
             ChangedVerdict(row.task, row.arm, row.run, _verdict(job.row), _verdict(row), row.regrade_change)
         )
-    sources = tuple(dict.fromkeys(job.source.rsplit(" ", 1)[0].rsplit(":", 1)[0] for job, _ in rows))
+    sources = tuple(dict.fromkeys(_source_name(job) for job, _ in rows))
     return ChangesDocument(
         rows=len(rows),
         rejudged=sum(1 for job, _ in rows if job.rejudge),
         changed=tuple(changed),
         sources=sources,
     )
+
+
+def _source_name(job: Job) -> str:
+    """The sweep directory of '<dir> <task>/<arm>/<run>', the file of '<predictions file>:<line>'."""
+    return job.source.rsplit(" ", 1)[0] if job.row is not None else job.source.rsplit(":", 1)[0]
 
 
 def changes_markdown(document: ChangesDocument) -> str:
