@@ -214,3 +214,93 @@ def test_a_test_config_path_is_escaped_for_gits_include(tmp_path):
         cwd=tmp_path, capture_output=True, check=True,
     ).stdout  # fmt: skip
     assert listed == f"1\t0\t{odd}\n".encode()
+
+
+def _rewrite(task, path: str, edit) -> bytes:
+    """A whole-file hunk replacing the base's ``path`` by ``edit(text)``."""
+    old = (task.template / path).read_text().splitlines()
+    new = edit("\n".join(old) + "\n").splitlines()
+    body = "".join(f"-{line}\n" for line in old) + "".join(f"+{line}\n" for line in new)
+    return (
+        f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1,{len(old)} +1,{len(new)} @@\n{body}"
+    ).encode()
+
+
+def test_the_rooms_setup_bound_is_a_cells():
+    from workflow_bench.cells import cleanroom, run
+
+    assert cleanroom.SETUP_TIMEOUT_S == run.SETUP_TIMEOUT_S
+
+
+def test_a_bytecode_name_that_is_not_utf8_is_reported_replaced_and_git_internals_are_not(
+    task, room, tmp_path
+):
+    """find prints raw name bytes: a name git unquoted to a non-UTF-8 byte is shown with U+FFFD;
+    bytecode setup left under .git/ is removed but is not the patch's and is not listed."""
+    raw = (
+        b'diff --git "a/\\377x.pyc" "b/\\377x.pyc"\nnew file mode 100644\n--- /dev/null\n'
+        b'+++ "b/\\377x.pyc"\n@@ -0,0 +1 @@\n+x\n'
+    )
+    made = _with_setup(task, "touch .git/planted.pyc")
+    verdict = judge_patch(room, made, GOLD + raw, where=tmp_path / "r")
+    assert verdict.bytecode_removed == ("\ufffdx.pyc",)
+    assert verdict.oracle.passed
+
+
+def _fixed(task, tmp_path: Path, path: str) -> str:
+    """``path`` as the reference fix leaves it (git apply on a copy of the base's file)."""
+    import subprocess
+
+    (tmp_path / "fix" / path).parent.mkdir(parents=True)
+    (tmp_path / "fix" / path).write_bytes((task.template / path).read_bytes())
+    (tmp_path / "fix.diff").write_bytes(FIX_ONLY)
+    subprocess.run(["git", "apply", str(tmp_path / "fix.diff")], cwd=tmp_path / "fix", check=True)
+    return (tmp_path / "fix" / path).read_text()
+
+
+def test_verify_and_the_oracle_are_held_to_the_lock_entrys_tests(task, room, tmp_path):
+    """Not only the counts: a recorded verify test renamed away fails verify (seven tests still
+    pass); a recorded oracle test the agent's code skips fails the oracle (the others pass)."""
+    renamed = FIX_ONLY + _rewrite(
+        task, "tests/test_money.py", lambda t: t.replace("def test_negative(", "def test_neg(")
+    )
+    verdict = judge_patch(room, task, renamed, where=tmp_path / "v", with_verify=True)
+    assert verdict.oracle.passed and verdict.verify is not None and not verdict.verify.passed
+    skipping = (
+        "\n_format = format_amount\n\n\n"
+        "def format_amount(cents, *, grouping=False):\n"
+        "    if grouping and cents < 0:\n"
+        "        import unittest\n\n"
+        "        raise unittest.SkipTest('agent skip')\n"
+        "    return _format(cents, grouping=grouping)\n"
+    )
+    fixed = _fixed(task, tmp_path, "ledger/money.py")
+    verdict = judge_patch(
+        room, task, _rewrite(task, "ledger/money.py", lambda t: fixed + skipping), where=tmp_path / "o"
+    )
+    assert not verdict.oracle.passed
+
+
+def test_a_cancelled_sweep_stops_each_step_of_the_room(task, bwrap_bin, tmp_path):
+    """The sweep's cancel event reaches every sandbox run: set beforehand, the first step the
+    room would run is the one that stops (setup, else the apply, else the bytecode removal)."""
+    cancel = threading.Event()
+    cancel.set()
+    room = CleanRoom(kind=SandboxKind.BWRAP, bwrap_bin=bwrap_bin, timeout_s=120, cancel=cancel)
+    with pytest.raises(ProcessError, match=r"^task setup in the clean room: cancelled"):
+        judge_patch(room, _with_setup(task, "true"), GOLD, where=tmp_path / "s")
+    with pytest.raises(
+        UnjudgeablePatch, match=r"^the saved patch does not apply to a fresh clone of the base: "
+    ):
+        judge_patch(room, task, GOLD, where=tmp_path / "a")
+    with pytest.raises(ProcessError, match=r"^remove bytecode in the clean room: cancelled"):
+        judge_patch(room, task, b"", where=tmp_path / "b")
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_room_is_the_workspace_under_where(task, room, tmp_path):
+    """The sandbox's working tree is ``where/workspace`` (its mount's source, as the kernel shows it)."""
+    probe = _with_setup(task, "grep -o ' [^ ]*/r/[^ ]* /workspace ' /proc/self/mountinfo >&2; exit 3")
+    with pytest.raises(ProcessError) as caught:
+        judge_patch(room, probe, b"", where=tmp_path / "r")
+    assert str(caught.value).endswith("/r/workspace /workspace")
