@@ -304,3 +304,82 @@ def test_the_room_is_the_workspace_under_where(task, room, tmp_path):
     with pytest.raises(ProcessError) as caught:
         judge_patch(room, probe, b"", where=tmp_path / "r")
     assert str(caught.value).endswith("/r/workspace /workspace")
+
+
+def _renamed(task, src: str, dst: str, text: str, *, old: list[str] | None = None) -> bytes:
+    old = (task.template / src).read_text().splitlines() if old is None else old
+    new = text.splitlines()
+    body = "".join(f"-{line}\n" for line in old) + "".join(f"+{line}\n" for line in new)
+    return (
+        f"diff --git a/{src} b/{dst}\nsimilarity index 0%\nrename from {src}\nrename to {dst}\n"
+        f"--- a/{src}\n+++ b/{dst}\n@@ -1,{len(old)} +1,{len(new)} @@\n{body}"
+    ).encode()
+
+
+def test_a_rename_into_or_out_of_test_configuration_is_put_back_whole(task, room, tmp_path):
+    """A real bug, fixed: the reversal's --include matches a reversed file patch's new path (the
+    patch's old one), so a rename into tests/conftest.py was not reverted at all (the oracle ran
+    beside the agent's conftest while the detail said it was kept at the base's), and a rename out
+    of one was not even seen. The agent's code below fails the oracle unless the base's is back."""
+    fixed = _fixed(task, tmp_path, "ledger/money.py")
+
+    def checking(present: bool) -> bytes:
+        test = "not os.path.exists" if present else "os.path.exists"
+        check = f"\nimport os\n\nif {test}('tests/conftest.py'):\n    raise SystemExit('config moved')\n"
+        return _rewrite(task, "ledger/money.py", lambda t: fixed + check)
+
+    into = checking(False) + _renamed(task, "README.md", "tests/conftest.py", "X = 1\n")
+    verdict = judge_patch(room, task, into, where=tmp_path / "i")
+    assert verdict.test_config_kept == ("tests/conftest.py",) and verdict.oracle.passed
+    made = _with_setup(task, "printf 'BASE = 1\\n' > tests/conftest.py")
+    out = checking(True) + _renamed(made, "tests/conftest.py", "tests/helper.py", "Y = 1\n", old=["BASE = 1"])
+    verdict = judge_patch(room, made, out, where=tmp_path / "o")
+    assert verdict.test_config_kept == ("tests/conftest.py",) and verdict.oracle.passed
+
+
+def test_file_names_pair_each_file_patchs_old_and_new_path(tmp_path):
+    from workflow_bench.cells.cleanroom import file_names
+
+    patch = (
+        b"diff --git a/a.txt b/conftest.py\nsimilarity index 100%\nrename from a.txt\nrename to conftest.py\n"
+        + _added("n.py", b"x\n")
+        + b"diff --git a/b.txt b/b.txt\ndeleted file mode 100644\n"
+        + b"--- a/b.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-b\n"
+    )
+    assert file_names(patch, tmp_path) == (("a.txt", "conftest.py"), ("n.py", "n.py"), ("b.txt", "b.txt"))
+    assert file_names(b"", tmp_path) == ()
+
+
+def test_bytecode_that_cannot_be_removed_stops_the_room(task, room, tmp_path):
+    locked = _with_setup(task, "mkdir locked && touch locked/x.pyc && chmod 555 locked")
+    with pytest.raises(ProcessError) as caught:
+        judge_patch(room, locked, b"", where=tmp_path / "r")
+    assert str(caught.value).startswith("remove bytecode in the clean room: exit 1: find: ")
+    assert "locked/x.pyc" in str(caught.value)
+
+
+def test_git_applys_words_are_cut_to_1500_characters(task, room, tmp_path):
+    missing = b"".join(
+        f"diff --git a/f{i:04d}.txt b/f{i:04d}.txt\n--- a/f{i:04d}.txt\n+++ b/f{i:04d}.txt\n"
+        f"@@ -1 +1 @@\n-a\n+b\n".encode()
+        for i in range(150)
+    )
+    what = "the saved patch does not apply to a fresh clone of the base"
+    with pytest.raises(UnjudgeablePatch) as caught:
+        judge_patch(room, task, missing, where=tmp_path / "r")
+    assert str(caught.value).startswith(f"{what}: ") and len(str(caught.value)) == len(what) + 2 + 1500
+    assert "No such file or directory" in str(caught.value)  # git's words (its stderr's 4000-byte tail)
+
+
+def test_test_configuration_that_cannot_be_put_back_is_unjudgeable(task, room, tmp_path):
+    """A copy into a test-config path does not reverse (git would re-create the copy's source):
+    the room says so rather than judge the agent's configuration (the harness's own diffs never
+    hold copies; a regraded prediction may)."""
+    copy = b"diff --git a/README.md b/tests/conftest.py\nsimilarity index 100%\n"
+    copy += b"copy from README.md\ncopy to tests/conftest.py\n"
+    with pytest.raises(UnjudgeablePatch) as caught:
+        judge_patch(room, task, copy, where=tmp_path / "r")
+    assert str(caught.value) == (
+        "the test configuration could not be put back in the clean room: "
+        "error: README.md: already exists in working directory"
+    )

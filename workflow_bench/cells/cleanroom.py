@@ -10,10 +10,11 @@ every regrade (``workflow_bench.regrade``). It builds the room from nothing the 
    ``MAX_PATCH_BYTES`` cannot be applied byte-exactly: ``UnjudgeablePatch`` (charged to the arm
    as ``workspace-invalid``), never a stand-in judged as if it were the file; a patch that does not
    apply is the same;
-3. the test configuration the patch touches (``judging.test_config``) is left at the base's, as
-   the cell's own restore does for its workspace, and every ``.pyc``/``.pyo`` (and link so named)
-   is removed: bytecode is never judged, the source the patch holds is (a fix shipped only as
-   bytecode whose header matches the untouched source's mtime and size fails here);
+3. the test configuration the patch touches (``judging.test_config``; either name of a rename)
+   is left at the base's, as the cell's own restore does for its workspace, and every
+   ``.pyc``/``.pyo`` (and link so named) is removed: bytecode is never judged, the source the
+   patch holds is (a fix shipped only as bytecode whose header matches the untouched source's
+   mtime and size fails here);
 4. the hidden oracle (``judging.judge.run_hidden_oracle``: its staging, sentinels, guard) and,
    when asked (regrade), the authored verify, each in a sandbox over the room.
 
@@ -107,10 +108,25 @@ def check_replayable(patch: bytes) -> None:
 
 def patch_paths(patch: bytes, scratch: Path) -> tuple[str, ...]:
     """Every path the patch writes or removes (``git apply --numstat -z``, parsed by git itself)."""
-    stdout = _numstat(patch, scratch, "-z")
-    return tuple(
-        os.fsdecode(record.split(b"\t", 2)[2]) for record in stdout.split(b"\0") if record.count(b"\t") >= 2
-    )
+    return tuple(path for _, path in _records(_numstat(patch, scratch, "-z")))
+
+
+def _records(stdout: bytes) -> list[tuple[bytes, str]]:
+    """``-z`` numstat records as (``added<TAB>deleted``, path)."""
+    fields = [record.split(b"\t", 2) for record in stdout.split(b"\0") if record.count(b"\t") >= 2]
+    return [(b"\t".join(f[:2]), os.fsdecode(f[2])) for f in fields]
+
+
+def file_names(patch: bytes, scratch: Path) -> tuple[tuple[str, str], ...]:
+    """Each file patch's (old, new) path. git's numstat names one path per file patch: the new one
+    (the old for a deletion); of the reversed patch, which git lists in reverse order, the old one
+    (the new for an addition). A rename's two names differ; git's counts, swapped, pair them."""
+    forward = _records(_numstat(patch, scratch, "-z"))
+    backward = _records(_numstat(patch, scratch, "-z", "-R"))[::-1]
+    swapped = [b"\t".join(counts.split(b"\t")[::-1]) for counts, _ in backward]
+    if [counts for counts, _ in forward] != swapped:
+        raise UnjudgeablePatch("the saved patch's reversal does not match it file for file")
+    return tuple((old, new) for (_, old), (_, new) in zip(backward, forward, strict=True))
 
 
 def patch_churn(patch: bytes, scratch: Path) -> dict[str, int]:
@@ -193,8 +209,11 @@ def _judge_in(
             raise ProcessError("task setup in the clean room", result)
     patch_dir = where / "patch"
     patch_dir.mkdir()
-    touched = patch_paths(patch, patch_dir)
-    config = tuple(sorted(p for p in touched if is_test_config(p)))
+    names = file_names(patch, patch_dir)
+    config = tuple(sorted({p for pair in names for p in pair if is_test_config(p)}))
+    # The reversal's --include matches each reversed file patch's new path, the patch's old one:
+    # a rename into (or out of) a test-config path is put back whole.
+    revert = tuple(old for old, new in names if is_test_config(old) or is_test_config(new))
     (patch_dir / "patch.diff").write_bytes(patch)
     mounts = (Mount(source=patch_dir, target=PATCH_TARGET),)
 
@@ -211,7 +230,7 @@ def _judge_in(
 
     expectation = binding.expected_tests
     verify = None
-    if touched:
+    if names:
         apply(what="the saved patch does not apply to a fresh clone of the base")
     if with_verify:
         # The authored verify judges what the patch left, its test configuration included.
@@ -223,8 +242,8 @@ def _judge_in(
             timeout_s=room.timeout_s,
             cancel=room.cancel,
         )
-    if config:
-        includes = [f"--include={_glob_escaped(p)}" for p in config]
+    if revert:
+        includes = [f"--include={_glob_escaped(p)}" for p in revert]
         apply("-R", *includes, what="the test configuration could not be put back in the clean room")
     dropped = sandbox.run(
         ["/bin/sh", "-c", _DROP_BYTECODE],
