@@ -383,3 +383,48 @@ def test_test_configuration_that_cannot_be_put_back_is_unjudgeable(task, room, t
         "the test configuration could not be put back in the clean room: "
         "error: README.md: already exists in working directory"
     )
+
+
+def _cancel_when(cancel: threading.Event, seen) -> threading.Thread:
+    """Set ``cancel`` once ``seen()`` holds (polled every millisecond, for at most a minute)."""
+
+    def watch() -> None:
+        for _ in range(60_000):
+            if seen():
+                break
+            threading.Event().wait(0.001)
+        cancel.set()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_sweep_cancelled_during_the_room_stops_verify_and_the_oracle(task, bwrap_bin, tmp_path):
+    """Set once the patch is applied, the cancel event stops the authored verify (a sleeping one
+    here); set once the bytecode is gone, it stops the oracle (the agent's module sleeps 3 s)."""
+    cancel = threading.Event()
+    room = CleanRoom(kind=SandboxKind.BWRAP, bwrap_bin=bwrap_bin, timeout_s=120, cancel=cancel)
+    slow = replace(
+        task, binding=replace(task.binding, spec=task.binding.spec.model_copy(update={"verify": "sleep 5"}))
+    )
+    money = tmp_path / "v" / "workspace" / "ledger" / "money.py"
+    watcher = _cancel_when(cancel, lambda: money.is_file() and b"grouping: bool" in money.read_bytes())
+    with pytest.raises(ProcessError, match=r"^judge runner: cancelled"):
+        judge_patch(room, slow, FIX_ONLY, where=tmp_path / "v", with_verify=True)
+    watcher.join()
+    cancel.clear()
+    fixed = _fixed(task, tmp_path, "ledger/money.py")
+    sleepy = _rewrite(task, "ledger/money.py", lambda t: fixed + "\nimport time\n\ntime.sleep(3)\n")
+    pyc = tmp_path / "o" / "workspace" / "gone.pyc"
+    appeared = threading.Event()
+
+    def removed() -> bool:
+        if pyc.exists():
+            appeared.set()
+        return appeared.is_set() and not pyc.exists()
+
+    watcher = _cancel_when(cancel, removed)
+    with pytest.raises(ProcessError, match=r"^judge runner: cancelled"):
+        judge_patch(room, task, sleepy + _added("gone.pyc", b"x"), where=tmp_path / "o")
+    watcher.join()
