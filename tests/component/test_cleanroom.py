@@ -428,3 +428,27 @@ def test_a_sweep_cancelled_during_the_room_stops_verify_and_the_oracle(task, bwr
     with pytest.raises(ProcessError, match=r"^judge runner: cancelled"):
         judge_patch(room, task, sleepy + _added("gone.pyc", b"x"), where=tmp_path / "o")
     watcher.join()
+
+
+def test_a_rooms_cell_bounds_are_a_cells_uid_and_limits(task, bwrap_bin, tmp_path):
+    """With the cell's kernel bounds (a root runner's sweep), every step runs as the cell's own uid,
+    in a room that uid owns: setup writes there as non-root, and the patch applies."""
+    from tests.conftest import needs_root
+    from workflow_bench.sandbox import CellLimits, CellResources
+
+    needs_root("a cell uid and its bounds")
+    resources = CellResources(CellLimits(memory_mib=512, pids=64, disk_mib=64), tmp_path / "cell")
+    resources.open(clone_source=task.template)
+    try:
+        room = CleanRoom(
+            kind=SandboxKind.BWRAP,
+            bwrap_bin=bwrap_bin,
+            timeout_s=120,
+            cancel=threading.Event(),
+            resources=resources,
+        )
+        probe = _with_setup(task, 'test "$(id -u)" != 0 && touch made')
+        verdict = judge_patch(room, probe, GOLD, where=tmp_path / "cell.room")
+        assert verdict.oracle.passed
+    finally:
+        assert resources.close() is None
