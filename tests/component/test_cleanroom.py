@@ -452,3 +452,28 @@ def test_a_rooms_cell_bounds_are_a_cells_uid_and_limits(task, bwrap_bin, tmp_pat
         assert verdict.oracle.passed
     finally:
         assert resources.close() is None
+
+
+def test_the_oracle_is_held_to_the_lock_entrys_tests_not_a_count(task, room, tmp_path):
+    """A lock entry naming a test the oracle does not run fails the reference patch (six tests
+    passing would satisfy a count)."""
+    expected = task.binding.expected_tests
+    assert expected is not None and expected.oracle is not None
+    more = replace(
+        expected.oracle, passed=(*expected.oracle.passed, "wfbench_target_0.GroupingOracle.test_gone")
+    )
+    locked = replace(task, binding=replace(task.binding, expected_tests=replace(expected, oracle=more)))
+    verdict = judge_patch(room, locked, GOLD, where=tmp_path / "r")
+    assert not verdict.oracle.passed and "test_gone" in verdict.oracle.detail
+
+
+def test_whitespace_errors_are_not_warned_about(task, room, tmp_path):
+    """git apply's own words for a patch that does not apply, without its whitespace warnings."""
+    patch = _added("ws.txt", b"x \n") + (
+        b"diff --git a/f.txt b/f.txt\n--- a/f.txt\n+++ b/f.txt\n@@ -1 +1 @@\n-a\n+b\n"
+    )
+    with pytest.raises(UnjudgeablePatch) as caught:
+        judge_patch(room, task, patch, where=tmp_path / "r")
+    assert str(caught.value) == (
+        "the saved patch does not apply to a fresh clone of the base: error: f.txt: No such file or directory"
+    )
