@@ -98,7 +98,7 @@ def test_every_test_failed_in_any_run_is_reported_and_the_busy_loops_stop(tmp_pa
         "pytest-2.xml",
         "pytest-3.xml",
     ]
-    pids = [int(p) for p in re.search(r"busy loops: pids ([\d ]+)", done.stdout).group(1).split()]
+    pids = _busy_pids(done.stdout)
     assert len(pids) == 2 and not any(_alive(pid) for pid in pids)
     # The neighbour was busy: each loop spent CPU time (a sleeping one would show 0).
     spent = re.search(r"CPU seconds each: ([\d. ?]+)", done.stdout).group(1).split()
@@ -127,32 +127,45 @@ def test_bad_arguments_exit_2(bad):
     assert done.returncode == 2 and "must be 0 or more" in done.stderr and "Traceback" not in done.stderr
 
 
+def _busy_pids(line: str) -> list[int]:
+    return [int(p) for p in re.search(r"busy loops: pids ([\d ]+)", line).group(1).split()]
+
+
+def _gone(pids: list[int], *, within_s: float) -> bool:
+    """True once none of ``pids`` runs (a zombie counts as gone), polled for ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not any(_alive(pid) for pid in pids)
+
+
+def _stop(check: subprocess.Popen[str], strays: list[int]) -> None:
+    """Kill what a failed test would leave running, then reap the check."""
+    for pid in strays:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    if check.poll() is None:
+        check.kill()
+    check.wait()
+    check.stdout.close()
+
+
 def test_a_killed_load_check_leaves_no_busy_loop(tmp_path):
     project = _project(tmp_path / "project", "import time\n\ndef test_slow():\n    time.sleep(60)\n")
     argv = [sys.executable, str(LOAD_CHECK), "--runs", "1", "--canary-runs", "0", "--busy", "2"]
     runs: list[int] = []
     check = subprocess.Popen([*argv, *_pytest_args(project)], stdout=subprocess.PIPE, text=True)
     try:
-        line = check.stdout.readline()
-        pids = [int(p) for p in re.search(r"busy loops: pids ([\d ]+)", line).group(1).split()]
+        pids = _busy_pids(check.stdout.readline())
         assert all(_alive(pid) for pid in pids)
         deadline = time.monotonic() + 30
         while not (runs := _children(check.pid, excluding=pids)) and time.monotonic() < deadline:
             time.sleep(0.1)  # the pytest run has started
         os.kill(check.pid, signal.SIGKILL)  # no finally runs: only the loops' own parent check is left
         check.wait(timeout=30)
-        deadline = time.monotonic() + 20
-        while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(_alive(pid) for pid in pids)
+        assert _gone(pids, within_s=20)
     finally:
-        for pid in runs:  # the orphaned pytest run sleeps on otherwise
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if check.poll() is None:
-            check.kill()
-        check.wait()
-        check.stdout.close()
+        _stop(check, runs)  # the orphaned pytest run sleeps on otherwise
 
 
 def test_a_load_check_killed_before_its_loops_started_leaves_no_busy_loop(tmp_path):
@@ -168,19 +181,9 @@ def test_a_load_check_killed_before_its_loops_started_leaves_no_busy_loop(tmp_pa
     check = subprocess.Popen([*argv, *_pytest_args(project)], stdout=subprocess.PIPE, text=True, env=env)
     pids: list[int] = []
     try:
-        line = check.stdout.readline()
-        pids = [int(p) for p in re.search(r"busy loops: pids ([\d ]+)", line).group(1).split()]
+        pids = _busy_pids(check.stdout.readline())
         os.kill(check.pid, signal.SIGKILL)  # the loops are still asleep in sitecustomize
         check.wait(timeout=30)
-        deadline = time.monotonic() + 30
-        while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(_alive(pid) for pid in pids)
+        assert _gone(pids, within_s=30)
     finally:
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if check.poll() is None:
-            check.kill()
-        check.wait()
-        check.stdout.close()
+        _stop(check, pids)
