@@ -317,6 +317,26 @@ def test_jest(js_sandbox, tmp_path, command, ids) -> None:
     assert bad.detail == f"no proof of success: 1 of 3 tests failed: {ids[0]}; the command exited 1"
 
 
+def test_jest_judges_a_retried_test_by_its_last_attempt(js_sandbox, tmp_path) -> None:
+    """jest calls the reporter once per attempt under ``jest.retryTimes``: a test that failed and
+    then passed passed (as jest says); one that failed every attempt failed."""
+    command = 'npx jest --ci --roots jt --reporters=default --reporters="$WORKFLOW_BENCH_JEST_REPORTER"'
+    retried = {
+        "jt/retry.test.js": """jest.retryTimes(2);
+let attempts = 0;
+test('passes on its second attempt', () => { attempts += 1; expect(attempts).toBe(2); });
+test('fails every attempt', () => expect(1).toBe(FAILS));
+"""
+    }
+    ids = ("jt/retry.test.js > passes on its second attempt", "jt/retry.test.js > fails every attempt")
+    passing = {"jt/retry.test.js": retried["jt/retry.test.js"].replace("FAILS", "1")}
+    good = _verify(js_sandbox(fixed=True, extra=passing), command, _lock(ids, ()), tmp_path)
+    assert good.passed and good.tests_run == 2, good.detail + good.output
+    failing = {"jt/retry.test.js": retried["jt/retry.test.js"].replace("FAILS", "2")}
+    bad = _verify(js_sandbox(fixed=True, extra=failing), command, _lock(ids, ()), tmp_path)
+    assert bad.detail == f"no proof of success: 1 of 2 tests failed: {ids[1]}; the command exited 1"
+
+
 # ── node --test: stock junit reporter ───────────────────────────────────────
 
 

@@ -5,6 +5,9 @@
 //
 // Ids are "<file relative to the jest rootDir> > <describe > test name>". A file that fails to
 // run is one "error" test named after the file; {"done": true} follows when the run completed.
+// jest (30) calls onTestCaseResult once per attempt of a test under jest.retryTimes: a pass is
+// final and streams at once, anything else waits for the file's result, which holds each test's
+// last attempt (a test that failed, then passed on retry, passed, as jest itself reports it).
 'use strict';
 const path = require('node:path');
 const { openChannel } = require('./wfbench_result_channel.cjs');
@@ -19,13 +22,14 @@ class WorkflowBenchReporter {
     this.reported = new Set();
   }
 
-  // Streams each test as it finishes (jest calls this only for tests that ran).
+  // Streams each test that passed as it finishes (jest calls this only for tests that ran, once
+  // per attempt); a failed attempt may be retried, so its test is reported with the file.
   onTestCaseResult(test, result) {
-    this.report(test.path, result);
+    if (result.status === 'passed') this.report(test.path, result);
   }
 
-  // The file's full list: the skipped tests, which never reach onTestCaseResult, and a file that
-  // failed to run at all.
+  // The file's full list, each test's last attempt: the failed ones, the skipped ones (which never
+  // reach onTestCaseResult), and a file that failed to run at all.
   onTestFileResult(test, testResult) {
     for (const result of testResult.testResults || []) this.report(test.path, result);
     if (testResult.testExecError) {
