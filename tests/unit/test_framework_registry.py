@@ -87,6 +87,26 @@ def test_go_without_a_module_and_rust_without_an_integration_target_are_refused_
         detect_framework(Base({"Cargo.toml": ""}), [("src/tests/a.rs", b"")])
 
 
+@pytest.mark.parametrize(
+    ("test", "refusal"),
+    [
+        (("x_test.go", GO_TEST), "the fix's Go test files are not in a Go module (no go.mod at"),
+        (("tests/a.rs", b""), "the fix's Rust test files are not in a cargo package (no Cargo.toml at"),
+        (("src/test/java/ATest.java", JAVA_TEST), "the fix's Java test files are not in a Maven project (no"),
+    ],
+)
+def test_a_project_without_its_root_manifest_is_refused_in_words(test, refusal) -> None:
+    with pytest.raises(FrameworkError) as refused:
+        detect_framework(Base({}), [test])
+    assert str(refused.value).startswith(refusal)
+    assert str(refused.value).endswith(" the repository root): give --test-command")
+
+
+def test_a_detection_says_why() -> None:
+    found = detect_framework(Base({"go.mod": "module m\n"}), [("x_test.go", GO_TEST)])
+    assert found.reasons == ("the test files are *_test.go and go.mod is at the root",)
+
+
 def test_java_outside_a_maven_project_or_without_a_surefire_test_class_is_refused_with_why() -> None:
     with pytest.raises(FrameworkError, match=r"no pom\.xml"):
         detect_framework(Base({"build.gradle": ""}), [("src/test/java/calc/ClampTest.java", JAVA_TEST)])

@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 
 class FrameworkError(ValueError):
@@ -83,6 +83,12 @@ class Detection:
     reasons: tuple[str, ...]
 
 
+Detector: TypeAlias = Callable[
+    [Mapping[str, Framework], Tree, Sequence[tuple[str, bytes]], Mapping[str, object]], Detection
+]
+"""(the registry, the base, the fix's test files with their bytes, facts) → the framework, and why."""
+
+
 @dataclass(frozen=True, slots=True)
 class Ecosystem:
     """A language's facts every one of its frameworks shares."""
@@ -92,9 +98,7 @@ class Ecosystem:
     """How an error message names it ("Python", "JavaScript/TypeScript", "Go")."""
     source: re.Pattern[str]
     """A path of this language (which ecosystem a fix's test file belongs to)."""
-    detect: Callable[
-        [Mapping[str, Framework], Tree, Sequence[tuple[str, bytes]], Mapping[str, object]], Detection
-    ]
+    detect: Detector
     """Which of the registry's frameworks runs these test files (from the base, the files and the
     ``facts``), and why; ``FrameworkError`` if none."""
     test_config: tuple[tuple[str, str], ...] = ()
@@ -116,3 +120,36 @@ class Ecosystem:
     """Import roots for ``{pythonpath}`` from the base and the fix's source paths."""
     typecheck: Callable[[Path, Tree, Sequence[tuple[str, str]]], str | None] | None = None
     """A type-check command verify runs first (None: none), from repo, base and dependency trees."""
+
+
+def project_at_root(
+    framework: str,
+    *,
+    manifest: str,
+    project: str,
+    language: str,
+    reason: str,
+    runnable: re.Pattern[str] | None = None,
+    not_runnable: str = "",
+) -> Detector:
+    """An ecosystem's ``detect`` for one framework that runs a project whose ``manifest`` is at the
+    repository root (go.mod, Cargo.toml, pom.xml): refused without it, and, with ``runnable``,
+    unless one of the fix's test files matches it (``not_runnable``: the refusal, naming what it
+    must be)."""
+
+    def detect(
+        registry: Mapping[str, Framework],
+        base: Tree,
+        tests: Sequence[tuple[str, bytes]],
+        _facts: Mapping[str, object],
+    ) -> Detection:
+        if not base.has(manifest):
+            raise FrameworkError(
+                f"the fix's {language} test files are not in a {project} (no {manifest} at the "
+                "repository root): give --test-command"
+            )
+        if runnable is not None and not any(runnable.match(path) for path, _ in tests):
+            raise FrameworkError(not_runnable)
+        return Detection(registry[framework], (reason,))
+
+    return detect

@@ -10,10 +10,10 @@ targets); the command names the targets; test ids are ``<target>::<test path>``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from ._model import Detection, Ecosystem, Framework, FrameworkError, Tree
+from ._model import Ecosystem, Framework, project_at_root
 
 TARGET = re.compile(r"^tests/(?:[^/]+\.rs|[^/]+/main\.rs)$")
 
@@ -27,25 +27,12 @@ def _targets(files: Sequence[str]) -> list[str]:
     return sorted(names)
 
 
-def _detect(
-    _registry: Mapping[str, Framework],
-    base: Tree,
-    tests: Sequence[tuple[str, bytes]],
-    _facts: Mapping[str, object],
-) -> Detection:
-    if not base.has("Cargo.toml"):
-        raise FrameworkError(
-            "the fix's Rust test files are not in a cargo package (no Cargo.toml at the repository root): "
-            "give --test-command"
-        )
-    if not any(TARGET.match(p) for p, _ in tests):
-        raise FrameworkError(
-            "none of the fix's Rust test files is an integration test target (tests/<name>.rs): tests "
-            "inside src/ are the reference patch's; give --test-command"
-        )
-    return Detection(
-        CARGO_TEST, ("the test files are integration tests (tests/*.rs) and Cargo.toml is at the root",)
-    )
+_DETECT = project_at_root(
+    "cargo-test", manifest="Cargo.toml", project="cargo package", language="Rust", runnable=TARGET,
+    not_runnable="none of the fix's Rust test files is an integration test target (tests/<name>.rs): "
+    "tests inside src/ are the reference patch's; give --test-command",
+    reason="the test files are integration tests (tests/*.rs) and Cargo.toml is at the root",
+)  # fmt: skip
 
 
 def sentinels(data: bytes, names: Sequence[str]) -> bytes | None:
@@ -76,7 +63,7 @@ RUST = Ecosystem(
     name="rust",
     label="Rust",
     source=re.compile(r"\.rs$"),
-    detect=_detect,
+    detect=_DETECT,
     test_config=(
         ("Cargo.toml", "profiles, features and [patch] sections choose what the tests build"),
         ("Cargo.lock", "which versions the tests build against"),

@@ -10,10 +10,10 @@ functions appended to a staged ``_test.go`` file that imports ``testing`` under 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from ._model import Detection, Ecosystem, Framework, FrameworkError, Tree
+from ._model import Ecosystem, Framework, project_at_root
 
 TEST_FILE = re.compile(r"_test\.go$")
 _IMPORTS_TESTING = re.compile(rb'^\s*(import\s+)?"testing"\s*$', re.MULTILINE)
@@ -28,18 +28,10 @@ def _packages(files: Sequence[str]) -> list[str]:
     return sorted("." if p == "." else f"./{p}" for p in parents)
 
 
-def _detect(
-    FRAMEWORKS: Mapping[str, Framework],
-    base: Tree,
-    tests: Sequence[tuple[str, bytes]],
-    _facts: Mapping[str, object],
-) -> Detection:
-    if not base.has("go.mod"):
-        raise FrameworkError(
-            "the fix's Go test files are not in a Go module (no go.mod at the repository root): "
-            "give --test-command"
-        )
-    return Detection(GO_TEST, ("the test files are *_test.go and go.mod is at the root",))
+_DETECT = project_at_root(
+    "go-test", manifest="go.mod", project="Go module", language="Go",
+    reason="the test files are *_test.go and go.mod is at the root",
+)  # fmt: skip
 
 
 def sentinels(data: bytes, names: Sequence[str]) -> bytes | None:
@@ -73,7 +65,7 @@ GO = Ecosystem(
     name="go",
     label="Go",
     source=re.compile(r"\.go$"),
-    detect=_detect,
+    detect=_DETECT,
     test_config=(
         ("go.mod", "replace directives and the go version choose what the tests build against"),
         ("go.sum", "module checksums"),

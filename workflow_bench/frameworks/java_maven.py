@@ -14,9 +14,9 @@ else JUnit 4's (fully qualified annotations, so the file's other imports do not 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from ._model import Detection, Ecosystem, Framework, FrameworkError, Tree
+from ._model import Ecosystem, Framework, project_at_root
 
 TEST_ROOT = "src/test/java/"
 TEST_CLASS = re.compile(r"^src/test/java/(?:[^/]+/)*(?:Test[^/]*|[^/]*(?:Test|Tests|TestCase))\.java$")
@@ -37,25 +37,12 @@ def _classes(files: Sequence[str]) -> list[str]:
     return sorted({f[len(TEST_ROOT) : -len(".java")].replace("/", ".") for f in files})
 
 
-def _detect(
-    _registry: Mapping[str, Framework],
-    base: Tree,
-    tests: Sequence[tuple[str, bytes]],
-    _facts: Mapping[str, object],
-) -> Detection:
-    if not base.has("pom.xml"):
-        raise FrameworkError(
-            "the fix's Java test files are not in a Maven project (no pom.xml at the repository root): "
-            "give --test-command"
-        )
-    if not any(TEST_CLASS.match(p) for p, _ in tests):
-        raise FrameworkError(
-            "none of the fix's Java files is a Surefire test class of the root module "
-            "(src/test/java/**/*Test.java, Test*.java, *Tests.java, *TestCase.java): give --test-command"
-        )
-    return Detection(
-        SUREFIRE, ("the test files are Surefire test classes (src/test/java) and pom.xml is at the root",)
-    )
+_DETECT = project_at_root(
+    "maven-surefire", manifest="pom.xml", project="Maven project", language="Java", runnable=TEST_CLASS,
+    not_runnable="none of the fix's Java files is a Surefire test class of the root module "
+    "(src/test/java/**/*Test.java, Test*.java, *Tests.java, *TestCase.java): give --test-command",
+    reason="the test files are Surefire test classes (src/test/java) and pom.xml is at the root",
+)  # fmt: skip
 
 
 def sentinels(data: bytes, names: Sequence[str]) -> bytes | None:
@@ -100,7 +87,7 @@ JAVA = Ecosystem(
     name="java",
     label="Java",
     source=re.compile(r"\.java$"),
-    detect=_detect,
+    detect=_DETECT,
     test_config=(
         ("pom.xml", "plugins, profiles, dependencies and Surefire's configuration choose what runs"),
         (".mvn", "jvm.config and maven.config add JVM and Maven options; extensions.xml loads code"),
