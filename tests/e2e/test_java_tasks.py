@@ -11,15 +11,12 @@ task and the no-op agent does not, and every row records the java runtime.
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.builders import agent_sweep, git_in
-from tests.conftest import short_dir
-from workflow_bench.tasks.__main__ import main as tasks_main
+from tests.fix_tasks import sanity_rows, task_from_fix
 
 pytestmark = pytest.mark.e2e
 PROMPT = "Clamp.clamp returns the lower bound for values above the range; it should return the upper bound.\n"
@@ -99,23 +96,7 @@ public class ClampHighTest {
 
 @pytest.fixture(scope="module")
 def java_task(tmp_path_factory, bwrap_bin) -> Path:
-    root = tmp_path_factory.mktemp("java")
-    repo = root / "clamp"
-    repo.mkdir()
-    git_in(repo, "init", "-q", "-b", "main")
-    for files, message in ((BASE, "base"), (FIX, "fix: the upper bound")):
-        for name, text in files.items():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            (repo / name).write_text(text)
-        git_in(repo, "add", "-A")
-        git_in(repo, "commit", "-q", "-m", message)
-    tasks = root / "tasks" / "tasks.yaml"
-    tasks.parent.mkdir()
-    argv = ["new", "--repo", str(repo), "--base", "HEAD~1", "--fix", "HEAD", "--tasks", str(tasks)]
-    with short_dir() as tmpdir, pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tempfile, "tempdir", str(tmpdir))
-        assert tasks_main([*argv, "--prompt", PROMPT, "--id", "java-clamp", "--repeats", "1"]) == 0
-    return tasks
+    return task_from_fix(tmp_path_factory.mktemp("java"), "clamp", "java-clamp", BASE, FIX, prompt=PROMPT)
 
 
 def test_tasks_new_writes_a_maven_task_with_the_java_runtime_and_a_sealed_lock(java_task) -> None:
@@ -137,19 +118,8 @@ def test_tasks_new_writes_a_maven_task_with_the_java_runtime_and_a_sealed_lock(j
 def test_the_oracle_agent_resolves_the_maven_task_and_the_noop_agent_does_not(
     java_task, tmp_path, claude_bin, private_tmpdir, capsys
 ) -> None:
-    code, solved = agent_sweep(java_task, "oracle", tmp_path, "--arms", "baseline")
-    capsys.readouterr()
-    (row,) = solved
-    assert code == 0 and row["resolved"] is True, (
-        row["error_kind"],
-        row["error_detail"],
-        row["oracle_output"],
-    )
-    assert row["oracle_sealed"] == "sealed" and row["oracle_tests_passed"] == 1
-    assert [r["name"] for r in row["task_runtimes"]] == ["java"]
-    code, untouched = agent_sweep(java_task, "noop", tmp_path, "--arms", "baseline")
-    capsys.readouterr()
-    (row,) = untouched
-    assert row["resolved"] is False and row["error_kind"] == "oracle-failed", row["error_detail"]
-    assert "com.example.clamp.ClampHighTest::high" in row["oracle_output"]
-    assert [r["name"] for r in row["task_runtimes"]] == ["java"]
+    solved, untouched = sanity_rows(java_task, tmp_path, capsys)
+    assert solved["oracle_sealed"] == "sealed" and solved["oracle_tests_passed"] == 1
+    assert [r["name"] for r in solved["task_runtimes"]] == ["java"]
+    assert "com.example.clamp.ClampHighTest::high" in untouched["oracle_output"]
+    assert [r["name"] for r in untouched["task_runtimes"]] == ["java"]

@@ -9,15 +9,12 @@ its tests) is one errored ``<file>::[tap]``, never a pass.
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.builders import agent_sweep, git_in
-from tests.conftest import short_dir
-from workflow_bench.tasks.__main__ import main as tasks_main
+from tests.fix_tasks import sanity_rows, task_from_fix
 
 pytestmark = pytest.mark.e2e
 PROMPT = "clamp returns the lower bound for values above the range; it should return the upper bound.\n"
@@ -42,23 +39,7 @@ FIX = {
 
 @pytest.fixture(scope="module")
 def perl_task(tmp_path_factory, bwrap_bin) -> Path:
-    root = tmp_path_factory.mktemp("perl")
-    repo = root / "calc"
-    repo.mkdir()
-    git_in(repo, "init", "-q", "-b", "main")
-    for files, message in ((BASE, "base"), (FIX, "fix: the upper bound")):
-        for name, text in files.items():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            (repo / name).write_text(text)
-        git_in(repo, "add", "-A")
-        git_in(repo, "commit", "-q", "-m", message)
-    tasks = root / "tasks" / "tasks.yaml"
-    tasks.parent.mkdir()
-    argv = ["new", "--repo", str(repo), "--base", "HEAD~1", "--fix", "HEAD", "--tasks", str(tasks)]
-    with short_dir() as tmpdir, pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tempfile, "tempdir", str(tmpdir))
-        assert tasks_main([*argv, "--prompt", PROMPT, "--id", "perl-clamp", "--repeats", "1"]) == 0
-    return tasks
+    return task_from_fix(tmp_path_factory.mktemp("perl"), "calc", "perl-clamp", BASE, FIX, prompt=PROMPT)
 
 
 def test_tasks_new_writes_a_prove_task_read_as_tap_with_a_sealed_lock(perl_task) -> None:
@@ -74,14 +55,6 @@ def test_tasks_new_writes_a_prove_task_read_as_tap_with_a_sealed_lock(perl_task)
 def test_the_oracle_agent_resolves_the_prove_task_and_the_noop_agent_does_not(
     perl_task, tmp_path, claude_bin, private_tmpdir, capsys
 ) -> None:
-    code, solved = agent_sweep(perl_task, "oracle", tmp_path, "--arms", "baseline")
-    capsys.readouterr()
-    (row,) = solved
-    why = (row["error_kind"], row["error_detail"], row["oracle_output"])
-    assert code == 0 and row["resolved"] is True, why
-    assert row["oracle_sealed"] == "sealed" and row["oracle_tests_passed"] == 2
-    code, untouched = agent_sweep(perl_task, "noop", tmp_path, "--arms", "baseline")
-    capsys.readouterr()
-    (row,) = untouched
-    assert row["resolved"] is False and row["error_kind"] == "oracle-failed", row["error_detail"]
-    assert "high" in row["oracle_output"]
+    solved, untouched = sanity_rows(perl_task, tmp_path, capsys)
+    assert solved["oracle_sealed"] == "sealed" and solved["oracle_tests_passed"] == 2
+    assert "high" in untouched["oracle_output"]

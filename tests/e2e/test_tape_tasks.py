@@ -12,15 +12,13 @@ failures as passes was caught here by the sentinels (tampered, the task refused)
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.builders import agent_sweep, git_in
-from tests.conftest import link_tree, short_dir
-from workflow_bench.tasks.__main__ import main as tasks_main
+from tests.conftest import link_tree
+from tests.fix_tasks import sanity_rows, task_from_fix
 
 pytestmark = pytest.mark.e2e
 PROMPT = "clamp returns the lower bound for values above the range; it should return the upper bound.\n"
@@ -53,23 +51,15 @@ FIX = {
 
 @pytest.fixture(scope="module")
 def tape_task(tmp_path_factory, bwrap_bin, js_frameworks) -> Path:
-    root = tmp_path_factory.mktemp("tape")
-    repo = root / "clamp"
-    repo.mkdir()
-    git_in(repo, "init", "-q", "-b", "main")
-    for files, message in ((BASE, "base"), (FIX, "fix: the upper bound")):
-        for name, text in files.items():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            (repo / name).write_text(text)
-        git_in(repo, "add", "-A")
-        git_in(repo, "commit", "-q", "-m", message)
-    link_tree(js_frameworks, repo / "node_modules")
-    tasks = root / "tasks" / "tasks.yaml"
-    argv = ["new", "--repo", str(repo), "--base", "HEAD~1", "--fix", "HEAD", "--tasks", str(tasks)]
-    with short_dir() as tmpdir, pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tempfile, "tempdir", str(tmpdir))
-        assert tasks_main([*argv, "--prompt", PROMPT, "--id", "tape-clamp", "--repeats", "1"]) == 0
-    return tasks
+    return task_from_fix(
+        tmp_path_factory.mktemp("tape"),
+        "clamp",
+        "tape-clamp",
+        BASE,
+        FIX,
+        prompt=PROMPT,
+        prepare=lambda repo: link_tree(js_frameworks, repo / "node_modules"),
+    )
 
 
 def test_tasks_new_writes_a_tape_task_read_as_tap_with_a_sealed_lock(tape_task) -> None:
@@ -86,16 +76,8 @@ def test_tasks_new_writes_a_tape_task_read_as_tap_with_a_sealed_lock(tape_task) 
 def test_the_oracle_agent_resolves_the_tape_task_and_the_noop_agent_does_not(
     tape_task, tmp_path, claude_bin, private_tmpdir, capsys
 ) -> None:
-    code, solved = agent_sweep(tape_task, "oracle", tmp_path, "--arms", "baseline")
-    capsys.readouterr()
-    (row,) = solved
-    why = (row["error_kind"], row["error_detail"], row["oracle_output"])
-    assert code == 0 and row["resolved"] is True, why
-    assert row["oracle_sealed"] == "sealed" and row["oracle_tests_passed"] == 2
+    solved, untouched = sanity_rows(tape_task, tmp_path, capsys)
+    assert solved["oracle_sealed"] == "sealed" and solved["oracle_tests_passed"] == 2
     report = (tmp_path / "out-oracle" / "report.md").read_text()
     assert f"- Agent: the agent script `{tmp_path / 'oracle.yaml'}` (sha256 `" in report
-    code, untouched = agent_sweep(tape_task, "noop", tmp_path, "--arms", "baseline")
-    capsys.readouterr()
-    (row,) = untouched
-    assert row["resolved"] is False and row["error_kind"] == "oracle-failed", row["error_detail"]
-    assert "high" in row["oracle_output"]
+    assert "high" in untouched["oracle_output"]

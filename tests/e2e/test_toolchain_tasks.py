@@ -11,15 +11,12 @@ does not, and every row records the go runtime.
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.builders import agent_sweep, git_in
-from tests.conftest import short_dir
-from workflow_bench.tasks.__main__ import main as tasks_main
+from tests.fix_tasks import sanity_rows, task_from_fix
 
 pytestmark = pytest.mark.e2e
 PROMPT = "Clamp returns the lower bound for values above the range; it should return the upper bound.\n"
@@ -62,37 +59,17 @@ RUST_FIX = {
 }
 
 
-def _repo(root: Path, base: dict[str, str], fix: dict[str, str]) -> Path:
-    root.mkdir(parents=True)
-    git_in(root, "init", "-q", "-b", "main")
-    for files, message in ((base, "base"), (fix, "fix: the upper bound")):
-        for name, text in files.items():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            (root / name).write_text(text)
-        git_in(root, "add", "-A")
-        git_in(root, "commit", "-q", "-m", message)
-    return root
-
-
-def _new_task(root: Path, base: dict[str, str], fix: dict[str, str], task_id: str) -> Path:
-    repo = _repo(root / task_id, base, fix)
-    tasks = root / "tasks" / "tasks.yaml"
-    tasks.parent.mkdir()
-    argv = ["new", "--repo", str(repo), "--base", "HEAD~1", "--fix", "HEAD", "--tasks", str(tasks)]
-    with short_dir() as tmpdir, pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tempfile, "tempdir", str(tmpdir))
-        assert tasks_main([*argv, "--prompt", PROMPT, "--id", task_id, "--repeats", "1"]) == 0
-    return tasks
-
-
 @pytest.fixture(scope="module")
 def go_task(tmp_path_factory, bwrap_bin) -> Path:
-    return _new_task(tmp_path_factory.mktemp("go"), GO_BASE, GO_FIX, "calc-clamp")
+    return task_from_fix(
+        tmp_path_factory.mktemp("go"), "calc-clamp", "calc-clamp", GO_BASE, GO_FIX, prompt=PROMPT
+    )
 
 
 @pytest.fixture(scope="module")
 def rust_task(tmp_path_factory, bwrap_bin) -> Path:
-    return _new_task(tmp_path_factory.mktemp("rust"), RUST_BASE, RUST_FIX, "clampy-clamp")
+    root = tmp_path_factory.mktemp("rust")
+    return task_from_fix(root, "clampy-clamp", "clampy-clamp", RUST_BASE, RUST_FIX, prompt=PROMPT)
 
 
 def test_tasks_new_writes_a_go_task_with_its_runtime_and_sealed_lock(go_task) -> None:
@@ -113,19 +90,14 @@ def test_tasks_new_writes_a_go_task_with_its_runtime_and_sealed_lock(go_task) ->
 def test_the_oracle_agent_resolves_the_go_task_and_the_noop_agent_does_not(
     go_task, tmp_path, claude_bin, private_tmpdir, capsys
 ) -> None:
-    code, solved = agent_sweep(go_task, "oracle", tmp_path, "--arms", "baseline")
-    capsys.readouterr()
-    assert code == 0 and [r["task"] for r in solved] == ["calc-clamp"]
-    (row,) = solved
-    assert row["resolved"] is True, (row["error_kind"], row["error_detail"], row["oracle_output"])
-    assert row["oracle_sealed"] == "sealed" and row["oracle_tests_passed"] == 2
-    assert [r["name"] for r in row["task_runtimes"]] == ["go"]
-    code, untouched = agent_sweep(go_task, "noop", tmp_path, "--arms", "baseline")
-    capsys.readouterr()
-    (row,) = untouched
-    assert row["resolved"] is False and row["error_kind"] == "oracle-failed", row["error_detail"]
-    assert "example.com/calc/calc::TestClampHigh" in row["oracle_output"]
-    assert [r["name"] for r in row["task_runtimes"]] == ["go"]
+    solved, untouched = sanity_rows(go_task, tmp_path, capsys)
+    assert solved["oracle_sealed"] == "sealed" and solved["oracle_tests_passed"] == 2
+    assert "example.com/calc/calc::TestClampHigh" in untouched["oracle_output"]
+    assert (
+        [r["name"] for r in solved["task_runtimes"]]
+        == [r["name"] for r in untouched["task_runtimes"]]
+        == ["go"]
+    )
 
 
 def test_tasks_new_writes_a_rust_task_with_its_runtime_and_sealed_lock(rust_task) -> None:
@@ -142,17 +114,6 @@ def test_tasks_new_writes_a_rust_task_with_its_runtime_and_sealed_lock(rust_task
 def test_the_oracle_agent_resolves_the_rust_task_and_the_noop_agent_does_not(
     rust_task, tmp_path, claude_bin, private_tmpdir, capsys
 ) -> None:
-    code, solved = agent_sweep(rust_task, "oracle", tmp_path, "--arms", "baseline")
-    capsys.readouterr()
-    (row,) = solved
-    assert code == 0 and row["resolved"] is True, (
-        row["error_kind"],
-        row["error_detail"],
-        row["oracle_output"],
-    )
-    assert row["oracle_sealed"] == "sealed" and [r["name"] for r in row["task_runtimes"]] == ["rust"]
-    code, untouched = agent_sweep(rust_task, "noop", tmp_path, "--arms", "baseline")
-    capsys.readouterr()
-    (row,) = untouched
-    assert row["resolved"] is False and row["error_kind"] == "oracle-failed", row["error_detail"]
-    assert "clamp_high::high" in row["oracle_output"]
+    solved, untouched = sanity_rows(rust_task, tmp_path, capsys)
+    assert solved["oracle_sealed"] == "sealed" and [r["name"] for r in solved["task_runtimes"]] == ["rust"]
+    assert "clamp_high::high" in untouched["oracle_output"]
