@@ -107,8 +107,9 @@ def check_replayable(patch: bytes) -> None:
 
 
 def patch_paths(patch: bytes, scratch: Path) -> tuple[str, ...]:
-    """Every path the patch writes or removes (``git apply --numstat -z``, parsed by git itself)."""
-    return tuple(path for _, path in _records(_numstat(patch, scratch, "-z")))
+    """Every path the patch writes or removes, as git reads it (``file_names``): a rename's old
+    name and its new one, each path once, in the patch's order."""
+    return tuple(dict.fromkeys(path for names in file_names(patch, scratch) for path in names))
 
 
 def _records(stdout: bytes) -> list[tuple[bytes, str]]:
