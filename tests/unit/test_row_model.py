@@ -6,6 +6,7 @@ import ast
 import json
 import re
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -73,6 +74,20 @@ def test_nested_records_match_what_they_flatten():
     assert [
         n.removeprefix("review_") for n in Row.model_fields if n.removeprefix("review_") in METRIC_NAMES
     ] == [*METRIC_NAMES]
+
+
+def test_the_flattened_review_fields_are_generated_from_the_metrics():
+    """Each metric is declared once (``ReviewMetrics``): its row field takes its type and meaning."""
+    for name, info in ReviewMetrics.model_fields.items():
+        field = Row.model_fields[f"review_{name}"]
+        assert field.annotation == Optional[info.annotation]  # noqa: UP045
+        assert field.default is None and info.description in (field.description or "")
+    source = (Path(__file__).parents[2] / "workflow_bench" / "rows" / "model.py").read_text()
+    assert not [m for m in METRIC_NAMES if f"review_{m}:" in source], "a metric declared again in the row"
+    scored = row(review_weighted_f1=0.5, review_verdict_correct=True)
+    assert scored.review_metric("weighted_f1") == 0.5 and scored.review_metric("verdict_correct") is True
+    with pytest.raises(KeyError, match="weighted_f2"):
+        scored.review_metric("weighted_f2")
 
 
 def test_fields_read_by_name_are_row_fields():

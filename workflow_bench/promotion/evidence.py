@@ -54,7 +54,7 @@ def arm_evidence(rows: Sequence[Row], *, metrics: Sequence[str]) -> ArmEvidence:
     for row in rows:
         if row.error_kind:
             kinds[str(row.error_kind)] = kinds.get(str(row.error_kind), 0) + 1
-    blockers = [r.review_blocker_recall for r in scored]
+    blockers = [r.review_metric("blocker_recall") for r in scored]
     known_blockers = [b for b in blockers if b is not None and _is_number(b)]
     return ArmEvidence(
         runs=len(rows),
@@ -65,16 +65,18 @@ def arm_evidence(rows: Sequence[Row], *, metrics: Sequence[str]) -> ArmEvidence:
         skill_not_invoked=sum(1 for r in rows if r.error_kind == SKILL_NOT_INVOKED),
         error_kinds=dict(sorted(kinds.items())),
         metrics={m: _median([getattr(r, m) for r in scored]) for m in metrics},
-        review_weighted_f1=_median([r.review_weighted_f1 for r in scored]),
-        review_false_positives=_median([r.review_false_positives for r in scored]),
+        review_weighted_f1=_median([r.review_metric("weighted_f1") for r in scored]),
+        review_false_positives=_median([r.review_metric("false_positives") for r in scored]),
         review_blocker_recall=(
             round(float(min(known_blockers)), 6)
             if blockers and len(known_blockers) == len(blockers)
             else None
         ),
-        review_verdict_correct=_all_true([r.review_verdict_correct for r in scored]),
-        review_clean_pass=_all_true([r.review_clean_pass for r in scored]),
-        review_clean_control=(any(r.review_clean_control is True for r in scored) if scored else None),
+        review_verdict_correct=_all_true([r.review_metric("verdict_correct") for r in scored]),
+        review_clean_pass=_all_true([r.review_metric("clean_pass") for r in scored]),
+        review_clean_control=(
+            any(r.review_metric("clean_control") is True for r in scored) if scored else None
+        ),
     )
 
 

@@ -24,7 +24,7 @@ later. ``None`` means not measured (never 0). Adding a row field is one declarat
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Optional
 
 from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.providers.access import CellKey
@@ -233,17 +233,28 @@ class Churn(Part):
     diff_deletions: int | None = _f("lines deleted (same exclusions)", default=None)
 
 
-def _metric(name: str) -> Any:
-    """A flattened ``review_<name>`` field: the meaning ``review.ReviewMetrics`` declares for it."""
-    meaning = ReviewMetrics.model_fields[name].description
-    return _f(f"review_score.{name}: {meaning}; null when not scored", default=None)
+def _flattened_metrics() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``review_<metric>`` fields (annotations, field infos), one per ``ReviewMetrics`` field.
+
+    Each metric's name, type and meaning are declared once, in ``review.ReviewMetrics``; the row
+    stores them flattened too (reference §5), in its order, null when not scored. The type checker
+    does not see the generated names: code reads them with ``Review.review_metric``.
+    """
+    annotations: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
+    for name, info in ReviewMetrics.model_fields.items():
+        annotations[f"review_{name}"] = Optional[info.annotation]  # noqa: UP045 (a runtime type object)
+        fields[f"review_{name}"] = _f(
+            f"review_score.{name}: {info.description}; null when not scored", default=None
+        )
+    return annotations, fields
 
 
 class Review(Part):
     """A review arm's artifact verdict and its score against the hidden labels (``review.score``).
 
-    The ``review_<metric>`` fields flatten ``review_score`` (``review.ReviewMetrics``, where each
-    metric and its meaning are declared); a test keeps their names equal to its fields.
+    Beside ``review_score`` the row keeps each metric flattened as ``review_<metric>``: those
+    fields are generated from ``review.ReviewMetrics``, where each metric is declared once.
     """
 
     SECTION: ClassVar[str] = "review"
@@ -253,22 +264,16 @@ class Review(Part):
     review_score: ReviewMetrics | None = _f(
         "the full score object (review arms with a valid artifact), or null", default=None
     )
-    review_true_positives: int | None = _metric("true_positives")
-    review_false_positives: int | None = _metric("false_positives")
-    review_false_negatives: int | None = _metric("false_negatives")
-    review_precision: Number | None = _metric("precision")
-    review_recall: Number | None = _metric("recall")
-    review_f1: Number | None = _metric("f1")
-    review_weighted_precision: Number | None = _metric("weighted_precision")
-    review_weighted_recall: Number | None = _metric("weighted_recall")
-    review_weighted_f1: Number | None = _metric("weighted_f1")
-    review_blocker_recall: Number | None = _metric("blocker_recall")
-    review_severity_accuracy: Number | None = _metric("severity_accuracy")
-    review_category_accuracy: Number | None = _metric("category_accuracy")
-    review_verdict_correct: bool | None = _metric("verdict_correct")
-    review_clean_control: bool | None = _metric("clean_control")
-    review_clean_pass: bool | None = _metric("clean_pass")
-    review_score_finite: bool | None = _metric("score_finite")
+    if not TYPE_CHECKING:  # the class namespace is a dict here: pydantic reads the generated fields
+        __annotations__.update(_flattened_metrics()[0])
+        locals().update(_flattened_metrics()[1])
+
+    def review_metric(self, name: str) -> int | float | bool | None:
+        """The row's ``review_<name>``; ``name`` is one of ``review.METRIC_NAMES`` (else ``KeyError``)."""
+        if name not in ReviewMetrics.model_fields:
+            raise KeyError(f"{name!r} is not a review metric; known: {', '.join(ReviewMetrics.model_fields)}")
+        value: int | float | bool | None = getattr(self, f"review_{name}")
+        return value
 
     @classmethod
     def scored(cls, score: ReviewScore | None, *, evidence_valid: bool) -> Review:

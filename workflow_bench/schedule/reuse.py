@@ -142,7 +142,7 @@ def why_not(row: Row, expected: Expected, *, now: datetime) -> str | None:
     if expected.review and not (
         row.review_evidence_valid is True
         and row.review_score is not None
-        and row.review_weighted_f1 is not None
+        and row.review_metric("weighted_f1") is not None
         and row.review_artifact
     ):
         return "review evidence incomplete"
