@@ -1,8 +1,11 @@
 """Fold `results.jsonl` rows into per task×arm aggregates, savings and measurement health.
 
-Owns: `aggregate` (medians and counts for one task×arm), `savings` (percent saved versus the
-baseline arm), `group_rows`, `arm_health` (reference-harness.md §6.1 and §6.4) and `probe_tally`
-(how often an arm "resolved" an impossible task: the cheating probe beside its resolve rate).
+Owns: `aggregate` (medians and counts for one task×arm; each `reports.columns` column reduced by
+its reducer into `ArmAggregate.medians`), `savings` (percent saved versus the baseline arm),
+`group_rows`, `arm_health` (reference-harness.md §6.1 and §6.4) and `probe_tally` (how often an
+arm "resolved" an impossible task: the cheating probe beside its resolve rate). The aggregates
+are frozen strict models with a meaning per field (as `rows.model.Row`); they are never written,
+so no schema is generated for them.
 
 Every function is pure: rows in, frozen values out, no I/O, no printing, no exit codes (the
 runner decides what an UNUSABLE arm does to the sweep). Which rows count is decided only by

@@ -8,10 +8,10 @@ saved in each savings row), ``reports.html`` in report.html's per task×arm tabl
 new column in all three is its Row field, the code that writes the field, and one entry in
 ``COLUMNS`` (tests/unit/test_report_columns.py adds one and finds it everywhere).
 
-``shown_in`` says where a column appears, every document unless told. The columns here before
-this module kept what each document showed then: report.md's table held them all, the viewer
-listed cost, wall time and turns, and report.html (charts, and no table of these) showed none,
-so its table is drawn only once some column is declared for it.
+``shown_in`` says where a column appears: every document unless told. The columns below keep
+what each document showed before they were declared here: report.md's table all of them, the
+viewer's list cost, wall time and turns, report.html (charts over stats.json) none; its table is
+drawn once a column is declared for it.
 
 Also declared here: the review-quality table's columns (``REVIEW_COLUMNS``, over
 ``review.ReviewMetrics``' metrics) and the reducers (``Reducer``). Imports nothing of the reports,

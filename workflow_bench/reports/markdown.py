@@ -26,7 +26,7 @@ from workflow_bench.reports.aggregate import (
     arm_health,
     savings,
 )
-from workflow_bench.reports.columns import MEANINGFUL_WALL_S, REVIEW_COLUMNS, Shown, shown_in
+from workflow_bench.reports.columns import MEANINGFUL_WALL_S, REVIEW_COLUMNS, Shown, number_text, shown_in
 from workflow_bench.reports.columns import Column as MeasuredColumn
 from workflow_bench.reports.provenance import ReportProvenance
 
@@ -68,10 +68,6 @@ _STATUS_CAUSES = {
 def _escape(text: str) -> str:
     # Ids come from task files; a stray pipe would silently shift every later column.
     return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _fmt(value: float | None, spec: str) -> str:
-    return NA if value is None else format(value, spec)
 
 
 def _kinds_cell(counts: Mapping[str, int]) -> str:
@@ -248,7 +244,7 @@ def _measured(column: MeasuredColumn) -> Column:
         return (
             NOT_MEANINGFUL
             if floor is not None and base is not None and base < floor
-            else _fmt(s[column.field], ".1f")
+            else number_text(s[column.field], 1)
         )
 
     return Column(column.header, lambda _t, agg: column.text(agg.median(column.field)), saved)
