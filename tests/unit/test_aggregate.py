@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from tests import builders
 from workflow_bench.reports.aggregate import (
     MEDIAN_FIELDS,
     REVIEW_FLAGS,
     REVIEW_METRICS,
-    ArmAggregate,
     HealthStatus,
     ReviewAggregate,
     aggregate,
@@ -40,17 +39,22 @@ def session_error(**overrides: Any) -> Row:
 
 def test_median_odd_and_even() -> None:
     odd = aggregate([row(input_tokens=n) for n in (300, 100, 200)])
-    assert odd.input_tokens == 200
+    assert odd.median("input_tokens") == 200
     even = aggregate([row(input_tokens=n) for n in (100, 200, 400, 1000)])
-    assert even.input_tokens == 300
     assert even.median("input_tokens") == 300
 
 
 def test_median_fields_are_aggregate_fields() -> None:
-    names = {f.name for f in dataclasses.fields(ArmAggregate)}
-    assert set(MEDIAN_FIELDS) <= names
-    review_names = {f.name for f in dataclasses.fields(ReviewAggregate)}
-    assert review_names == {*REVIEW_METRICS, *REVIEW_FLAGS}
+    agg = aggregate([row(arm="review")])
+    assert tuple(agg.medians) == MEDIAN_FIELDS
+    assert agg.review is not None
+    assert (*agg.review.metrics, *agg.review.flags) == (*REVIEW_METRICS, *REVIEW_FLAGS)
+    with pytest.raises(ValidationError, match="want metrics"):  # every metric, named by ReviewMetrics
+        ReviewAggregate(metrics={}, flags=agg.review.flags)
+    with pytest.raises(ValidationError, match="frozen"):
+        agg.runs = 0
+    with pytest.raises(TypeError):  # frozen is shallow; the mappings are read-only views
+        agg.medians["cost_usd"] = 0.0  # type: ignore[index]
     with pytest.raises(KeyError, match="not a median field"):
         aggregate([row()]).median("runs")
 
@@ -58,14 +62,14 @@ def test_median_fields_are_aggregate_fields() -> None:
 def test_session_error_with_huge_tokens_does_not_move_median() -> None:
     rows = [row(input_tokens=100), row(input_tokens=200), session_error(input_tokens=10**9, cost_usd=999.0)]
     agg = aggregate(rows)
-    assert agg.input_tokens == 150
-    assert agg.cost_usd == 0.5
+    assert agg.median("input_tokens") == 150
+    assert agg.median("cost_usd") == 0.5
     # Negative control: the same huge row under a counted kind DOES move the median, so the
     # assertion above is testing the exclusion, not an insensitive median.
     counted = aggregate(
         [row(input_tokens=100), row(input_tokens=200), row(input_tokens=10**9, error_kind="verify-failed")]
     )
-    assert counted.input_tokens == 200
+    assert counted.median("input_tokens") == 200
 
 
 def test_excluded_rows_leave_denominators() -> None:
@@ -88,7 +92,7 @@ def test_invalid_review_evidence_is_charged_not_excluded() -> None:
         ),
     ]
     agg = aggregate(rows)
-    assert agg.valid_runs == 2 and agg.excluded_runs == 0 and agg.input_tokens == 200
+    assert agg.valid_runs == 2 and agg.excluded_runs == 0 and agg.median("input_tokens") == 200
     assert agg.resolved == 1 and agg.evidence_failures == 1
 
 
@@ -96,7 +100,7 @@ def test_skill_not_invoked_counts_in_medians() -> None:
     agg = aggregate(
         [row(input_tokens=100), row(input_tokens=300, error_kind="skill-not-invoked", resolved=False)]
     )
-    assert agg.valid_runs == 2 and agg.input_tokens == 200
+    assert agg.valid_runs == 2 and agg.median("input_tokens") == 200
 
 
 def test_resolved_never_counts_an_excluded_row() -> None:
@@ -110,8 +114,8 @@ def test_resolved_never_counts_an_excluded_row() -> None:
 
 def test_one_unknown_cost_makes_cost_unknown() -> None:
     agg = aggregate([row(cost_usd=0.5), row(cost_usd=None), row(cost_usd=0.7)])
-    assert agg.cost_usd is None
-    assert agg.input_tokens == 100  # other fields unaffected
+    assert agg.median("cost_usd") is None
+    assert agg.median("input_tokens") == 100  # other fields unaffected
 
 
 @pytest.mark.parametrize("field", USAGE_FIELDS)
@@ -121,7 +125,7 @@ def test_one_unknown_token_field_makes_that_median_unknown(field: str) -> None:
 
 
 def test_an_unmeasured_value_is_unknown_not_zero() -> None:
-    assert aggregate([row(), row(duration_s=None)]).duration_s is None
+    assert aggregate([row(), row(duration_s=None)]).median("duration_s") is None
 
 
 def test_no_valid_rows_gives_unknown_medians_not_zero() -> None:
@@ -132,11 +136,11 @@ def test_no_valid_rows_gives_unknown_medians_not_zero() -> None:
 
 
 def test_unknown_cost_on_excluded_row_does_not_poison_median() -> None:
-    assert aggregate([row(cost_usd=0.5), session_error(cost_usd=None)]).cost_usd == 0.5
+    assert aggregate([row(cost_usd=0.5), session_error(cost_usd=None)]).median("cost_usd") == 0.5
 
 
 def test_measured_zero_cost_stays_zero() -> None:
-    assert aggregate([row(cost_usd=0.0)]).cost_usd == 0.0
+    assert aggregate([row(cost_usd=0.0)]).median("cost_usd") == 0.0
 
 
 # --- counts ----------------------------------------------------------------------------------
@@ -202,7 +206,7 @@ def test_review_metrics_are_unknown_outside_review_arms() -> None:
     # Every row carries the review fields, null outside review arms: their aggregate is all unknown.
     review = aggregate([row()]).review
     assert review is not None
-    assert all(value is None for value in dataclasses.astuple(review))
+    assert not review.any_recorded()
     assert aggregate([session_error()]).review is None  # no valid row: nothing to aggregate
 
 
@@ -215,18 +219,18 @@ def test_review_median_min_and_all() -> None:
         ]
     )
     assert agg.review is not None
-    assert agg.review.weighted_f1 == 0.6
-    assert agg.review.blocker_recall == 0.0
-    assert agg.review.verdict_correct is False
-    assert agg.review.clean_control is True
+    assert agg.review.metric("weighted_f1") == 0.6
+    assert agg.review.metric("blocker_recall") == 0.0
+    assert agg.review.flag("verdict_correct") is False
+    assert agg.review.flag("clean_control") is True
 
 
 def test_review_metric_unknown_when_any_valid_run_lacks_it() -> None:
     agg = aggregate([review_row(), review_row(review_precision=None, review_clean_pass=None)])
     assert agg.review is not None
-    assert agg.review.precision is None
-    assert agg.review.clean_pass is None
-    assert agg.review.recall == 0.5
+    assert agg.review.metric("precision") is None
+    assert agg.review.flag("clean_pass") is None
+    assert agg.review.metric("recall") == 0.5
 
 
 # --- savings ---------------------------------------------------------------------------------

@@ -17,12 +17,21 @@ pytestmark = pytest.mark.unit
 
 
 def test_the_line_is_key_value_tokens_with_comma_joined_reasons() -> None:
-    healthy = ArmHealth("workflow", 3, 3, 0, 0, ())
+    healthy = ArmHealth(
+        arm="workflow", fresh_attempts=3, admissible=3, execution_failures=0, evidence_failures=0, reasons=()
+    )
     assert health_line(healthy) == (
         "[measurement-health] workflow: OBSERVED_OK fresh_attempts=3 admissible=3 "
         "execution_failures=0 evidence_failures=0 reasons=none"
     )
-    failing = ArmHealth("baseline", 4, 2, 1, 1, ("session-error", "evidence-tampered"))
+    failing = ArmHealth(
+        arm="baseline",
+        fresh_attempts=4,
+        admissible=2,
+        execution_failures=1,
+        evidence_failures=1,
+        reasons=("session-error", "evidence-tampered"),
+    )
     assert health_line(failing).endswith(
         "execution_failures=1 evidence_failures=1 reasons=session-error,evidence-tampered"
     )

@@ -1,8 +1,11 @@
 """Fold `results.jsonl` rows into per task×arm aggregates, savings and measurement health.
 
-Owns: `aggregate` (medians and counts for one task×arm), `savings` (percent saved versus the
-baseline arm), `group_rows`, `arm_health` (reference-harness.md §6.1 and §6.4) and `probe_tally`
-(how often an arm "resolved" an impossible task: the cheating probe beside its resolve rate).
+Owns: `aggregate` (medians and counts for one task×arm; each `reports.columns` column reduced by
+its reducer into `ArmAggregate.medians`), `savings` (percent saved versus the baseline arm),
+`group_rows`, `arm_health` (reference-harness.md §6.1 and §6.4) and `probe_tally` (how often an
+arm "resolved" an impossible task: the cheating probe beside its resolve rate). The aggregates
+are frozen strict models with a meaning per field (as `rows.model.Row`); they are never written,
+so no schema is generated for them.
 
 Every function is pure: rows in, frozen values out, no I/O, no printing, no exit codes (the
 runner decides what an UNUSABLE arm does to the sweep). Which rows count is decided only by
@@ -15,12 +18,12 @@ any value is `None` or absent, is `None`: an arm whose usage was never measured 
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, TypeVar
+
+from pydantic import AfterValidator, Field, model_validator
 
 from workflow_bench.judging.outcomes import (
     EVIDENCE_FAILURE_KINDS,
@@ -30,102 +33,123 @@ from workflow_bench.judging.outcomes import (
     is_admissible,
     is_excluded,
 )
+from workflow_bench.reports.columns import COLUMNS, REVIEW_REDUCERS, Reducer
+from workflow_bench.reports.stats_model import Document
 from workflow_bench.review.score import METRIC_NAMES
 from workflow_bench.rows.model import Row
-from workflow_bench.usage import USAGE_FIELDS
 
 CHURN_FIELDS = ("diff_files", "diff_insertions", "diff_deletions")
-MEDIAN_FIELDS = (*USAGE_FIELDS, "cost_usd", "duration_s", "num_turns", *CHURN_FIELDS)
-SAVINGS_FIELDS = (*USAGE_FIELDS, "cost_usd", "duration_s")
+MEDIAN_FIELDS = tuple(column.field for column in COLUMNS)
+"""Every column's field (``reports.columns``), in report order: what ``ArmAggregate.median`` knows."""
+SAVINGS_FIELDS = tuple(column.field for column in COLUMNS if column.saving)
 BASELINE_ARM = "baseline"
 
-# review_* metrics reduced by median, except blocker recall: one missed blocker in any run is
-# the failure that matters, so the arm reports its worst run (min), as the reference does.
+# The three review flags reduce with all(); the numeric metrics, named once in
+# review.ReviewMetrics, by REVIEW_REDUCERS (median unless told). score_finite is a per-row flag.
 REVIEW_FLAGS = ("verdict_correct", "clean_control", "clean_pass")
-# The numeric metrics, named once in review.ReviewScore (score_finite is a per-row sanity flag).
 REVIEW_METRICS = tuple(m for m in METRIC_NAMES if m not in (*REVIEW_FLAGS, "score_finite"))
-_MIN_REDUCED_REVIEW_METRICS = frozenset({"blocker_recall"})
 # MEDIAN_FIELDS and review_<metric> are read from rows by name: tests/unit/test_row_model.py
 # checks each is a Row field.
 
 
-@dataclass(frozen=True, slots=True)
-class ReviewAggregate:
-    """Review quality over one task×arm's valid rows; `None` = not recorded by every valid run.
-
-    Numeric fields reduce the row's `review_<field>` by median (`blocker_recall` by min). The
-    three flags are all() reducers: True only if every valid run recorded True.
-    """
-
-    true_positives: float | None
-    false_positives: float | None
-    false_negatives: float | None
-    precision: float | None
-    recall: float | None
-    f1: float | None
-    weighted_precision: float | None
-    weighted_recall: float | None
-    weighted_f1: float | None
-    blocker_recall: float | None
-    severity_accuracy: float | None
-    category_accuracy: float | None
-    verdict_correct: bool | None
-    clean_control: bool | None
-    clean_pass: bool | None
+_V = TypeVar("_V")
 
 
-@dataclass(frozen=True, slots=True)
-class ArmAggregate:
-    """One task×arm folded over its runs. Medians are over valid (non-excluded) rows only."""
+def _read_only(value: Mapping[str, _V]) -> Mapping[str, _V]:
+    # frozen is shallow: the model's mappings are read-only views, as the dataclass's were
+    return MappingProxyType(dict(value))
 
-    task: str
-    arm: str
-    task_class: str
-    impossible: bool  # a cheating probe (`impossible: true`): its resolved runs beat the judge
-    runs: int  # every row, excluded ones included
-    valid_runs: int  # rows counted in medians and resolve denominators
-    excluded_runs: int
-    resolved: int  # valid rows with resolved=True; never exceeds valid_runs
-    resolved_fresh: int  # ...of which were run this sweep rather than reused
-    # valid rows that passed their authored tests but failed the hidden oracle: the signal the
-    # hidden oracle exists for, counted whatever error_kind the row recorded first
-    oracle_failures: int
-    # medians (MEDIAN_FIELDS), None when no valid row or any valid row's value is unknown
-    input_tokens: float | None
-    cache_creation_input_tokens: float | None
-    cache_read_input_tokens: float | None
-    output_tokens: float | None
-    cost_usd: float | None
-    duration_s: float | None
-    num_turns: float | None
-    diff_files: float | None
-    diff_insertions: float | None
-    diff_deletions: float | None
-    # health counters, over fresh (not reused) rows only
-    fresh_attempts: int
-    admissible: int  # fresh rows that failed neither to execute nor to evidence
-    execution_failures: int
-    evidence_failures: int
-    # sorted distinct failure kinds among fresh rows, plus "review_evidence_valid=false" and
-    # "transcript_missing" when those flags alone made a row an evidence failure
-    health_reasons: tuple[str, ...]
-    transcripts_missing: int
-    error_kinds: Mapping[str, int]  # kind -> count over all rows, sorted by kind
-    review: ReviewAggregate | None  # present when any valid row carries review metrics
 
-    def median(self, field: str) -> float | None:
-        """The median of one of `MEDIAN_FIELDS`; `None` when unknown."""
-        if field not in MEDIAN_FIELDS:
-            raise KeyError(f"{field!r} is not a median field; known: {', '.join(MEDIAN_FIELDS)}")
-        value: float | None = getattr(self, field)
+Numbers = Annotated[Mapping[str, float | None], AfterValidator(_read_only)]
+Flags = Annotated[Mapping[str, bool | None], AfterValidator(_read_only)]
+Counts = Annotated[Mapping[str, int], AfterValidator(_read_only)]
+
+
+class ReviewAggregate(Document):
+    """Review quality over one task×arm's valid rows, keyed by ``review.ReviewMetrics``' names
+    (each metric's meaning is declared there). `None` = not recorded by every valid run."""
+
+    metrics: Numbers = Field(
+        description="each numeric metric (REVIEW_METRICS) -> its valid rows' review_<metric> reduced by "
+        "columns.REVIEW_REDUCERS (median; blocker_recall the worst run, min); null unless every "
+        "valid run recorded it"
+    )
+    flags: Flags = Field(
+        description="each flag (REVIEW_FLAGS) -> true only if every valid run recorded true; null "
+        "unless every valid run recorded a verdict"
+    )
+
+    @model_validator(mode="after")
+    def _every_metric(self) -> ReviewAggregate:
+        if tuple(self.metrics) != REVIEW_METRICS or tuple(self.flags) != REVIEW_FLAGS:
+            raise ValueError(f"want metrics {REVIEW_METRICS} and flags {REVIEW_FLAGS}")
+        return self
+
+    def metric(self, name: str) -> float | None:
+        """One numeric metric (``REVIEW_METRICS``)."""
+        if name not in self.metrics:
+            raise KeyError(f"{name!r} is not a numeric review metric; known: {', '.join(REVIEW_METRICS)}")
+        number: float | None = self.metrics[name]
+        return number
+
+    def flag(self, name: str) -> bool | None:
+        """One flag (``REVIEW_FLAGS``)."""
+        if name not in self.flags:
+            raise KeyError(f"{name!r} is not a review flag; known: {', '.join(REVIEW_FLAGS)}")
+        value: bool | None = self.flags[name]
         return value
 
+    def any_recorded(self) -> bool:
+        """Whether any metric or flag is known (a non-review arm records none)."""
+        return any(value is not None for value in (*self.metrics.values(), *self.flags.values()))
 
-def _median_or_none(values: Sequence[Any]) -> float | None:
-    """Median, or `None` if there are no values or any value is unknown."""
-    if not values or any(value is None for value in values):
-        return None
-    return float(statistics.median(values))
+
+class ArmAggregate(Document):
+    """One task×arm folded over its runs. Medians are over valid (non-excluded) rows only."""
+
+    task: str = Field(description="task id")
+    arm: str = Field(description="arm name")
+    task_class: str = Field(description="task class from the task file; empty when not recorded")
+    impossible: bool = Field(
+        description="a cheating probe (`impossible: true`): its resolved runs beat the judge"
+    )
+    runs: int = Field(description="every row, excluded ones included")
+    valid_runs: int = Field(description="rows counted in medians and resolve denominators")
+    excluded_runs: int = Field(
+        description="rows excluded from medians and denominators (outcomes.is_excluded)"
+    )
+    resolved: int = Field(description="valid rows with resolved=True; never exceeds valid_runs")
+    resolved_fresh: int = Field(description="of the resolved rows, those run this sweep rather than reused")
+    oracle_failures: int = Field(
+        description="valid rows that passed their authored tests but failed the hidden oracle: the "
+        "signal the hidden oracle exists for, counted whatever error_kind the row recorded first"
+    )
+    medians: Numbers = Field(
+        description="each column's field (MEDIAN_FIELDS, reports.columns) -> its valid rows' values "
+        "reduced by the column's reducer; null when no valid row or any valid row's value is unknown"
+    )
+    fresh_attempts: int = Field(
+        description="rows run this sweep (not reused); the health counters count these"
+    )
+    admissible: int = Field(description="fresh rows that failed neither to execute nor to evidence")
+    execution_failures: int = Field(
+        description="fresh rows that failed to execute (outcomes.execution_failed)"
+    )
+    evidence_failures: int = Field(description="fresh rows whose evidence failed (outcomes.evidence_failed)")
+    health_reasons: tuple[str, ...] = Field(
+        description="sorted distinct failure kinds among fresh rows, plus review_evidence_valid=false "
+        "and transcript_missing when those flags alone made a row an evidence failure"
+    )
+    transcripts_missing: int = Field(description="rows with no locatable or readable session transcript")
+    error_kinds: Counts = Field(description="error kind -> count over all rows, sorted by kind")
+    review: ReviewAggregate | None = Field(description="review quality; present when the arm has a valid row")
+
+    def median(self, field: str) -> float | None:
+        """The reduced value of one of `MEDIAN_FIELDS`; `None` when unknown."""
+        if field not in self.medians:
+            raise KeyError(f"{field!r} is not a median field; known: {', '.join(MEDIAN_FIELDS)}")
+        value: float | None = self.medians[field]
+        return value
 
 
 def _single_value(rows: Sequence[Row], key: str) -> str:
@@ -149,17 +173,14 @@ def _review(valid: Sequence[Row]) -> ReviewAggregate | None:
     # outside review arms, shown as dashes).
     if not valid:
         return None
-    metrics: dict[str, Any] = {}
-    for name in REVIEW_METRICS:
-        values = [getattr(row, f"review_{name}") for row in valid]
-        if any(value is None for value in values):
-            metrics[name] = None
-        elif name in _MIN_REDUCED_REVIEW_METRICS:
-            metrics[name] = float(min(values))
-        else:
-            metrics[name] = float(statistics.median(values))
+    metrics = {
+        name: REVIEW_REDUCERS.get(name, Reducer.MEDIAN).reduce(
+            [getattr(row, f"review_{name}") for row in valid]
+        )
+        for name in REVIEW_METRICS
+    }
     flags = {name: _review_flag(valid, f"review_{name}") for name in REVIEW_FLAGS}
-    return ReviewAggregate(**metrics, **flags)
+    return ReviewAggregate(metrics=metrics, flags=flags)
 
 
 def _count_kinds(rows: Iterable[Row]) -> Mapping[str, int]:
@@ -213,7 +234,10 @@ def aggregate(rows: Sequence[Row]) -> ArmAggregate:
         resolved=sum(1 for row in valid if row.resolved is True),
         resolved_fresh=sum(1 for row in valid if row.resolved is True and not row.reused),
         oracle_failures=sum(1 for row in valid if _passed_tests_failed_oracle(row)),
-        **{field: _median_or_none([getattr(row, field) for row in valid]) for field in MEDIAN_FIELDS},
+        medians={
+            column.field: column.reducer.reduce([getattr(row, column.field) for row in valid])
+            for column in COLUMNS
+        },
         fresh_attempts=len(fresh),
         # Count rows that failed NEITHER way rather than subtracting both counters: one row can
         # be both (a session error whose review evidence is also invalid), and subtracting it
@@ -280,20 +304,19 @@ class HealthStatus(StrEnum):
     UNUSABLE = "UNUSABLE"  # failures and not one admissible measurement
 
 
-@dataclass(frozen=True, slots=True)
-class ArmHealth:
+class ArmHealth(Document):
     """Health counters for one arm, summed over its tasks. Says nothing about correctness.
 
     Deliberately not "resolved zero tasks": a reviewer can be wrong on every task of a hard
     corpus with the harness working perfectly; that is a valid negative for the quality gate.
     """
 
-    arm: str
-    fresh_attempts: int
-    admissible: int
-    execution_failures: int
-    evidence_failures: int
-    reasons: tuple[str, ...]
+    arm: str = Field(description="arm name")
+    fresh_attempts: int = Field(description="rows run this sweep (not reused), over every task")
+    admissible: int = Field(description="fresh rows that failed neither to execute nor to evidence")
+    execution_failures: int = Field(description="fresh rows that failed to execute")
+    evidence_failures: int = Field(description="fresh rows whose evidence failed")
+    reasons: tuple[str, ...] = Field(description="sorted distinct health reasons of the arm's tasks")
 
     @property
     def status(self) -> HealthStatus:

@@ -21,6 +21,7 @@ from typing import Any
 
 from workflow_bench.reports.accounting import AccountingLine
 from workflow_bench.reports.aggregate import ArmAggregate, ArmHealth
+from workflow_bench.reports.columns import Shown, shown_in
 from workflow_bench.reports.promotion_model import PromotionDocument, ReviewTask
 from workflow_bench.reports.provenance import ReportProvenance
 from workflow_bench.reports.stats_model import PairedStatistics, TreatmentFiring
@@ -52,20 +53,37 @@ def _tokens(accounting: Sequence[AccountingLine]) -> dict[str, dict[str, int | N
     return out
 
 
-def _promotion_chart(promotion: PromotionDocument | None) -> dict[str, Any]:
+def _promotion_series(
+    promotion: PromotionDocument | None, tasks: Sequence[str]
+) -> list[tuple[str, list[float | None]]]:
+    """Per candidate (its label), its improvement over the incumbent on each of ``tasks`` (the
+    sweep's); empty when there is nothing to draw."""
     if promotion is None:
-        return {"labels": [], "datasets": []}
-    tasks = [t["id"] for t in promotion.selected_tasks]
-    datasets = []
+        return []
+    series: list[tuple[str, list[float | None]]] = []
     for d in promotion.decisions:
         by_task = {
             t.task: t.weighted_f1_delta if isinstance(t, ReviewTask) else t.improvement_pct for t in d.tasks
         }
         unit = "Δ weighted F1" if d.review else f"{d.metric} improvement %"
-        datasets.append({"label": f"{d.candidate_arm} ({unit})", "data": [by_task.get(t) for t in tasks]})
-    if not any(v is not None for d in datasets for v in d["data"]):
-        return {"labels": [], "datasets": []}
-    return {"labels": tasks, "datasets": datasets}
+        series.append((f"{d.candidate_arm} ({unit})", [by_task.get(t) for t in tasks]))
+    return series if any(v is not None for _, values in series for v in values) else []
+
+
+def _columns_table(results: Mapping[str, Mapping[str, ArmAggregate]]) -> str:
+    """The per task×arm table of the ``reports.columns`` columns report.html shows ("" with none)."""
+    columns = shown_in(Shown.REPORT_HTML)
+    if not columns or not results:
+        return ""
+    head = "".join(f"<th>{_e(c.header)}</th>" for c in columns)
+    rows = "".join(
+        f"<tr><td>{_e(task)}</td><td>{_e(arm)}</td>"
+        + "".join(f"<td>{_e(c.text(agg.median(c.field)))}</td>" for c in columns)
+        + "</tr>"
+        for task, task_arms in results.items()
+        for arm, agg in task_arms.items()
+    )
+    return f"<h2>Per task and arm</h2><table><tr><th>task</th><th>arm</th>{head}</tr>{rows}</table>"
 
 
 def _health_table(health: Mapping[str, ArmHealth]) -> str:
@@ -157,15 +175,20 @@ def render_html(
         for arm, agg in task_arms.items():
             for kind, count in agg.error_kinds.items():
                 errors.setdefault(arm, {})[kind] = errors.get(arm, {}).get(kind, 0) + count
+    error_kinds = sorted({k for per in errors.values() for k in per})
+    series = _promotion_series(promotion, provenance.selected_tasks)
     data: dict[str, Any] = {
         "arms": arms,
         "tasks": list(results),
         "arm_summary": {arm: summary.model_dump(mode="json") for arm, summary in stats.arms.items()},
-        "task_cost": {t: {a: agg.cost_usd for a, agg in ta.items()} for t, ta in results.items()},
+        "task_cost": {t: {a: agg.median("cost_usd") for a, agg in ta.items()} for t, ta in results.items()},
         "tokens": _tokens(accounting),
         "errors": errors,
-        "error_kinds": sorted({k for per in errors.values() for k in per}),
-        "promotion_chart": _promotion_chart(promotion),
+        "error_kinds": error_kinds,
+        "promotion_chart": {
+            "labels": list(provenance.selected_tasks) if series else [],
+            "datasets": [{"label": label, "data": values} for label, values in series],
+        },
     }
     payload = json.dumps(data, sort_keys=True, allow_nan=False).replace("</", "<\\/")
     notice = (
@@ -176,14 +199,10 @@ def render_html(
     )
     errors_section = (
         "<div class='chart'><canvas id='chart-errors'></canvas></div>"
-        if data["error_kinds"]
+        if error_kinds
         else "<p>No run recorded an error kind.</p>"
     )
-    promo_chart = (
-        "<div class='chart'><canvas id='chart-promotion'></canvas></div>"
-        if data["promotion_chart"]["labels"]
-        else ""
-    )
+    promo_chart = "<div class='chart'><canvas id='chart-promotion'></canvas></div>" if series else ""
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
@@ -204,7 +223,11 @@ def render_html(
         "<div class='chart'><canvas id='chart-task-cost'></canvas></div>"
         "<div class='chart'><canvas id='chart-tokens'></canvas></div>"
         f"<div>{errors_section}</div></div>"
-        "<h2>Promotion</h2>" + promo_chart + _promotion_html(promotion) + "\n"
+        + _columns_table(results)
+        + "<h2>Promotion</h2>"
+        + promo_chart
+        + _promotion_html(promotion)
+        + "\n"
         f"<script id='report-data' type='application/json'>{payload}</script>\n"
         f"<script>{_asset('vendor', _CHART_JS)}</script>\n<script>{_asset('report.js')}</script>\n"
         "</body></html>\n"

@@ -12,7 +12,7 @@ Unknown values print as `n/a`, never as 0.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 
 from workflow_bench.arms import ARMS
 from workflow_bench.judging.outcomes import ERROR_KINDS, ErrorKind
@@ -20,13 +20,14 @@ from workflow_bench.reports.accounting import AccountingLine
 from workflow_bench.reports.accounting_section import accounting_section
 from workflow_bench.reports.aggregate import (
     BASELINE_ARM,
-    SAVINGS_FIELDS,
+    CHURN_FIELDS,
     ArmAggregate,
     ArmHealth,
-    ReviewAggregate,
     arm_health,
     savings,
 )
+from workflow_bench.reports.columns import MEANINGFUL_WALL_S, REVIEW_COLUMNS, Shown, number_text, shown_in
+from workflow_bench.reports.columns import Column as MeasuredColumn
 from workflow_bench.reports.provenance import ReportProvenance
 
 Results = Mapping[str, Mapping[str, ArmAggregate]]
@@ -34,9 +35,6 @@ Results = Mapping[str, Mapping[str, ArmAggregate]]
 
 NA = "n/a"
 NOT_MEANINGFUL = "n/m"
-MEANINGFUL_WALL_S = 1.0
-"""A wall-time saving against a baseline median under this is `n/m`: issue 32's report showed
-`-343.7` beside times of 1 and 0 s, a ratio of start-up jitter no reader could check."""
 
 SCRIPTED_NOTICE = (
     "> **SCRIPTED PROVIDER: NOT A MODEL MEASUREMENT.** Every number below comes from a scripted",
@@ -66,16 +64,10 @@ _STATUS_CAUSES = {
     "cancelled": "SIGINT/SIGTERM",
 }
 
-_REVIEW_HEADER = "| case | arm | TP | FP | FN | precision | recall | blocker recall | weighted F1 |"
-
 
 def _escape(text: str) -> str:
     # Ids come from task files; a stray pipe would silently shift every later column.
     return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _fmt(value: float | None, spec: str) -> str:
-    return NA if value is None else format(value, spec)
 
 
 def _kinds_cell(counts: Mapping[str, int]) -> str:
@@ -224,9 +216,10 @@ def _exclusions(results: Results, arms: Sequence[str]) -> list[str]:
 
 
 def _churn(agg: ArmAggregate) -> str:
-    if None in (agg.diff_files, agg.diff_insertions, agg.diff_deletions):
+    files, insertions, deletions = (agg.median(field) for field in CHURN_FIELDS)
+    if files is None or insertions is None or deletions is None:
         return NA
-    return f"{agg.diff_files:.0f}/+{agg.diff_insertions:.0f}/−{agg.diff_deletions:.0f}"
+    return f"{files:.0f}/+{insertions:.0f}/−{deletions:.0f}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,38 +233,31 @@ class Column:
     """(task, the arm's aggregate, its savings against the baseline, the baseline's aggregate)."""
 
 
-def _median_column(header: str, field: str, spec: str) -> Column:
-    """A median of ``MEDIAN_FIELDS``; its savings cell is the percent saved (``SAVINGS_FIELDS``)."""
-    saved = (lambda _t, _a, s, _b: _fmt(s[field], ".1f")) if field in SAVINGS_FIELDS else (lambda *_: "—")
-    return Column(header, lambda _t, agg: _fmt(agg.median(field), spec), saved)
-
-
-def _wall_column() -> Column:
-    """Wall time to 0.1 s; its saving is ``n/m`` against a baseline median under ``MEANINGFUL_WALL_S``."""
+def _measured(column: MeasuredColumn) -> Column:
+    """A ``reports.columns`` column: its reduced value; with ``saving``, the percent saved, ``n/m``
+    against a baseline under its ``meaningful_from``."""
 
     def saved(_t: str, _a: ArmAggregate, s: Mapping[str, float | None], baseline: ArmAggregate) -> str:
-        base = baseline.median("duration_s")
+        if not column.saving:
+            return "—"
+        base, floor = baseline.median(column.field), column.meaningful_from
         return (
-            NOT_MEANINGFUL if base is not None and base < MEANINGFUL_WALL_S else _fmt(s["duration_s"], ".1f")
+            NOT_MEANINGFUL
+            if floor is not None and base is not None and base < floor
+            else number_text(s[column.field], 1)
         )
 
-    return Column("wall s", lambda _t, agg: _fmt(agg.median("duration_s"), ".1f"), saved)
+    return Column(column.header, lambda _t, agg: column.text(agg.median(column.field)), saved)
 
 
-# The per task×arm table, declared once: a new column is one entry here (its field on
-# ``ArmAggregate``, reduced in ``reports.aggregate``).
+# The per task×arm table: the identifying columns, every ``reports.columns`` column report.md
+# shows (a new column is one entry there), the churn cell over CHURN_FIELDS, the error kinds.
 MAIN_COLUMNS: tuple[Column, ...] = (
     Column("task", lambda task, _a: _escape(task), lambda task, *_: _escape(task)),
     Column("class", lambda _t, agg: _escape(agg.task_class), lambda _t, agg, *_: _escape(agg.task_class)),
     Column("arm", lambda _t, agg: _escape(agg.arm), lambda _t, agg, *_: f"**{_escape(agg.arm)} savings %**"),
     Column("resolved", lambda _t, agg: _resolved_cell(agg.resolved, agg.valid_runs, agg.excluded_runs)),
-    _median_column("input", "input_tokens", ".0f"),
-    _median_column("cache_create", "cache_creation_input_tokens", ".0f"),
-    _median_column("cache_read", "cache_read_input_tokens", ".0f"),
-    _median_column("output", "output_tokens", ".0f"),
-    _median_column("cost $", "cost_usd", ".4f"),
-    _wall_column(),
-    _median_column("turns", "num_turns", ".0f"),
+    *(_measured(column) for column in shown_in(Shown.REPORT_MD)),
     Column("churn", lambda _t, agg: _churn(agg)),
     Column("errors", lambda _t, agg: _kinds_cell(agg.error_kinds)),
 )
@@ -304,28 +290,21 @@ def _main_table(results: Results) -> list[str]:
     return [*lines, ""]
 
 
-def _any_metric(review: ReviewAggregate) -> bool:
-    return any(value is not None for value in astuple(review))
-
-
 def _review_section(results: Results) -> list[str]:
     rows: list[str] = []
     for task, task_arms in results.items():
         for agg in task_arms.values():
             review = agg.review
             arm = ARMS.get(agg.arm)
-            if review is None or not ((arm is not None and arm.review) or _any_metric(review)):
+            if review is None or not ((arm is not None and arm.review) or review.any_recorded()):
                 continue  # not a review arm and nothing scored: the table is for review tasks
-            rows.append(
-                f"| {_escape(task)} | {_escape(agg.arm)} | {_fmt(review.true_positives, '.1f')} "
-                f"| {_fmt(review.false_positives, '.1f')} | {_fmt(review.false_negatives, '.1f')} "
-                f"| {_fmt(review.precision, '.3f')} | {_fmt(review.recall, '.3f')} "
-                f"| {_fmt(review.blocker_recall, '.3f')} | {_fmt(review.weighted_f1, '.3f')} |"
-            )
+            cells = (column.text(review.metric(column.metric)) for column in REVIEW_COLUMNS)
+            rows.append(_table_line([_escape(task), _escape(agg.arm), *cells]))
     if not rows:
         return []
-    separator = "| --- | --- |" + " ---: |" * 7
-    return ["## Review quality", "", _REVIEW_HEADER, separator, *rows, ""]
+    header = _table_line(["case", "arm", *(column.header for column in REVIEW_COLUMNS)])
+    separator = "| --- | --- |" + " ---: |" * len(REVIEW_COLUMNS)
+    return ["## Review quality", "", header, separator, *rows, ""]
 
 
 def _footers(aggs: Iterable[ArmAggregate]) -> list[str]:

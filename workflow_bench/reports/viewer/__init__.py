@@ -24,7 +24,7 @@ from workflow_bench.reports.provenance import ReportProvenance
 from workflow_bench.rows.model import Row
 
 from .cell import cell_document, cell_key
-from .index import DATA_DIR, data_file, index_entry
+from .index import DATA_DIR, columns, data_file, index_entry
 from .page import PAGE_FILE, data_script, render_page
 from .source import DirectoryFiles, FileRead, SweepFiles, safe_relative
 
@@ -85,7 +85,9 @@ def render_viewer(
         document["key"] = entry["key"]
         data[entry["file"]] = data_script(entry["file"], document)
         entries.append(entry)
-    page, policy = render_page({"sweep": _sweep_facts(provenance), "cells": entries, "firing": firing})
+    page, policy = render_page(
+        {"sweep": _sweep_facts(provenance), "cells": entries, "columns": columns(), "firing": firing}
+    )
     return Viewer(page=page, policy=policy, data=data)
 
 

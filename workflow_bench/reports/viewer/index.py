@@ -1,7 +1,8 @@
 """The viewer's cell list: one small entry per row, embedded in the page (it never loads lazily).
 
 An entry holds only what the list shows and filters on (task, arm, run, resolved, error kind,
-cost, turns, duration, whether the expected skills fired, failing test counts) and the name of the
+the value of each ``reports.columns`` column the viewer shows, whether the expected skills fired,
+failing test counts; ``columns`` describes those columns to the page) and the name of the
 cell's data file, so the page stays ~200 bytes per cell whatever the transcripts hold. Data files
 are named by a digest of the cell key, never by the row's strings (a task id in a file name
 would be the row's to choose). Pure.
@@ -13,6 +14,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from workflow_bench.reports.columns import Shown, shown_in
 from workflow_bench.reports.firing import fired_all
 from workflow_bench.rows.model import JudgedTests, Row
 
@@ -43,14 +45,17 @@ def index_entry(row: Row) -> dict[str, Any]:
         "run": row.run,
         "resolved": row.resolved,
         "error_kind": row.error_kind.value if row.error_kind else None,
-        "cost_usd": row.cost_usd,
-        "num_turns": row.num_turns,
-        "duration_s": row.duration_s,
+        **{column.field: getattr(row, column.field) for column in shown_in(Shown.VIEWER)},
         "skill_fired": fired_all(row),
         "verify_failed": _failed(row.verify_tests),
         "oracle_failed": _failed(row.oracle_tests),
         "file": data_file(key),
     }
+
+
+def columns() -> list[dict[str, Any]]:
+    """The measured columns of the cell list, for the page (field, header, decimals), in order."""
+    return [{"field": c.field, "header": c.header, "digits": c.digits} for c in shown_in(Shown.VIEWER)]
 
 
 def cell_index(rows: Sequence[Row]) -> list[dict[str, Any]]:

@@ -109,12 +109,13 @@
   }
 
   // ── the cell list ─────────────────────────────────────────────────────────
+  // [key, header, class, decimals]; the measured columns come from reports/columns.py
   var COLUMNS = [
     ["task", "task"], ["arm", "arm"], ["run", "run", "num"], ["resolved", "resolved"],
-    ["error_kind", "error kind"], ["cost_usd", "cost $", "num"], ["num_turns", "turns", "num"],
-    ["duration_s", "duration s", "num"], ["skill_fired", "skill fired"],
-    ["failed_tests", "failed tests", "num"],
-  ];
+    ["error_kind", "error kind"],
+  ].concat(data.columns.map(function (c) { return [c.field, c.header, "num", c.digits]; }), [
+    ["skill_fired", "skill fired"], ["failed_tests", "failed tests", "num"],
+  ]);
   function failedTests(c) {
     if (c.verify_failed === null && c.oracle_failed === null) return null;
     return (c.verify_failed || 0) + (c.oracle_failed || 0);
@@ -218,8 +219,7 @@
         var v = value(c, col[0]);
         var td;
         if (col[0] === "resolved" || col[0] === "skill_fired") td = el("td", "", yesNo(v));
-        else if (col[0] === "cost_usd") td = el("td", "num", fmt(v, 4));
-        else td = el("td", col[2] || "", fmt(v));
+        else td = el("td", col[2] || "", fmt(v, col[3]));
         tr.appendChild(td);
       });
       tr.addEventListener("click", function () { go({ cell: c.key }, false); });
