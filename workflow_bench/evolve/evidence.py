@@ -25,11 +25,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from workflow_bench.input_files import InputFileError, read_bounded
+from workflow_bench.input_files import InputFileError, problem_line, read_bounded
 from workflow_bench.judging.outcomes import EXCLUDED_ERROR_KINDS, ErrorKind
 from workflow_bench.redaction import redact_text, redact_value
 from workflow_bench.reports.promotion_model import PROMOTION_FILE, PromotionDocument
-from workflow_bench.reports.sweep_record import validation_problem
 from workflow_bench.rows.migrate import RowReadError
 from workflow_bench.rows.migrate import read_rows as stored_rows
 from workflow_bench.rows.model import Row
@@ -186,7 +185,7 @@ def gate_summary(source: Path) -> list[str]:
     try:
         doc = PromotionDocument.model_validate(json.loads(read_bounded(path, max_bytes=MAX_RESULTS_BYTES)))
     except ValidationError as exc:
-        return [f"{path.name}: unreadable ({validation_problem(exc, PromotionDocument)})"]
+        return [f"{path.name}: unreadable ({problem_line(exc, PromotionDocument)})"]
     except (InputFileError, OSError, ValueError):
         return [f"{path.name}: unreadable"]
     lines = []

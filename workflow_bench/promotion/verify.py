@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from workflow_bench.input_files import problem_line
 from workflow_bench.promotion.document import inputs_from_document, promotion_document, row_digest
 from workflow_bench.promotion.policy import PolicyError, PromotionPolicy
 from workflow_bench.reports.aggregate import aggregate_all
@@ -42,7 +43,6 @@ from workflow_bench.reports.sweep_record import (
     SweepRecordError,
     read_sweep_record,
     task_identities,
-    validation_problem,
 )
 from workflow_bench.rows.migrate import row_from_stored
 from workflow_bench.rows.model import Row
@@ -79,7 +79,7 @@ def parse_promotion(raw: Mapping[str, Any]) -> PromotionDocument:
         doc = PromotionDocument.model_validate(raw)
         task_identities(doc.selected_tasks, where="selected_tasks")
     except ValidationError as exc:
-        raise VerifyError(f"promotion.json: {validation_problem(exc, PromotionDocument)}") from None
+        raise VerifyError(f"promotion.json: {problem_line(exc, PromotionDocument)}") from None
     except ValueError as exc:
         raise VerifyError(f"promotion.json: {exc}") from None
     if (doc.candidate_overlay is None) != (doc.target_base_digests is None):

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from workflow_bench.input_files import problems
+from workflow_bench.input_files import problem_line
 from workflow_bench.reports.overlay_model import CANDIDATE_ORIGIN, OverlayFile, OverlayRecord
 from workflow_bench.reports.provenance import SCRIPTED_PROVIDER, ReportProvenance
 from workflow_bench.reports.stats_model import Document
@@ -67,16 +67,8 @@ def task_identities(tasks: Sequence[Any], *, where: str) -> tuple[TaskIdentity, 
         try:
             identities.append(TaskIdentity.model_validate(task))
         except ValidationError as exc:
-            raise ValueError(f"{where}[{index}]: {validation_problem(exc)}") from None
+            raise ValueError(f"{where}[{index}]: {problem_line(exc)}") from None
     return tuple(identities)
-
-
-def validation_problem(exc: ValidationError, model: type[BaseModel] | None = None) -> str:
-    """A pydantic error as one line: the first defect's key and what is wrong (``input_files.problems``)."""
-    found = problems(exc, model)
-    key, message = found[0]
-    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-    return f"{key}: {message}{more}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +133,7 @@ class SweepRecord:
             try:
                 data[name] = value if convert is None else convert(value)
             except (TypeError, ValueError) as exc:
-                problem = validation_problem(exc) if isinstance(exc, ValidationError) else exc
+                problem = problem_line(exc) if isinstance(exc, ValidationError) else exc
                 raise SweepRecordError(f"{source}: {name}: {problem}") from None
         record = cls(**data)
         try:
