@@ -46,6 +46,7 @@ from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.relay.server import Exchange, WireRecord
 from workflow_bench.relay.wire import parse_request, parse_response
 from workflow_bench.report.render import render_reports
+from workflow_bench.reports.overlay_model import CANDIDATE_ORIGIN, OverlayRecord
 from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
 from workflow_bench.rows.migrate import read_rows, stored_line
 from workflow_bench.rows.model import SCHEMA_VERSION, ResourceLimits, Row
@@ -241,7 +242,7 @@ def sweep_record(
     tasks: Sequence[str] = ("t1",),
     status: str = "complete",
     policy: PromotionPolicy | None = None,
-    overlay: dict[str, Any] | None = None,
+    overlay: OverlayRecord | None = None,
     runs_per_cell: int = 3,
     finished_at: str = SWEEP_FINISHED,
 ) -> SweepRecord:
@@ -279,9 +280,11 @@ def make_toolkit(root: Path) -> Path:
     return root
 
 
-def overlay_for(toolkit: Path) -> dict[str, Any]:
+def overlay_for(toolkit: Path, *, origin: str = CANDIDATE_ORIGIN) -> OverlayRecord:
     digest = canonical_digest([[p, hashlib.sha256(d).hexdigest(), len(d)] for p, d in OVERLAY_FILES])
-    return overlay_record(digest=digest, files=OVERLAY_FILES, roles=["plan", "work"], toolkit_root=toolkit)
+    return overlay_record(
+        digest=digest, files=OVERLAY_FILES, roles=["plan", "work"], toolkit_root=toolkit, origin=origin
+    )
 
 
 def write_sweep(out: Path, rec: SweepRecord, rows: Sequence[Row]) -> Path:

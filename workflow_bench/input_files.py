@@ -325,6 +325,14 @@ def problems(exc: ValidationError, model: type[BaseModel] | None = None) -> list
     return found
 
 
+def problem_line(exc: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """One validation as one line: the first defect's key and message, and how many more there are."""
+    found = problems(exc, model)
+    key, message = found[0]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return f"{key}: {message}{more}"
+
+
 def _dotted(loc: tuple[int | str, ...]) -> str:
     key = ""
     for part in loc:

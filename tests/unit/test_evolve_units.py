@@ -11,12 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import row
+from tests.builders import row, sweep_record, sweep_runs, write_sweep
 from workflow_bench.evolve import bundle as bundle_mod
 from workflow_bench.evolve.args import build_parser, candidate_pairs, changeable_roles
 from workflow_bench.evolve.bench import runner_environment
 from workflow_bench.evolve.cli import main as evolve_main
-from workflow_bench.evolve.evidence import Artifact, Evidence, row_artifacts, select_rows
+from workflow_bench.evolve.evidence import (
+    Artifact,
+    CompactRow,
+    Evidence,
+    gate_summary,
+    row_artifacts,
+    select_rows,
+)
 from workflow_bench.evolve.learnings import LearningsError, append_learning, notes_for, read_learnings
 from workflow_bench.evolve.overlay_freeze import (
     OverlayRejected,
@@ -172,7 +179,7 @@ def test_learning_queue_appends_validates_and_keeps_the_last_40_per_skill(tmp_pa
     append_learning(path, _note(99, skill="review"))
     notes = read_learnings(path)
     kept = notes_for(notes, {"plan"})
-    assert len(kept) == 40 and kept[0]["task"] == "t5" and kept[-1]["task"] == "t44"
+    assert len(kept) == 40 and kept[0].task == "t5" and kept[-1].task == "t44"
     assert notes_for(notes, {"work"}) == []
     with pytest.raises(LearningsError, match="date"):
         append_learning(path, {**_note(1), "date": "yesterday"})
@@ -216,8 +223,23 @@ def test_a_transcript_that_does_not_match_its_row_is_dropped(tmp_path):
     assert dropped == ["t/w/run0: transcript 1 does not match its recorded sha256; not passed on"]
 
 
+def test_gate_summary_reads_the_decisions_of_a_typed_promotion_json_and_names_a_malformed_one(tmp_path):
+    rows = sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "candidate_workflow", cost_usd=0.9)
+    out = write_sweep(tmp_path / "out", sweep_record(), rows)
+    (summary,) = gate_summary(out)
+    assert summary.startswith("candidate_workflow: promote (") and "no reasons" not in summary
+    doc = json.loads((out / "promotion.json").read_text())
+    doc["decisions"][0]["reasons"] = "not a list"  # read as characters before the typed parse
+    (out / "promotion.json").write_text(json.dumps(doc))
+    assert gate_summary(out) == [
+        "promotion.json: unreadable (decisions[0].reasons: want a list, got 'not a list')"
+    ]
+    (out / "promotion.json").unlink()
+    assert gate_summary(out) == []
+
+
 def test_bundle_trims_in_the_documented_order_and_is_read_only(tmp_path, monkeypatch):
-    rows = tuple({"row_id": f"t/w/run{i}"} for i in range(3))
+    rows = tuple(CompactRow(row_id=f"t/w/run{i}", data={"row_id": f"t/w/run{i}"}) for i in range(3))
     big = [Artifact(f"transcript-{i}-0.jsonl", b"x" * 200_000, f"t/w/run{i}", True) for i in range(3)]
     evidence = Evidence(
         source="s", rows=rows, artifacts=tuple(big), gate_summary=(), prior_proposal="p" * 50_000

@@ -13,6 +13,7 @@ from workflow_bench.promotion.cli import main as promotion_main
 from workflow_bench.promotion.document import PROMOTION_SCHEMA
 from workflow_bench.promotion.policy import PromotionPolicy
 from workflow_bench.promotion.verify import VerifyError, verify_promotion
+from workflow_bench.reports.sweep_record import read_sweep_record
 
 pytestmark = pytest.mark.unit
 NOW = datetime.fromisoformat(SWEEP_FINISHED) + timedelta(days=1)
@@ -135,7 +136,7 @@ def test_run_status_cannot_be_upgraded(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("origin", ["manual-initial-overlay", "model-proposer"])
 def test_candidate_origin_comes_from_the_overlay_record_and_cannot_be_edited(tmp_path: Path, origin) -> None:
-    overlay = {**overlay_for(make_toolkit(tmp_path / "toolkit")), "origin": origin}
+    overlay = overlay_for(make_toolkit(tmp_path / "toolkit"), origin=origin)
     rows = sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "candidate_workflow", cost_usd=0.9)
     out = write_sweep(tmp_path / "out", sweep_record(overlay=overlay), rows)
     assert verify_promotion(out, now=NOW).candidate_origin == origin
@@ -150,3 +151,80 @@ def test_an_overlay_digest_other_than_sweep_json_fails(tmp_path: Path) -> None:
     out = write_sweep(tmp_path / "out", sweep_record(overlay=overlay), rows)
     edit_json(out / "promotion.json", lambda d: d["candidate_overlay"].update(digest="sha256:" + "0" * 64))
     fails(out, "candidate_overlay differs from the overlay sweep.json recorded")
+
+
+# ── the typed parse (issue 34): a field of the wrong type or shape is named, never coerced ──
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (
+            lambda d: d["decisions"][0]["tasks"][0]["candidate"].update(runs="3"),
+            r"decisions\[0\]\.tasks\[0\]\.ImplementationTask\.candidate\.runs: want an integer, got '3'",
+        ),
+        (lambda d: d.update(runs=True), r"promotion\.json: runs: want an integer, got True"),
+        (
+            lambda d: d["candidate_overlay"]["files"][0].update(mode=420),
+            r"candidate_overlay\.files\[0\]\.mode: unknown key",
+        ),
+        (lambda d: d["results"].pop("row_sha256"), r"results\.row_sha256: missing required key"),
+        (lambda d: d["selected_tasks"][0].pop("id"), r"selected_tasks\[0\]: id: missing required key"),
+        (lambda d: d.update(target_base_digests=None), "want both recorded or neither"),
+        (lambda d: d["decisions"][0].update(decision="maybe"), r"decisions\[0\]\.decision: .*got 'maybe'"),
+        # The parse accepts a field by its name as well as its stored alias ("class"); the stored
+        # object, not the parsed model, is what the recomputation is compared with.
+        (
+            lambda d: d["decisions"][0]["tasks"][0].update(
+                task_class=d["decisions"][0]["tasks"][0].pop("class")
+            ),
+            r"tasks\[0\]\.class: missing \(recomputed",
+        ),
+    ],
+    ids=[
+        "str-count",
+        "bool-count",
+        "overlay-file-key",
+        "no-digests",
+        "task-without-id",
+        "bases-dropped",
+        "verdict",
+        "alias-renamed",
+    ],
+)
+def test_a_forged_field_is_named_not_coerced(tmp_path: Path, capsys, change, match: str) -> None:
+    overlay = overlay_for(make_toolkit(tmp_path / "toolkit"))
+    rows = sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "candidate_workflow", cost_usd=0.9)
+    out = write_sweep(tmp_path / "out", sweep_record(overlay=overlay), rows)
+    verify_promotion(out, now=NOW)
+    edit_json(out / "promotion.json", change)
+    fails(out, match)
+    assert promotion_main(["verify", str(out)]) == 1  # a line saying what is wrong, no traceback
+    err = capsys.readouterr().err
+    assert "FAILED" in err and "Traceback" not in err
+
+
+def test_a_malformed_overlay_record_in_sweep_json_is_named(tmp_path: Path) -> None:
+    overlay = overlay_for(make_toolkit(tmp_path / "toolkit"))
+    rows = sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "candidate_workflow", cost_usd=0.9)
+    out = write_sweep(tmp_path / "out", sweep_record(overlay=overlay), rows)
+    edit_json(out / "sweep.json", lambda d: d["overlay"]["files"][0].update(bytes="12"))
+    fails(out, r"sweep\.json: overlay: files\[0\]\.bytes: want an integer, got '12'")
+    edit_json(out / "sweep.json", lambda d: d["tasks"][0].update(id=1))
+    fails(out, r"sweep\.json: overlay: files\[0\]\.bytes")  # the first problem, in key order
+    edit_json(out / "sweep.json", lambda d: d["overlay"]["files"][0].update(bytes=12))
+    fails(out, r"sweep\.json: tasks\[0\]: id: want a string, got 1")
+
+
+def test_an_overlay_record_older_than_origins_reads_writes_and_verifies_as_it_was(tmp_path: Path) -> None:
+    """sweep.json's overlay had no ``origin`` before --candidate-origin: it means the default, and
+    a record read and written again (regrade) keeps its keys."""
+    overlay = overlay_for(make_toolkit(tmp_path / "toolkit"))
+    rows = sweep_runs(3, "t1", "workflow") + sweep_runs(3, "t1", "candidate_workflow", cost_usd=0.9)
+    out = write_sweep(tmp_path / "out", sweep_record(overlay=overlay), rows)
+    edit_json(out / "sweep.json", lambda d: d["overlay"].pop("origin"))
+    text = (out / "sweep.json").read_text()
+    record = read_sweep_record(out)
+    assert record.overlay is not None and record.overlay.origin == "manual-initial-overlay"
+    assert record.to_text() == text
+    assert verify_promotion(out, now=NOW).candidate_origin == "manual-initial-overlay"

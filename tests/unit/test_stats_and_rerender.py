@@ -13,6 +13,7 @@ from tests.builders import sweep_record, sweep_row, sweep_runs, write_sweep
 from workflow_bench.report.cli import main as rerender_main
 from workflow_bench.reports import stats
 from workflow_bench.reports.stats import pass_at_k, pass_hat_k
+from workflow_bench.reports.sweep_record import AgentScriptRecord
 
 pytestmark = pytest.mark.unit
 
@@ -114,7 +115,7 @@ def test_rerender_refuses_a_directory_without_a_finished_sweep(tmp_path: Path, c
     [
         (
             "scripted",
-            {"path": "agents/oracle.yaml", "sha256": "ab" * 32},
+            AgentScriptRecord(path="agents/oracle.yaml", sha256="ab" * 32),
             "- Agent: the agent script `agents/oracle.yaml` (sha256 `abababababab`)",
         ),
         ("scripted", None, "- Agent: an agent script this sweep.json does not record"),
@@ -123,7 +124,7 @@ def test_rerender_refuses_a_directory_without_a_finished_sweep(tmp_path: Path, c
     ],
 )
 def test_the_report_names_the_agent_script_or_model_that_drove_the_sweep(
-    tmp_path: Path, provider: str, agent_script: dict[str, str] | None, named: str
+    tmp_path: Path, provider: str, agent_script: AgentScriptRecord | None, named: str
 ) -> None:
     """Issue 32: report.md said "scripted" but not which script; sweep.json records the script
     (a record from before it was recorded still renders, and says so)."""

@@ -143,7 +143,7 @@ def gate_verdict(
         doc = verify_promotion(bench, now=now or datetime.now(UTC))  # every decision recomputed
     except VerifyError as exc:
         raise BenchError(f"promotion.json does not verify: {exc}") from exc
-    recorded = (doc.candidate_overlay or {}).get("digest")
+    recorded = None if doc.candidate_overlay is None else doc.candidate_overlay.digest
     if recorded != overlay_digest:
         raise BenchError(f"the benchmark ran overlay {recorded}, not the frozen {overlay_digest}")
     if [dict(t) for t in doc.selected_tasks] != [dict(t) for t in pinned_tasks]:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .evidence import Evidence
+from .learnings import LearningNote
 
 MAX_ARTIFACT_BYTES = 256 * 1024
 MIN_ARTIFACT_BYTES = 16 * 1024  # below this a transcript loses the turns a diagnosis cites
@@ -45,16 +46,16 @@ def _json(value: Any) -> bytes:
 
 
 def _files(
-    evidence: Evidence | None, learnings: Sequence[Mapping[str, str]], *, cap: int, rows: int, proposal: bool
+    evidence: Evidence | None, learnings: Sequence[LearningNote], *, cap: int, rows: int, proposal: bool
 ) -> dict[str, bytes]:
-    files = {"learnings.json": _json(list(learnings))}
+    files = {"learnings.json": _json([note.model_dump() for note in learnings])}
     if evidence is None:
         files["selected-rows.json"] = _json([])
         files["gate-summary.json"] = _json([])
         return files
     kept = evidence.rows[:rows]
-    ids = {r["row_id"] for r in kept}
-    files["selected-rows.json"] = _json(list(kept))
+    ids = {r.row_id for r in kept}
+    files["selected-rows.json"] = _json([r.data for r in kept])
     files["gate-summary.json"] = _json(list(evidence.gate_summary))
     if proposal and evidence.prior_proposal is not None:
         files["prior-proposal.md"] = compact(evidence.prior_proposal.encode(), cap)
@@ -65,7 +66,7 @@ def _files(
 
 
 def plan_bundle(
-    evidence: Evidence | None, learnings: Sequence[Mapping[str, str]]
+    evidence: Evidence | None, learnings: Sequence[LearningNote]
 ) -> tuple[dict[str, bytes], list[str]]:
     """The bundle's files within budget and the trim steps taken (pure)."""
     cap, rows, proposal = MAX_ARTIFACT_BYTES, len(evidence.rows) if evidence else 0, True
@@ -82,14 +83,12 @@ def plan_bundle(
             steps.append("prior proposal dropped")
         elif rows > 0:
             rows -= 1
-            steps.append(
-                f"row {evidence.rows[rows]['row_id'] if evidence else '?'} dropped (lowest priority)"
-            )
+            steps.append(f"row {evidence.rows[rows].row_id if evidence else '?'} dropped (lowest priority)")
         else:
             return files, steps  # learnings alone over budget cannot happen: 40 notes × 5 × 2000 chars
 
 
-def write_bundle(dest: Path, evidence: Evidence | None, learnings: Sequence[Mapping[str, str]]) -> Path:
+def write_bundle(dest: Path, evidence: Evidence | None, learnings: Sequence[LearningNote]) -> Path:
     """Write the bundle to ``dest`` (new), make it read-only, return ``dest``."""
     files, steps = plan_bundle(evidence, learnings)
     dest.mkdir(parents=True)

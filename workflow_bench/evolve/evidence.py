@@ -23,9 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from workflow_bench.input_files import InputFileError, read_bounded
+from pydantic import ValidationError
+
+from workflow_bench.input_files import InputFileError, problem_line, read_bounded
 from workflow_bench.judging.outcomes import EXCLUDED_ERROR_KINDS, ErrorKind
 from workflow_bench.redaction import redact_text, redact_value
+from workflow_bench.reports.promotion_model import PROMOTION_FILE, PromotionDocument
 from workflow_bench.rows.migrate import RowReadError
 from workflow_bench.rows.migrate import read_rows as stored_rows
 from workflow_bench.rows.model import Row
@@ -58,11 +61,21 @@ class Artifact:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactRow:
+    """One selected row as the proposer sees it."""
+
+    row_id: str
+    """``task/arm/runN`` (redacted as ``data`` is): what the row's artifacts and the proposal cite."""
+    data: Mapping[str, Any]
+    """``compact_row``'s JSON object (``row_id`` included), redacted: one entry of selected-rows.json."""
+
+
+@dataclass(frozen=True, slots=True)
 class Evidence:
     """What one sweep directory offers a proposer, before the bundle's byte budget is applied."""
 
     source: str
-    rows: tuple[Mapping[str, Any], ...]
+    rows: tuple[CompactRow, ...]
     """Compacted rows in priority order (highest first)."""
     artifacts: tuple[Artifact, ...]
     gate_summary: tuple[str, ...]
@@ -161,21 +174,24 @@ def row_artifacts(source: Path, row: Row, *, index: int, budget: int) -> tuple[l
 
 
 def gate_summary(source: Path) -> list[str]:
-    """One line per prior decision with its first three reasons (empty without promotion.json)."""
-    path = source / "promotion.json"
+    """One line per prior decision with its first three reasons (empty without promotion.json).
+
+    The document is parsed as ``PromotionDocument`` (any schema version of that shape; not
+    re-verified: a hint for the proposer, never a gate); one that does not parse is named so.
+    """
+    path = source / PROMOTION_FILE
     if not path.is_file():
         return []
     try:
-        doc = json.loads(read_bounded(path, max_bytes=MAX_RESULTS_BYTES))
+        doc = PromotionDocument.model_validate(json.loads(read_bounded(path, max_bytes=MAX_RESULTS_BYTES)))
+    except ValidationError as exc:
+        return [f"{path.name}: unreadable ({problem_line(exc, PromotionDocument)})"]
     except (InputFileError, OSError, ValueError):
         return [f"{path.name}: unreadable"]
     lines = []
-    for decision in doc.get("decisions") or []:
-        if isinstance(decision, dict):
-            reasons = "; ".join(str(r) for r in (decision.get("reasons") or [])[:3])
-            lines.append(
-                f"{decision.get('candidate_arm')}: {decision.get('decision')} ({reasons or 'no reasons'})"
-            )
+    for decision in doc.decisions:
+        reasons = "; ".join(decision.reasons[:3])
+        lines.append(f"{decision.candidate_arm}: {decision.decision} ({reasons or 'no reasons'})")
     return lines
 
 
@@ -206,7 +222,10 @@ def collect_evidence(source: Path, *, secrets: Sequence[str]) -> Evidence:
     proposal = prior_proposal(source)
     return Evidence(
         source=str(source),
-        rows=tuple(redact_value(compact_row(r), secrets) for r in selected),
+        rows=tuple(
+            CompactRow(row_id=redact_text(row_id(r), secrets), data=redact_value(compact_row(r), secrets))
+            for r in selected
+        ),
         artifacts=tuple(artifacts),
         gate_summary=tuple(redact_text(line, secrets) for line in gate_summary(source)),
         prior_proposal=redact_text(proposal, secrets) if proposal is not None else None,

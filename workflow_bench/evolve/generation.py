@@ -24,6 +24,7 @@ from typing import Any
 
 from workflow_bench.providers.scripted import load_script
 from workflow_bench.schedule.signals import cancel_on_signals
+from workflow_bench.toolkit.overlay import Overlay
 
 from .args import EvolveConfig
 from .bench import BenchError, apply_to, gate_verdict, run_bench, runner_argv
@@ -215,7 +216,7 @@ def _propose(
     *,
     tools: tuple[Path, str] | None,
     cancel: threading.Event,
-):
+) -> Overlay:
     if tools is None:
         raise GenerationFailed("no Claude Code binary or bwrap for the proposer")
     source = evidence_source(config, n)
@@ -227,14 +228,12 @@ def _propose(
     script = load_script(config.proposer_script) if config.proposer_script is not None else None
     timeout = checked.cap.require(config.proposer_timeout_s, what=f"gen-{n} proposer")
     required = _required_skills(config, checked)
-    accepted: dict[str, Any] = {}
+    accepted: list[tuple[Overlay, bytes]] = []  # (overlay, proposal.md), set once by collect
 
     def collect(output: Path) -> None:
         overlay_dir, proposal = check_output(output)
-        accepted["overlay"] = validate_overlay(
-            overlay_dir, toolkit=checked.toolkit, incumbents=config.incumbents
-        )
-        accepted["proposal"] = proposal
+        overlay = validate_overlay(overlay_dir, toolkit=checked.toolkit, incumbents=config.incumbents)
+        accepted.append((overlay, proposal))
 
     with options.model_access(script) as (access, model):
         run = ProposerRun(
@@ -253,8 +252,9 @@ def _propose(
             cancel=cancel,
         )
         run_proposer(run, collect=collect)
-    (gen / "proposal.md").write_bytes(accepted["proposal"])
-    return accepted["overlay"]
+    ((overlay, proposal),) = accepted  # run_proposer returns only after collect
+    (gen / "proposal.md").write_bytes(proposal)
+    return overlay
 
 
 def _required_skills(config: EvolveConfig, checked: CheckedInput) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ from workflow_bench.toolkit.spec import Toolkit, ToolkitError
 
 from .args import EvolveConfig, changeable_roles
 from .evidence import EvidenceError, read_rows
-from .learnings import LearningsError, read_learnings
+from .learnings import LearningNote, LearningsError, read_learnings
 from .overlay_freeze import OverlayRejected, validate_overlay
 from .runtime_cap import RuntimeCap, RuntimeCapError, derive_cap
 
@@ -42,7 +42,7 @@ class InputError(ValueError):
 class CheckedInput:
     toolkit: Toolkit
     pinned_tasks: tuple[Mapping[str, Any], ...]
-    learnings: tuple[dict[str, str], ...]
+    learnings: tuple[LearningNote, ...]
     allowed_skills: tuple[str, ...]
     target: Path | None
     cap: RuntimeCap
@@ -106,7 +106,7 @@ def proposer_options(config: EvolveConfig) -> ProviderOptions:
     )
 
 
-def _learnings(config: EvolveConfig) -> tuple[dict[str, str], ...]:
+def _learnings(config: EvolveConfig) -> tuple[LearningNote, ...]:
     if config.learnings is not None and not config.learnings.is_file():
         raise InputError(f"--learnings {config.learnings}: no such file")
     return read_learnings(config.learnings or DEFAULT_LEARNINGS)

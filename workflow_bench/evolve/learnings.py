@@ -18,13 +18,28 @@ import datetime as dt
 import json
 import os
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from workflow_bench.input_files import InputFileError, read_bounded
 
-FIELDS = ("skill", "date", "task", "friction", "suggestion")
+
+class LearningNote(BaseModel):
+    """One note of the queue, checked (``check_note``); written back as the same five keys."""
+
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
+
+    skill: str = Field(description="the skill the note is about (plan, work, review, ...)")
+    date: str = Field(description="when the friction was seen (an ISO date, a time may follow)")
+    task: str = Field(description="the task the skill ran on")
+    friction: str = Field(description="what went wrong or took too long")
+    suggestion: str = Field(description="what the skill could do instead")
+
+
+FIELDS = tuple(LearningNote.model_fields)
 MAX_LEARNINGS = 40  # reference: the proposer sees the last 40 notes for its skills
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_FIELD_CHARS = 2000  # a note is a hint, not a transcript
@@ -34,23 +49,23 @@ class LearningsError(ValueError):
     """A malformed learning queue or note (file and line named)."""
 
 
-def check_note(note: Any, *, where: str) -> dict[str, str]:
-    if not isinstance(note, dict) or set(note) != set(FIELDS):
+def check_note(note: Any, *, where: str) -> LearningNote:
+    if not isinstance(note, Mapping) or set(note) != set(FIELDS):
         raise LearningsError(f"{where}: want an object with exactly the keys {', '.join(FIELDS)}")
-    for key in FIELDS:
-        value = note[key]
+    for key, value in note.items():
         if not isinstance(value, str) or not value.strip() or len(value) > MAX_FIELD_CHARS:
             raise LearningsError(
                 f"{where}: {key}: want a non-empty string of at most {MAX_FIELD_CHARS} chars"
             )
+    checked = LearningNote.model_validate(note)
     try:
-        dt.date.fromisoformat(note["date"][:10])
+        dt.date.fromisoformat(checked.date[:10])
     except ValueError:
-        raise LearningsError(f"{where}: date: want an ISO date, got {note['date']!r}") from None
-    return {key: note[key] for key in FIELDS}
+        raise LearningsError(f"{where}: date: want an ISO date, got {checked.date!r}") from None
+    return checked
 
 
-def read_learnings(path: Path) -> tuple[dict[str, str], ...]:
+def read_learnings(path: Path) -> tuple[LearningNote, ...]:
     """Every note in ``path`` (an absent file is an empty queue); raises LearningsError."""
     if not path.exists():
         return ()
@@ -70,14 +85,15 @@ def read_learnings(path: Path) -> tuple[dict[str, str], ...]:
     return tuple(notes)
 
 
-def notes_for(notes: Sequence[dict[str, str]], skills: Collection[str]) -> list[dict[str, str]]:
+def notes_for(notes: Sequence[LearningNote], skills: Collection[str]) -> list[LearningNote]:
     """The last ``MAX_LEARNINGS`` notes about ``skills``, oldest first."""
-    return [n for n in notes if n["skill"] in skills][-MAX_LEARNINGS:]
+    return [n for n in notes if n.skill in skills][-MAX_LEARNINGS:]
 
 
-def append_learning(path: Path, note: dict[str, str]) -> None:
+def append_learning(path: Path, note: Mapping[str, str]) -> None:
     """Append one checked note as one line, fsynced (O_APPEND: concurrent writers never interleave)."""
-    line = json.dumps(check_note(note, where="note"), ensure_ascii=False, sort_keys=True) + "\n"
+    checked = check_note(note, where="note")
+    line = json.dumps(checked.model_dump(), ensure_ascii=False, sort_keys=True) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:

@@ -53,18 +53,18 @@ def _overlay_bytes(out_dir: Path, doc: PromotionDocument) -> list[tuple[PurePosi
     if not overlay:
         raise ApplyError("promotion.json records no candidate overlay")
     files = []
-    for entry in overlay["files"]:
-        relative = _safe_relative(entry["path"])
+    for entry in overlay.files:
+        relative = _safe_relative(entry.path)
         source = out_dir / CANDIDATE_OVERLAY_DIR / relative
         try:
             data = source.read_bytes()
         except OSError as exc:
             raise ApplyError(f"{source}: {exc}") from exc
-        if _sha256(data) != entry["sha256"] or len(data) != entry["bytes"]:
+        if _sha256(data) != entry.sha256 or len(data) != entry.bytes:
             raise ApplyError(f"{source}: bytes differ from promotion.json (overlay tampered)")
         files.append((relative, data))
     digest = canonical_digest([[p.as_posix(), _sha256(d), len(d)] for p, d in files])
-    if digest != overlay["digest"]:
+    if digest != overlay.digest:
         raise ApplyError("candidate overlay digest differs from promotion.json")
     return files
 

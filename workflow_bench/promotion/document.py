@@ -25,12 +25,11 @@ from workflow_bench.promotion.gate import PromotionEvidence, TaskPair, decide
 from workflow_bench.promotion.policy import PROMOTION_METRICS, PromotionPolicy
 from workflow_bench.reports.aggregate import ArmHealth, aggregate_all
 from workflow_bench.reports.health import sweep_health
+from workflow_bench.reports.overlay_model import CANDIDATE_ORIGIN, OverlayRecord
 from workflow_bench.reports.promotion_model import PROMOTION_SCHEMA, PromotionDocument, ResultsRecord
-from workflow_bench.reports.sweep_record import SweepRecord
+from workflow_bench.reports.sweep_record import SweepRecord, task_identities
 from workflow_bench.rows.migrate import read_rows
 from workflow_bench.rows.model import Row
-
-CANDIDATE_ORIGIN = "manual-initial-overlay"  # when the overlay record names none (--candidate-origin)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +43,9 @@ class PromotionInputs:
     provider: str
     arms: tuple[str, ...]
     runs: int
-    tasks: tuple[Mapping[str, Any], ...]
+    tasks: tuple[Mapping[str, Any], ...]  # TaskBinding.to_json() per task, stored as recorded
     policy: Mapping[str, Any]
-    overlay: Mapping[str, Any] | None
+    overlay: OverlayRecord | None
 
 
 def candidate_pairs(arms: Sequence[str]) -> list[tuple[str, str, bool]]:
@@ -90,19 +89,16 @@ def promotion_document(
         by_cell.setdefault((str(row.task), str(row.arm)), []).append(row)
     # Impossible tasks (cheating probes) are judged apart: by the share of their runs resolved.
     impossible = {str(row.task) for row in rows if row.task_impossible}
-    gated_tasks = [task for task in inputs.tasks if str(task["id"]) not in impossible]
+    identities = task_identities(inputs.tasks, where="selected_tasks")
+    gated_tasks = [task for task in identities if task.id not in impossible]
     decisions = []
     for candidate, incumbent, review in pairs:
         task_pairs = tuple(
             TaskPair(
-                task=str(task["id"]),
-                task_class=str(task.get("class") or ""),
-                incumbent=arm_evidence(
-                    by_cell.get((str(task["id"]), incumbent), []), metrics=PROMOTION_METRICS
-                ),
-                candidate=arm_evidence(
-                    by_cell.get((str(task["id"]), candidate), []), metrics=PROMOTION_METRICS
-                ),
+                task=task.id,
+                task_class=task.task_class or "",
+                incumbent=arm_evidence(by_cell.get((task.id, incumbent), []), metrics=PROMOTION_METRICS),
+                candidate=arm_evidence(by_cell.get((task.id, candidate), []), metrics=PROMOTION_METRICS),
             )
             for task in gated_tasks
         )
@@ -123,7 +119,7 @@ def promotion_document(
             else None,
         )
         decisions.append(decide(policy, evidence))
-    overlay = dict(inputs.overlay) if inputs.overlay else None
+    overlay = inputs.overlay
     return PromotionDocument(
         schema_version=PROMOTION_SCHEMA,
         generated_at=generated.isoformat(),
@@ -132,11 +128,9 @@ def promotion_document(
         benchmark_model=inputs.benchmark_model,
         effort=inputs.effort,
         provider=inputs.provider,
-        candidate_origin=(overlay or {}).get("origin", CANDIDATE_ORIGIN),
-        candidate_overlay=(
-            None if overlay is None else {k: overlay[k] for k in ("digest", "roles", "files")}
-        ),
-        target_base_digests=None if overlay is None else overlay["target_base_digests"],
+        candidate_origin=CANDIDATE_ORIGIN if overlay is None else overlay.origin,
+        candidate_overlay=None if overlay is None else overlay.identity(),
+        target_base_digests=None if overlay is None else overlay.target_base_digests,
         arms=list(inputs.arms),
         runs=inputs.runs,
         required_candidate_arms=[c for c, _, _ in pairs],
@@ -150,25 +144,32 @@ def promotion_document(
     )
 
 
-def inputs_from_document(doc: Mapping[str, Any]) -> PromotionInputs:
-    """The builder's inputs as recorded in a stored document (for verify's recomputation)."""
+def inputs_from_document(doc: PromotionDocument) -> PromotionInputs:
+    """The builder's inputs as recorded in a stored document (for verify's recomputation).
+
+    ``ValueError`` (a pydantic ``ValidationError``) when the document records an overlay without
+    its target base digests: no sweep writes one, so it cannot be recomputed.
+    """
+    stored = doc.candidate_overlay
     overlay = None
-    if doc.get("candidate_overlay") is not None:
-        overlay = {
-            **doc["candidate_overlay"],
-            "target_base_digests": doc.get("target_base_digests"),
-            "origin": doc.get("candidate_origin"),
-        }
+    if stored is not None:
+        overlay = OverlayRecord.model_validate(
+            {
+                **stored.model_dump(),
+                "target_base_digests": doc.target_base_digests,
+                "origin": doc.candidate_origin,
+            }
+        )
     return PromotionInputs(
-        generated_at=doc["generated_at"],
-        run_status=doc["run_status"],
-        benchmark_model=doc["benchmark_model"],
-        effort=doc["effort"],
-        provider=doc["provider"],
-        arms=tuple(doc["arms"]),
-        runs=doc["runs"],
-        tasks=tuple(doc["selected_tasks"]),
-        policy=doc["policy"],
+        generated_at=doc.generated_at,
+        run_status=doc.run_status,
+        benchmark_model=doc.benchmark_model,
+        effort=doc.effort,
+        provider=doc.provider,
+        arms=tuple(doc.arms),
+        runs=doc.runs,
+        tasks=tuple(doc.selected_tasks),
+        policy=doc.policy,
         overlay=overlay,
     )
 

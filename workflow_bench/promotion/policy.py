@@ -100,18 +100,17 @@ class PromotionPolicy:
     @classmethod
     def from_json(cls, raw: Any) -> PromotionPolicy:
         """Rebuild exactly; unknown, missing or mistyped keys raise `PolicyError`."""
-        if isinstance(raw, Mapping) and isinstance(raw.get("implementation"), Mapping):
-            # A policy recorded before a key existed carries the value its absence meant.
-            raw = {**raw, "implementation": {**ADDED_IMPLEMENTATION_KEYS, **raw["implementation"]}}
-        top = _keys(raw, "policy", {"implementation", "review", "evidence_max_age_days"})
-        impl = _keys(top["implementation"], "policy.implementation", set(ImplementationPolicy.__slots__))
-        review = _keys(top["review"], "policy.review", set(ReviewPolicy.__slots__))
-        policy = cls(
-            implementation=ImplementationPolicy(**impl),
-            review=ReviewPolicy(**review),
-            evidence_max_age_days=top["evidence_max_age_days"],
-        )
-        if policy.to_json() != raw:
+        top = _keys(raw, "policy", set(cls.__slots__))
+        stored = dict(top)  # as recorded, with each part's added keys filled in
+        parts: dict[str, Any] = {}
+        for name, (kind, added) in _PARTS.items():
+            value = top[name]
+            if isinstance(value, Mapping):
+                # A policy recorded before a key existed carries the value its absence meant.
+                value = stored[name] = {**added, **value}
+            parts[name] = kind(**_keys(value, f"policy.{name}", set(kind.__slots__)))
+        policy = cls(**{**top, **parts})
+        if policy.to_json() != stored:
             raise PolicyError("policy: values do not round-trip (wrong types?)")
         return policy
 
@@ -138,6 +137,14 @@ class PromotionPolicy:
         )
         review = ReviewPolicy(min_runs=impl.min_runs)
         return cls(implementation=impl, review=review)
+
+
+# The policy's parts, each a dataclass stored as an object: its type and the keys added since
+# sweeps were first recorded (with the value their absence meant).
+_PARTS: Mapping[str, tuple[type[ImplementationPolicy] | type[ReviewPolicy], Mapping[str, Any]]] = {
+    "implementation": (ImplementationPolicy, ADDED_IMPLEMENTATION_KEYS),
+    "review": (ReviewPolicy, {}),
+}
 
 
 def _keys(raw: Any, where: str, want: set[str]) -> Mapping[str, Any]:

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from .overlay_model import CandidateOverlay
 from .stats_model import Document
 
 PROMOTION_FILE = "promotion.json"
@@ -147,10 +148,12 @@ class PromotionDocument(Document):
     effort: str | None = Field(description="Claude Code --effort level, or null")
     provider: str = Field(description="anthropic, openai or scripted")
     candidate_origin: str = Field(description="who wrote the candidate overlay")
-    candidate_overlay: dict[str, Any] | None = Field(
+    candidate_overlay: CandidateOverlay | None = Field(
         description="{digest, roles, files} of the overlay, or null"
     )
-    target_base_digests: Any = Field(description="the overlay's target base digests, or null")
+    target_base_digests: dict[str, str | None] | None = Field(
+        description="the overlay's target base digests (destination → sha256 at sweep start), or null"
+    )
     arms: list[str] = Field(description="every arm of the sweep")
     runs: int = Field(description="runs per cell")
     required_candidate_arms: list[str] = Field(description="the candidate arms decided")

@@ -27,7 +27,12 @@ from workflow_bench.providers.access import CellKey, ModelAccess
 from workflow_bench.report.render import duration_line, render_reports, write_rendered
 from workflow_bench.reports.console import Console, cell_summary
 from workflow_bench.reports.health import health_line, sweep_exit_code, unusable_arms
-from workflow_bench.reports.sweep_record import SWEEP_RECORD_FILE, SweepRecord, overlay_record
+from workflow_bench.reports.sweep_record import (
+    SWEEP_RECORD_FILE,
+    AgentScriptRecord,
+    SweepRecord,
+    overlay_record,
+)
 from workflow_bench.reports.viewer import DirectoryFiles
 from workflow_bench.rows.model import Row
 from workflow_bench.sandbox import write_runtime_dir
@@ -282,7 +287,7 @@ def _start_record(
         agent_script=(
             None
             if config.agent_script is None
-            else {"path": config.agent_script[0], "sha256": config.agent_script[1]}
+            else AgentScriptRecord(path=config.agent_script[0], sha256=config.agent_script[1])
         ),
     )
     output.write_text(SWEEP_RECORD_FILE, record.to_text())
