@@ -70,7 +70,7 @@ def load_promotion(out_dir: Path) -> dict[str, Any]:
 
 def parse_promotion(raw: Mapping[str, Any]) -> PromotionDocument:
     """The stored object as a typed document; `VerifyError` naming the first field that is wrong."""
-    version = raw.get("schema_version")  # read before the shape: another version has another one
+    version = raw.get("schema_version")  # key read: before the shape (another version, another shape)
     if version != PROMOTION_SCHEMA:
         raise VerifyError(f"schema_version {version!r}, want {PROMOTION_SCHEMA}")
     if set(raw) != _KEYS:

@@ -116,7 +116,7 @@ class SweepRecord:
     def from_json(cls, raw: Any, *, source: str = SWEEP_RECORD_FILE) -> SweepRecord:
         if not isinstance(raw, Mapping):
             raise SweepRecordError(f"{source}: want a JSON object")
-        version = raw.get("schema_version")  # read before the shape: another version has another one
+        version = raw.get("schema_version")  # key read: before the shape (another version, another shape)
         if version != SWEEP_RECORD_SCHEMA:
             raise SweepRecordError(f"{source}: schema_version {version!r}, want {SWEEP_RECORD_SCHEMA}")
         fields = set(cls.__slots__)
