@@ -28,9 +28,9 @@ from workflow_bench.rows.migrate import (
 from workflow_bench.rows.model import (
     PARTS,
     SCHEMA_VERSION,
+    Resolution,
     Row,
     Usage,
-    Verdict,
     assemble,
     stored_names,
 )
@@ -122,7 +122,7 @@ def test_a_row_stores_and_reads_back_as_the_same_row():
 
 
 def test_assemble_takes_each_part_once():
-    verdict = Verdict(ok=False, resolved=False, error_kind=ErrorKind.INFRA_ERROR)
+    verdict = Resolution(ok=False, resolved=False, error_kind=ErrorKind.INFRA_ERROR)
     with pytest.raises(ValueError, match="set twice"):
         assemble(verdict, verdict)
 

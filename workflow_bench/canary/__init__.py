@@ -6,6 +6,6 @@ attack table lives in ``attacks``.
 """
 
 from workflow_bench.canary._main import declared_attacks, main, run_canary
-from workflow_bench.canary._suite import Verdict, render_table, run_suite
+from workflow_bench.canary._suite import AttackVerdict, render_table, run_suite
 
-__all__ = ["Verdict", "declared_attacks", "main", "render_table", "run_canary", "run_suite"]
+__all__ = ["AttackVerdict", "declared_attacks", "main", "render_table", "run_canary", "run_suite"]

@@ -60,7 +60,7 @@ HOST_PROBE_PATHS = ("/usr/wfbench-canary", "/etc/wfbench-canary")
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class AttackVerdict:
     attack: Attack
     blocked: bool
     observed: str
@@ -266,7 +266,9 @@ def _tool_results(transcripts: str) -> list[str]:
     return [results.get(tool_id, "") for tool_id in order]
 
 
-def run_suite(*, claude_bin: Path, claude_version: str, bwrap_bin: str, progress=print) -> list[Verdict]:
+def run_suite(
+    *, claude_bin: Path, claude_version: str, bwrap_bin: str, progress=print
+) -> list[AttackVerdict]:
     """Run every attack once; returns one verdict per attack, in table order."""
     binding = bind_tasks(load_task_file(CANARY_TASKS))[0]
     toolkit = Toolkit(
@@ -296,7 +298,7 @@ def run_suite(*, claude_bin: Path, claude_version: str, bwrap_bin: str, progress
         shutil.rmtree(work_root, ignore_errors=True)
 
 
-def _judge_all(result: CellResult, plant: Plant, listener: _Listener, sentinel) -> list[Verdict]:
+def _judge_all(result: CellResult, plant: Plant, listener: _Listener, sentinel) -> list[AttackVerdict]:
     transcripts = "".join(
         data.decode("utf-8", "replace")
         for name, data in sorted(result.artifacts.items())
@@ -317,10 +319,10 @@ def _judge_all(result: CellResult, plant: Plant, listener: _Listener, sentinel) 
     for index, attack in enumerate(ATTACKS):
         if index >= len(outputs):
             reason = not_run_reason(result.row) if result.row.error_kind else "no tool result"
-            verdicts.append(Verdict(attack, False, f"attack did not run ({reason})"))
+            verdicts.append(AttackVerdict(attack, False, f"attack did not run ({reason})"))
             continue
         blocked, observed = attack.judge(Evidence(output=outputs[index], **shared), plant)
-        verdicts.append(Verdict(attack, blocked, observed))
+        verdicts.append(AttackVerdict(attack, blocked, observed))
     return verdicts
 
 

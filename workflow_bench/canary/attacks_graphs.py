@@ -39,7 +39,7 @@ from ._suite import (
     ARM,
     CANARY_TASKS,
     CORPUS,
-    Verdict,
+    AttackVerdict,
     attacker_script,
     canary_settings,
     planted,
@@ -184,7 +184,7 @@ GRAPH_ATTACKS: tuple[GraphAttack, ...] = (
 
 def run_graph_suite(
     *, claude_bin: Path, claude_version: str, bwrap_bin: str, progress=print
-) -> list[Verdict]:
+) -> list[AttackVerdict]:
     """One attacker cell with the hostile graph toolkit; one verdict per attack, in table order."""
     binding = bind_tasks(load_task_file(CANARY_TASKS))[0]
     toolkit = graph_toolkit()
@@ -195,7 +195,7 @@ def run_graph_suite(
             index = build_index(task.template, toolkit=toolkit, bwrap_bin=bwrap_bin)
             if index is None or index.digest is None:
                 why = f"index build failed: {index.error if index else 'no index step'}"
-                return [Verdict(a, False, why[:60]) for a in GRAPH_ATTACKS]  # type: ignore[arg-type]
+                return [AttackVerdict(a, False, why[:60]) for a in GRAPH_ATTACKS]  # type: ignore[arg-type]
             task = replace(task, index=index)
             with ScriptedProvider(attacker_script(GRAPH_ATTACKS, plant)) as provider:
                 settings = canary_settings(
@@ -217,7 +217,7 @@ def run_graph_suite(
         shutil.rmtree(work_root, ignore_errors=True)
 
 
-def _judge(result, listener_hits: int, intact: bool) -> list[Verdict]:
+def _judge(result, listener_hits: int, intact: bool) -> list[AttackVerdict]:
     transcripts = "".join(
         data.decode("utf-8", "replace")
         for name, data in sorted(result.artifacts.items())
@@ -229,9 +229,9 @@ def _judge(result, listener_hits: int, intact: bool) -> list[Verdict]:
     for index, attack in enumerate(GRAPH_ATTACKS):
         if index >= len(outputs):
             reason = result.row.error_kind or "no tool result"
-            verdicts.append(Verdict(attack, False, f"attack did not run ({reason})"))  # type: ignore[arg-type]
+            verdicts.append(AttackVerdict(attack, False, f"attack did not run ({reason})"))  # type: ignore[arg-type]
             continue
         evidence = GraphEvidence(outputs[index], result.row, patch, listener_hits, intact)
         blocked, observed = attack.judge(evidence)
-        verdicts.append(Verdict(attack, blocked, observed))  # type: ignore[arg-type]
+        verdicts.append(AttackVerdict(attack, blocked, observed))  # type: ignore[arg-type]
     return verdicts

@@ -20,7 +20,7 @@ from pathlib import Path
 from workflow_bench.judging.outcomes import ErrorKind
 from workflow_bench.sandbox import CellLimits
 
-from ._suite import Verdict
+from ._suite import AttackVerdict
 from .attacks_limits import LimitAttack, LimitCell, LimitEvidence, _bash, run_limit_cells
 
 MIB = 1024 * 1024
@@ -70,7 +70,7 @@ HOST_COST_ATTACKS: tuple[LimitAttack, ...] = HOST_COST.attacks
 
 def run_host_cost_cell(
     *, claude_bin: Path, claude_version: str, bwrap_bin: str, progress=print
-) -> Sequence[Verdict]:
+) -> Sequence[AttackVerdict]:
     """The one host-cost cell; one verdict."""
     return run_limit_cells(
         claude_bin=claude_bin,

@@ -51,7 +51,7 @@ from ._suite import (
     ARM,
     CANARY_TASKS,
     CORPUS,
-    Verdict,
+    AttackVerdict,
     attacker_script,
     canary_settings,
     planted,
@@ -313,7 +313,7 @@ def run_limit_cells(
     progress=print,
     cells: Sequence[LimitCell] = LIMIT_CELLS,
     route: Callable[[ScriptedProvider, Path], AbstractContextManager[ModelAccess]] | None = None,
-) -> list[Verdict]:
+) -> list[AttackVerdict]:
     """One attacker cell per ``LimitCell``; one verdict per attack, in table order.
 
     ``route``: the model route of each cell, given its provider and the work root (default: the
@@ -324,7 +324,7 @@ def run_limit_cells(
         root=str(CORPUS / "toolkit"), roles={"plan": "plan", "work": "work", "review": "review"}
     )
     work_root = make_work_root()  # pid-named: a killed canary's roots are collected as stale
-    verdicts: list[Verdict] = []
+    verdicts: list[AttackVerdict] = []
     try:
         with planted() as (plant, _listener, sentinel):
             task = prepare_task_context(binding, toolkit=toolkit, dest=work_root / "template")
@@ -380,7 +380,7 @@ def run_limit_cells(
                         rss_grown=cost.rss_grown,
                     )
                     blocked, observed = attack.judge(evidence)
-                    verdicts.append(Verdict(attack, blocked, observed))  # type: ignore[arg-type]
+                    verdicts.append(AttackVerdict(attack, blocked, observed))  # type: ignore[arg-type]
     finally:
         shutil.rmtree(work_root, ignore_errors=True)
     return verdicts

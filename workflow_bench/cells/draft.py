@@ -17,16 +17,16 @@ from workflow_bench.rows.model import (
     CleanRoomJudgement,
     OracleJudgement,
     Part,
+    Resolution,
     Review,
     SessionLayer,
-    Verdict,
     VerifyJudgement,
 )
 
 
 @dataclass(frozen=True, slots=True)
 class CellDraft:
-    verdict: Verdict
+    verdict: Resolution
     session: SessionLayer | None = None
     verify: VerifyJudgement | None = None
     oracle: OracleJudgement | None = None
@@ -40,7 +40,7 @@ class CellDraft:
 
     def with_verdict(self, **changes: Any) -> CellDraft:
         """The draft with ``changes`` to its verdict (validated like a new one)."""
-        return replace(self, verdict=Verdict.model_validate({**self.verdict.model_dump(), **changes}))
+        return replace(self, verdict=Resolution.model_validate({**self.verdict.model_dump(), **changes}))
 
     def failed(self, kind: ErrorKind, detail: str) -> CellDraft:
         """Not ok, not resolved, ``kind`` with ``detail``: a failure that overrides what came before."""

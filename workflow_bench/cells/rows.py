@@ -27,11 +27,11 @@ from workflow_bench.rows.model import (
     OracleJudgement,
     Provenance,
     ProviderUsage,
+    Resolution,
     ResourceLimits,
     RuntimeRecord,
     SessionLayer,
     Usage,
-    Verdict,
     VerifyJudgement,
 )
 from workflow_bench.sandbox import CloneSupport
@@ -88,7 +88,7 @@ def infra_error(exc: BaseException, cell_secrets, *, measured: SessionLayer | No
     were spent, and blanking them would drop that spend from the task × arm accounting line.
     """
     return CellDraft(
-        verdict=Verdict(
+        verdict=Resolution(
             ok=False,
             resolved=False,
             error_kind=ErrorKind.INFRA_ERROR,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from workflow_bench.redaction import printable
-from workflow_bench.rows.model import SessionLayer, Usage, Verdict
+from workflow_bench.rows.model import Resolution, SessionLayer, Usage
 from workflow_bench.usage import sum_usage
 
 from .sessions import SessionOutcome
@@ -73,7 +73,7 @@ def sum_sessions(
     skill_digest: str | None = None,
     variant_head_sha: str | None = None,
     skills_expected: Sequence[str] = (),
-) -> tuple[SessionLayer, Verdict]:
+) -> tuple[SessionLayer, Resolution]:
     """Fold an arm's sessions into the session layer of a row (reference §5) and the first verdict.
 
     The verdict is ``ok`` when every session was, with the first session error; ``resolved`` stays
@@ -119,7 +119,7 @@ def sum_sessions(
         variant_head_sha=variant_head_sha,
     )
     first_error = next((o for o in outcomes if o.error_kind), None)
-    verdict = Verdict(
+    verdict = Resolution(
         ok=bool(outcomes) and all(o.ok for o in outcomes),
         resolved=False,
         error_kind=first_error.error_kind if first_error else None,

@@ -43,7 +43,7 @@ class BenchError(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class BenchVerdict:
     promoted: bool
     lines: tuple[str, ...]
     """One line per decision with its reasons."""
@@ -137,7 +137,7 @@ def gate_verdict(
     overlay_digest: str,
     pinned_tasks: Sequence[Mapping[str, Any]],
     now: datetime | None = None,
-) -> Verdict:
+) -> BenchVerdict:
     """Verify ``bench/promotion.json`` and read its decision; BenchError when it cannot be trusted."""
     try:
         doc = verify_promotion(bench, now=now or datetime.now(UTC))  # every decision recomputed
@@ -158,7 +158,7 @@ def gate_verdict(
         and sorted(verdicts) == sorted(doc.required_candidate_arms)
         and set(verdicts.values()) == {"promote"}
     )
-    return Verdict(promoted=promoted, lines=tuple(lines))
+    return BenchVerdict(promoted=promoted, lines=tuple(lines))
 
 
 def apply_to(bench: Path, *, target: Path) -> list[Path]:

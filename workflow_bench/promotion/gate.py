@@ -38,13 +38,13 @@ from workflow_bench.reports.promotion_model import (
     ImplementationTask,
     ProbeEvidence,
     ProbePair,
+    PromotionVerdict,
     ReviewTask,
-    Verdict,
 )
 
-INSUFFICIENT: Verdict = "insufficient_evidence"
-KEEP: Verdict = "keep_incumbent"
-PROMOTE: Verdict = "promote"
+INSUFFICIENT: PromotionVerdict = "insufficient_evidence"
+KEEP: PromotionVerdict = "keep_incumbent"
+PROMOTE: PromotionVerdict = "promote"
 # Review scores are ratios of small integers; equal F1s computed two ways may differ in the last bit.
 F1_TOLERANCE = 1e-9
 PROBE_TOLERANCE = 1e-12  # shares are ratios of small integers: equal ones must compare equal
@@ -329,7 +329,7 @@ def _decide_review(policy: ReviewPolicy, evidence: PromotionEvidence, reasons: l
         reasons.extend(f"{t.task}: {why}" for why in t.insufficient)
     deltas = [t.weighted_f1_delta for t in tasks if t.weighted_f1_delta is not None and not t.clean_control]
     median = round(float(statistics.median(deltas)), 6) if deltas else None
-    verdict: Verdict
+    verdict: PromotionVerdict
     if reasons:
         verdict = INSUFFICIENT
     else:

@@ -40,9 +40,9 @@ from workflow_bench.rows.model import (
     Provenance,
     Regrade,
     RegradeBefore,
+    Resolution,
     Row,
     RuntimeRecord,
-    Verdict,
     VerifyJudgement,
     assemble,
 )
@@ -102,7 +102,7 @@ def judge_job(
 
 
 def _judged_draft(job: Job, task: TaskContext, room: CleanRoom, *, where: Path, ok: bool) -> CellDraft:
-    verdict = Verdict(ok=ok, resolved=False)
+    verdict = Resolution(ok=ok, resolved=False)
     try:
         churn = Churn(**patch_churn(job.patch, where.parent))
         room_verdict = judge_patch(room, task, job.patch, where=where, with_verify=True)

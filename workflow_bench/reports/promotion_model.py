@@ -23,7 +23,7 @@ PROMOTION_FILE = "promotion.json"
 PROMOTION_SCHEMA = 2  # 2: decisions carry the cheating probe ("impossible"; issue 23)
 
 Number = Annotated[int | float, Field(union_mode="left_to_right")]
-Verdict = Literal["promote", "keep_incumbent", "insufficient_evidence"]
+PromotionVerdict = Literal["promote", "keep_incumbent", "insufficient_evidence"]
 
 
 class ArmEvidence(Document):
@@ -107,7 +107,7 @@ class Decision(Document):
 
     candidate_arm: str = Field(description="the candidate arm")
     incumbent_arm: str = Field(description="the arm it would replace")
-    decision: Verdict = Field(description="promote, keep_incumbent or insufficient_evidence")
+    decision: PromotionVerdict = Field(description="promote, keep_incumbent or insufficient_evidence")
     metric: str = Field(description="the policy metric the gate compared")
     metric_warning: str | None = Field(description="what the metric does not see, when it is a main-loop one")
     median_improvement: Number | None = Field(

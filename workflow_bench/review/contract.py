@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, TypeAlias, get_args
 
 Severity: TypeAlias = Literal["critical", "high", "medium", "low"]
-Verdict: TypeAlias = Literal["approve", "comment", "request_changes"]
+ReviewVerdict: TypeAlias = Literal["approve", "comment", "request_changes"]
 SEVERITIES: tuple[str, ...] = get_args(Severity)
-VERDICTS: tuple[str, ...] = get_args(Verdict)
+VERDICTS: tuple[str, ...] = get_args(ReviewVerdict)
 BLOCKING_SEVERITIES = frozenset({"critical", "high"})
 SUGGESTED_CATEGORIES = ("correctness", "security", "compatibility", "performance", "tests", "other")
 
@@ -269,7 +269,7 @@ class ReviewFinding:
 class ReviewArtifact:
     """A review that satisfies the contract: a verdict and its findings, in the order written."""
 
-    verdict: Verdict
+    verdict: ReviewVerdict
     findings: tuple[ReviewFinding, ...]
 
     def __post_init__(self) -> None:

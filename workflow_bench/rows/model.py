@@ -7,7 +7,7 @@ live in ``rows.judgement``, the records a field holds (``Usage``, ``JudgedTests`
 ``Part`` base in ``rows.records``, every other part here. Each part is one writer's contribution,
 so a newcomer finds a field by who produces it:
 
-- ``Identity`` (cells.rows): which cell; ``Verdict`` (cells.run): ok, resolved, the first error;
+- ``Identity`` (cells.rows): which cell; ``Resolution`` (cells.run): ok, resolved, the first error;
 - ``SessionLayer`` (cells.session_fold): what the sessions measured and proved;
 - ``VerifyJudgement``/``OracleJudgement`` (cells.run, from judging): the two judges' findings;
 - ``Churn`` (workspace.patch), ``Review`` (review scoring), ``ProviderUsage`` (the model side);
@@ -82,7 +82,7 @@ class Identity(Part):
     recorded_at: str = _f("UTC ISO time the row was built")
 
 
-class Verdict(Part):
+class Resolution(Part):
     """The outcome: the first failure kind and its cause (``cells.run``)."""
 
     SECTION: ClassVar[str] = "verdict"
@@ -440,7 +440,7 @@ class Regrade(Part):
 # The parts in documentation order; ``Row`` is exactly their fields.
 PARTS: tuple[type[Part], ...] = (
     Identity,
-    Verdict,
+    Resolution,
     VerifyJudgement,
     OracleJudgement,
     SessionLayer,
@@ -467,7 +467,7 @@ class Row(
     SessionLayer,
     OracleJudgement,
     VerifyJudgement,
-    Verdict,
+    Resolution,
     Identity,
 ):
     """One cell's row in results.jsonl: every part's fields, each declared once in its part."""
