@@ -113,6 +113,15 @@ def short_dir(prefix: str = SHORT_DIR_PREFIX) -> Iterator[Path]:
         remove_tree(path)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _basetemp_before_any_private_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Fix pytest's base temp directory at session start. pytest picks it on first use, from
+    tempfile's temporary directory: were that first use in a test whose ``private_tmpdir`` had pointed
+    ``tempfile.tempdir`` at its own short directory (a module run alone, or first on an xdist
+    worker), every later ``tmp_path`` would sit in a directory that test removes."""
+    return tmp_path_factory.getbasetemp()
+
+
 @pytest.fixture
 def short_tmpdir() -> Iterator[Path]:
     """``short_dir`` for one test."""

@@ -117,3 +117,24 @@ def test_no_test_module_imports_another():
         if (found := _imports_of_test_modules(ast.parse(text)))
     }
     assert not offenders, f"move shared helpers into tests/builders.py: {offenders}"
+
+
+def test_a_module_run_alone_keeps_its_tmp_paths(tmp_path):
+    """pytest's base temp directory is fixed at session start (tests/conftest.py), so a module
+    whose first test points ``tempfile`` at a private directory does not take it away from the
+    tests after it. Negative control: without that fixture this run errors in its second test."""
+    import os
+    import subprocess
+    import sys
+
+    module = Path(__file__).resolve().with_name("test_private_tempdir_first.py")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", str(module)],
+        cwd=module.parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
