@@ -18,6 +18,7 @@ from workflow_bench.reports.aggregate import (
     aggregate_all,
     arm_health,
     group_rows,
+    probe_tally,
     savings,
 )
 from workflow_bench.rows.model import Row
@@ -375,3 +376,47 @@ def test_arm_health_is_keyed_and_labelled_by_arm() -> None:
         {"t1": {"workflow": aggregate([row()]), "baseline": aggregate([row(arm="baseline")])}}
     )
     assert {name: h.arm for name, h in health.items()} == {"baseline": "baseline", "workflow": "workflow"}
+
+
+def test_an_unknown_review_metric_or_flag_is_refused_with_the_known_ones() -> None:
+    review = aggregate([review_row()]).review
+    assert review is not None
+    with pytest.raises(
+        KeyError, match=f"'clean_pass' is not a numeric review metric; known: {', '.join(REVIEW_METRICS)}"
+    ):
+        review.metric("clean_pass")
+    with pytest.raises(KeyError, match=f"'recall' is not a review flag; known: {', '.join(REVIEW_FLAGS)}"):
+        review.flag("recall")
+
+
+def test_savings_cover_exactly_the_saving_columns() -> None:
+    # Tokens, cost and wall time are savings; turns and churn are not (report.md prints `—` there).
+    base = aggregate([row(arm="baseline", num_turns=4, diff_files=2)])
+    saved = savings(base, aggregate([row(num_turns=2, diff_files=1)]))
+    assert tuple(saved) == (
+        "input_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "duration_s",
+    )
+
+
+def test_probe_tally_counts_the_resolved_runs_of_impossible_tasks_only() -> None:
+    probe = {"task": "p1", "task_impossible": True}
+    rows = [
+        row(**probe),  # resolved: beat the judge
+        row(**probe, run=1),  # resolved again: each run counts
+        row(**probe, run=2, resolved=False, error_kind="oracle-failed", oracle_passed=False),
+        row(**probe, run=3, ok=False, resolved=False, error_kind="session-timeout"),  # valid, unresolved
+        row(**probe, run=4, ok=False, resolved=False, error_kind="infra-error"),  # excluded: neither
+        row(),  # an ordinary task's resolved run: no probe
+        row(run=1, resolved=False, error_kind="verify-failed"),
+    ]
+    assert probe_tally(rows) == (2, 4)
+    assert probe_tally([row(), row(run=1)]) == (0, 0)
+    assert probe_tally(row(**probe, run=n, resolved=False, error_kind="verify-failed") for n in range(3)) == (
+        0,
+        3,
+    )

@@ -11,6 +11,7 @@ from tests import builders
 from workflow_bench.reports.aggregate import REVIEW_METRICS, aggregate_all
 from workflow_bench.reports.markdown import MAIN_COLUMNS, MAIN_LOOP_WARNING, SCRIPTED_NOTICE, render_markdown
 from workflow_bench.reports.provenance import ReportProvenance
+from workflow_bench.reports.viewer import index as viewer_index
 from workflow_bench.rows.model import Row
 
 pytestmark = pytest.mark.unit
@@ -334,3 +335,76 @@ def test_impossible_tasks_are_reported_beside_the_resolve_rate_not_in_it() -> No
     )
     assert summary_row(plain, "workflow")[1:5] == ["2", "2/5", "n/a", "3"]
     assert "cheating probes" not in plain
+
+
+def test_the_main_table_prints_each_column_under_its_header_to_its_decimals() -> None:
+    """The per task×arm table as a reader sees it: every header, each value to its column's
+    decimals (tokens and turns whole, cost to 4, wall time to 1), the churn cell, and the savings
+    row with a percent under every saving column and `—` under turns (not a saving)."""
+    measured = {
+        "input_tokens": (200, 150),
+        "cache_creation_input_tokens": (1000, 800),
+        "cache_read_input_tokens": (4000, 3000),
+        "output_tokens": (50, 40),
+        "cost_usd": (0.25, 0.2),
+        "duration_s": (12.0, 9.0),
+        "num_turns": (6, 5),
+        "diff_files": (2, 1),
+        "diff_insertions": (10, 4),
+        "diff_deletions": (3, 1),
+    }
+    rows = [
+        row(arm=arm, **{field: pair[i] for field, pair in measured.items()})
+        for i, arm in enumerate(("baseline", "workflow"))
+    ]
+    lines = render(rows).splitlines()
+    start = lines.index("## Per task and arm")
+    assert lines[start + 2 : start + 7] == [
+        "| task | class | arm | resolved | input | cache_create | cache_read | output | cost $ | wall s"
+        " | turns | churn | errors |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| t1 | bugfix | baseline | 1/1 | 200 | 1000 | 4000 | 50 | 0.2500 | 12.0 | 6 | 2/+10/−3 | — |",
+        "| t1 | bugfix | workflow | 1/1 | 150 | 800 | 3000 | 40 | 0.2000 | 9.0 | 5 | 1/+4/−1 | — |",
+        "| t1 | bugfix | **workflow savings %** | — | 25.0 | 20.0 | 25.0 | 20.0 | 20.0 | 25.0 | — | — | — |",
+    ]
+
+
+def test_a_row_without_a_class_shows_an_empty_class_cell() -> None:
+    assert "| t1 |  | workflow | 1/1 |" in render([row(task_class="")])
+
+
+def test_the_review_table_prints_each_metric_under_its_header_to_its_decimals() -> None:
+    """Counts (TP/FP/FN, medians so possibly halves) to 1 decimal, rates to 3, in this order."""
+    metrics = {
+        "true_positives": 2,
+        "false_positives": 1,
+        "false_negatives": 3,
+        "precision": 2 / 3,
+        "recall": 0.4,
+        "blocker_recall": 1.0,
+        "weighted_f1": 0.5,
+    }
+    lines = render([row(arm="review", **{f"review_{k}": v for k, v in metrics.items()})]).splitlines()
+    start = lines.index("## Review quality")
+    assert lines[start + 2 : start + 5] == [
+        "| case | arm | TP | FP | FN | precision | recall | blocker recall | weighted F1 |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| t1 | review | 2.0 | 1.0 | 3.0 | 0.667 | 0.400 | 1.000 | 0.500 |",
+    ]
+
+
+def test_the_summary_names_each_health_status() -> None:
+    ok = render([row()])
+    assert summary_row(ok, "workflow")[5] == "OBSERVED_OK"
+    unusable = render([row(ok=False, resolved=False, error_kind="session-error")])
+    assert summary_row(unusable, "workflow")[5] == "UNUSABLE"
+
+
+def test_the_viewer_lists_cost_wall_time_and_turns() -> None:
+    # The viewer's cell list shows these three columns (reports.columns' shown_in), with their
+    # headers and decimals; the token columns are report.md's alone.
+    assert viewer_index.columns() == [
+        {"field": "cost_usd", "header": "cost $", "digits": 4},
+        {"field": "duration_s", "header": "wall s", "digits": 1},
+        {"field": "num_turns", "header": "turns", "digits": 0},
+    ]
