@@ -33,7 +33,7 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY = '    Column("sessions", "sessions", 0),\n'
-LAST = '    Column("diff_deletions", "deletions", 0, shown_in=_NOWHERE),\n'
+LAST = "    *CHURN_COLUMNS,\n"  # COLUMNS' last entry
 
 
 def documents(sweep_dir: str) -> dict[str, Any]:

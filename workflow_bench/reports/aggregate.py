@@ -38,7 +38,6 @@ from workflow_bench.reports.stats_model import Document
 from workflow_bench.review.score import METRIC_NAMES
 from workflow_bench.rows.model import Row
 
-CHURN_FIELDS = ("diff_files", "diff_insertions", "diff_deletions")
 MEDIAN_FIELDS = tuple(column.field for column in COLUMNS)
 """Every column's field (``reports.columns``), in report order: what ``ArmAggregate.median`` knows."""
 SAVINGS_FIELDS = tuple(column.field for column in COLUMNS if column.saving)

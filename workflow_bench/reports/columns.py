@@ -90,8 +90,15 @@ _MD = frozenset({Shown.REPORT_MD})
 _MD_VIEWER = frozenset({Shown.REPORT_MD, Shown.VIEWER})
 _NOWHERE: frozenset[Shown] = frozenset()
 
-# In report order. The churn fields are reduced here and shown by report.md's one "churn" cell
-# (files/+insertions/−deletions), so they are declared for no document of their own.
+# The churn fields: reduced like every column, shown by report.md's one "churn" cell
+# (files/+insertions/−deletions, each to its decimals), so declared for no document of their own.
+CHURN_COLUMNS: tuple[Column, ...] = (
+    Column("diff_files", "files changed", 0, shown_in=_NOWHERE),
+    Column("diff_insertions", "insertions", 0, shown_in=_NOWHERE),
+    Column("diff_deletions", "deletions", 0, shown_in=_NOWHERE),
+)
+
+# In report order.
 COLUMNS: tuple[Column, ...] = (
     Column("input_tokens", "input", 0, saving=True, shown_in=_MD),
     Column("cache_creation_input_tokens", "cache_create", 0, saving=True, shown_in=_MD),
@@ -100,9 +107,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("cost_usd", "cost $", 4, saving=True, shown_in=_MD_VIEWER),
     Column("duration_s", "wall s", 1, saving=True, meaningful_from=MEANINGFUL_WALL_S, shown_in=_MD_VIEWER),
     Column("num_turns", "turns", 0, shown_in=_MD_VIEWER),
-    Column("diff_files", "files changed", 0, shown_in=_NOWHERE),
-    Column("diff_insertions", "insertions", 0, shown_in=_NOWHERE),
-    Column("diff_deletions", "deletions", 0, shown_in=_NOWHERE),
+    *CHURN_COLUMNS,
 )
 
 

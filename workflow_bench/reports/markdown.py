@@ -20,13 +20,19 @@ from workflow_bench.reports.accounting import AccountingLine
 from workflow_bench.reports.accounting_section import accounting_section
 from workflow_bench.reports.aggregate import (
     BASELINE_ARM,
-    CHURN_FIELDS,
     ArmAggregate,
     ArmHealth,
     arm_health,
     savings,
 )
-from workflow_bench.reports.columns import MEANINGFUL_WALL_S, REVIEW_COLUMNS, Shown, number_text, shown_in
+from workflow_bench.reports.columns import (
+    CHURN_COLUMNS,
+    MEANINGFUL_WALL_S,
+    REVIEW_COLUMNS,
+    Shown,
+    number_text,
+    shown_in,
+)
 from workflow_bench.reports.columns import Column as MeasuredColumn
 from workflow_bench.reports.provenance import ReportProvenance
 
@@ -216,10 +222,11 @@ def _exclusions(results: Results, arms: Sequence[str]) -> list[str]:
 
 
 def _churn(agg: ArmAggregate) -> str:
-    files, insertions, deletions = (agg.median(field) for field in CHURN_FIELDS)
-    if files is None or insertions is None or deletions is None:
+    values = [agg.median(column.field) for column in CHURN_COLUMNS]
+    if None in values:
         return NA
-    return f"{files:.0f}/+{insertions:.0f}/−{deletions:.0f}"
+    files, insertions, deletions = (column.text(v) for column, v in zip(CHURN_COLUMNS, values, strict=True))
+    return f"{files}/+{insertions}/−{deletions}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +258,7 @@ def _measured(column: MeasuredColumn) -> Column:
 
 
 # The per task×arm table: the identifying columns, every ``reports.columns`` column report.md
-# shows (a new column is one entry there), the churn cell over CHURN_FIELDS, the error kinds.
+# shows (a new column is one entry there), the churn cell over CHURN_COLUMNS, the error kinds.
 MAIN_COLUMNS: tuple[Column, ...] = (
     Column("task", lambda task, _a: _escape(task), lambda task, *_: _escape(task)),
     Column("class", lambda _t, agg: _escape(agg.task_class), lambda _t, agg, *_: _escape(agg.task_class)),
