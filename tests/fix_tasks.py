@@ -21,16 +21,19 @@ from tests.conftest import short_dir
 from workflow_bench.tasks.__main__ import main as tasks_main
 
 
-def fix_repo(repo: Path, base: Mapping[str, str], fix: Mapping[str, str]) -> Path:
-    """``repo`` created with two commits: ``base``, then ``fix`` (files by path → text)."""
+def fix_repo(
+    repo: Path, base: Mapping[str, str], fix: Mapping[str, str], *, message: str = "fix: the upper bound"
+) -> Path:
+    """``repo`` created with two commits: ``base``, then ``fix`` (files by path → text), the
+    second with ``message``."""
     repo.mkdir(parents=True)
     git_in(repo, "init", "-q", "-b", "main")
-    for files, message in ((base, "base"), (fix, "fix: the upper bound")):
+    for files, subject in ((base, "base"), (fix, message)):
         for name, text in files.items():
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
             (repo / name).write_text(text)
         git_in(repo, "add", "-A")
-        git_in(repo, "commit", "-q", "-m", message)
+        git_in(repo, "commit", "-q", "-m", subject)
     return repo
 
 

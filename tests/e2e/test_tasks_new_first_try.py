@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.builders import git_in
 from tests.conftest import link_tree, short_dir
+from tests.fix_tasks import fix_repo
 from workflow_bench.tasks.__main__ import main as tasks_main
 from workflow_bench.tasks.new import NewTask, draft_task
 
@@ -37,15 +37,7 @@ FIXED = CLAMP.replace("if (v > hi) return lo", "if (v > hi) return hi")
 
 
 def _repo(root: Path, base: dict[str, str], fix: dict[str, str], node_modules: Path | None) -> Path:
-    root.mkdir(parents=True)
-    git_in(root, "init", "-q", "-b", "main")
-    (root / ".gitignore").write_text("node_modules\n")
-    for files, message in ((base, "base"), (fix, "fix")):
-        for name, text in files.items():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            (root / name).write_text(text)
-        git_in(root, "add", "-A")
-        git_in(root, "commit", "-q", "-m", message)
+    fix_repo(root, {".gitignore": "node_modules\n", **base}, fix, message="fix")
     if node_modules is not None:
         link_tree(node_modules, root / "node_modules")
     return root
